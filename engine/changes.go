@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// Field rules are declared with the `kubeup` struct tag, comma-separated:
+//
+//	Tags     map[string]string `kubeup:"nilempty"` // nil and empty are the same
+//	Zones    []string          `kubeup:"set"`      // order does not matter
+//	ID       *string           `kubeup:"output"`   // set by Find or Render; never compared
+//	cache    ...               (unexported fields are never compared)
+//	Scratch  string            `kubeup:"-"`        // not part of the desired state
+//
+// Without a tag: a nil pointer or nil interface in the expected task means "don't care"; everything else is
+// compared by value (maps and slices element by element, a field holding a Task by its key).
+const tagName = "kubeup"
+
+type fieldInfo struct {
+	name     string
+	index    int
+	set      bool // compare a slice without regard to order
+	nilEmpty bool // nil and empty map/slice are the same
+	output   bool // written by Find/Render, copied from actual to expected, never compared
+}
+
+type typeInfo struct {
+	fields []fieldInfo
+}
+
+var typeInfos sync.Map // reflect.Type (struct) -> *typeInfo
+
+// typeInfoOf returns the field rules of struct type t, parsed once per type.
+func typeInfoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeInfos.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	ti := &typeInfo{}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		fi := fieldInfo{name: sf.Name, index: i}
+		skip := false
+		for _, opt := range strings.Split(sf.Tag.Get(tagName), ",") {
+			switch strings.TrimSpace(opt) {
+			case "":
+			case "-":
+				skip = true
+			case "set":
+				fi.set = true
+			case "nilempty":
+				fi.nilEmpty = true
+			case "output":
+				fi.output = true
+			default:
+				panic(fmt.Sprintf("engine: %s.%s: unknown %s tag option %q", t, sf.Name, tagName, opt))
+			}
+		}
+		if fi.set && sf.Type.Kind() != reflect.Slice {
+			panic(fmt.Sprintf("engine: %s.%s: only a slice can be a set", t, sf.Name))
+		}
+		if k := sf.Type.Kind(); fi.nilEmpty && k != reflect.Slice && k != reflect.Map {
+			panic(fmt.Sprintf("engine: %s.%s: only a map or a slice can be nilempty", t, sf.Name))
+		}
+		if !skip {
+			ti.fields = append(ti.fields, fi)
+		}
+	}
+	actual, _ := typeInfos.LoadOrStore(t, ti)
+	return actual.(*typeInfo)
+}
+
+// structOf returns the struct a task pointer points to. Tasks are pointers to structs; anything else is a
+// programmer error caught when the task is added.
+func structOf(task any) reflect.Value {
+	v := reflect.ValueOf(task)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("engine: a task must be a non-nil pointer to a struct, got %T", task))
+	}
+	return v.Elem()
+}
+
+// FieldChange is one field of a planned change. Old is nil on create.
+type FieldChange struct {
+	Name string
+	Old  any
+	New  any
+}
+
+// diff compares actual with expected field by field. It returns the changed fields (in declaration order) and
+// a new task value holding only those fields. actual == nil means create: every field expected sets is listed.
+func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
+	ev := structOf(expected)
+	ti := typeInfoOf(ev.Type())
+	cv := reflect.New(ev.Type())
+	creating := isNil(actual)
+	var av reflect.Value
+	if !creating {
+		av = structOf(actual)
+	}
+	name := any(expected).(Task).Key().Name
+	for _, f := range ti.fields {
+		if f.output {
+			continue
+		}
+		e := ev.Field(f.index)
+		if creating {
+			cv.Elem().Field(f.index).Set(e)
+			if isUnset(e) || (e.Kind() == reflect.String && e.String() == name) {
+				continue // nothing to say, or the key already says it
+			}
+			fields = append(fields, FieldChange{Name: f.name, New: e.Interface()})
+			continue
+		}
+		if dontCare(e) {
+			continue
+		}
+		a := av.Field(f.index)
+		if fieldEqual(f, a, e) {
+			continue
+		}
+		cv.Elem().Field(f.index).Set(e)
+		fields = append(fields, FieldChange{Name: f.name, Old: valueOrNil(a), New: e.Interface()})
+	}
+	return fields, cv.Interface().(T)
+}
+
+// copyOutputs writes the output fields Find discovered into expected, where expected has none yet.
+func copyOutputs(actual, expected any) {
+	av, ev := structOf(actual), structOf(expected)
+	for _, f := range typeInfoOf(ev.Type()).fields {
+		if f.output && isUnset(ev.Field(f.index)) {
+			ev.Field(f.index).Set(av.Field(f.index))
+		}
+	}
+}
+
+// dontCare reports whether an expected value leaves the field to whatever the world has.
+func dontCare(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// isUnset reports whether a value says nothing: nil, or the zero value of its type.
+func isUnset(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Map, reflect.Slice:
+		return v.Len() == 0
+	}
+	return v.IsZero()
+}
+
+func valueOrNil(v reflect.Value) any {
+	if dontCare(v) {
+		return nil
+	}
+	return v.Interface()
+}
+
+func fieldEqual(f fieldInfo, a, e reflect.Value) bool {
+	if f.nilEmpty && a.Len() == 0 && e.Len() == 0 {
+		return true
+	}
+	if f.set {
+		return setEqual(a, e)
+	}
+	return valueEqual(a, e)
+}
+
+var taskType = reflect.TypeFor[Task]()
+
+// valueEqual is reflect.DeepEqual, except that tasks (references to other tasks) are equal when their keys are.
+func valueEqual(a, e reflect.Value) bool {
+	if a.Type().Implements(taskType) || a.Kind() == reflect.Interface {
+		if a.IsZero() || e.IsZero() {
+			return a.IsZero() == e.IsZero()
+		}
+		at, aok := a.Interface().(Task)
+		et, eok := e.Interface().(Task)
+		if aok && eok {
+			return at.Key() == et.Key()
+		}
+	}
+	return reflect.DeepEqual(a.Interface(), e.Interface())
+}
+
+// setEqual compares two slices as multisets. Sets in tasks are small; quadratic matching keeps any element type
+// comparable without hashing.
+func setEqual(a, e reflect.Value) bool {
+	if a.Len() != e.Len() {
+		return false
+	}
+	used := make([]bool, a.Len())
+	for i := 0; i < e.Len(); i++ {
+		found := false
+		for j := 0; j < a.Len(); j++ {
+			if !used[j] && valueEqual(a.Index(j), e.Index(i)) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// tasksEqual reports whether two tasks with the same key describe the same desired state: the rule for a key
+// that is added twice.
+func tasksEqual(a, b Task) bool {
+	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
+	if av.Type() != bv.Type() {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	as, bs := structOf(a), structOf(b)
+	for _, f := range typeInfoOf(as.Type()).fields {
+		if f.output {
+			continue
+		}
+		if !fieldEqual(f, as.Field(f.index), bs.Field(f.index)) {
+			return false
+		}
+	}
+	return true
+}

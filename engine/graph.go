@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Graph is a set of tasks that converge world C, with their dependencies. Build it with NewGraph and Add; run
+// it with Run. A Graph is not safe for concurrent Add.
+type Graph[C any] struct {
+	nodes     []*node[C]
+	byKey     map[Key]int32
+	problems  []string             // found while adding, reported by Validate
+	overrides map[string]Lifecycle // per task type
+}
+
+// NewGraph returns an empty graph.
+func NewGraph[C any]() *Graph[C] {
+	return &Graph[C]{byKey: map[Key]int32{}}
+}
+
+// node is one task in the graph with what the executor needs to know about it.
+type node[C any] struct {
+	task      Task
+	runner    runner[C]
+	lifecycle Lifecycle
+	class     string
+	deadline  time.Duration // 0: the run's default
+}
+
+// runner is the typed part of a node: it knows the task's type T, so it calls Find, CheckChanges and Render
+// without reflection on method names.
+type runner[C any] interface {
+	sync(ctx context.Context, world C, target Target, lc Lifecycle) (*Change, error)
+	canRender() bool
+}
+
+// AddOption adjusts how one task is run.
+type AddOption func(*addOptions)
+
+type addOptions struct {
+	lifecycle Lifecycle
+	deadline  time.Duration
+}
+
+// WithLifecycle sets the task's lifecycle (default Sync). Graph.SetLifecycle overrides it for a whole type.
+func WithLifecycle(l Lifecycle) AddOption { return func(o *addOptions) { o.lifecycle = l } }
+
+// WithDeadline sets how long a not-ready or retryable task is retried (default: Options.Deadline).
+func WithDeadline(d time.Duration) AddOption { return func(o *addOptions) { o.deadline = d } }
+
+// Classed is implemented by tasks that call a rate-limited API. Tasks of one class share Options.ClassLimits
+// and are slowed down together when the API pushes back.
+type Classed interface {
+	APIClass() string
+}
+
+// Add puts task into g and returns the task the graph holds under its key. Adding a key twice is allowed
+// only when both tasks describe the same thing; then the first one is kept and returned, so that dependents
+// read the outputs of the task that actually runs. A conflicting duplicate is reported by Validate.
+func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
+	structOf(task) // a task is a pointer to a struct: panic now, not in the middle of a run
+	var o addOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	key := task.Key()
+	if i, ok := g.byKey[key]; ok {
+		prev := g.nodes[i].task
+		if !tasksEqual(prev, task) {
+			g.problems = append(g.problems, fmt.Sprintf("duplicate key %s: added twice with different values (%s)",
+				key, strings.Join(differingFields(prev, task), ", ")))
+			return task
+		}
+		if held, ok := prev.(T); ok {
+			return held
+		}
+		return task
+	}
+	n := &node[C]{task: task, runner: &typed[T, C]{task: task}, lifecycle: o.lifecycle, deadline: o.deadline}
+	if c, ok := any(task).(Classed); ok {
+		n.class = c.APIClass()
+	}
+	g.byKey[key] = int32(len(g.nodes))
+	g.nodes = append(g.nodes, n)
+	return task
+}
+
+// differingFields names the fields in which two tasks of one key differ.
+func differingFields(a, b Task) []string {
+	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
+	if av.Type() != bv.Type() {
+		return []string{fmt.Sprintf("types %T and %T", a, b)}
+	}
+	as, bs := structOf(a), structOf(b)
+	var names []string
+	for _, f := range typeInfoOf(as.Type()).fields {
+		if !f.output && !fieldEqual(f, as.Field(f.index), bs.Field(f.index)) {
+			names = append(names, f.name+" differs")
+		}
+	}
+	return names
+}
+
+// SetLifecycle overrides the lifecycle of every task of one type, as an operator's
+// --lifecycle-overrides=EBSVolume=ExistsAndWarnIfChanges would.
+func (g *Graph[C]) SetLifecycle(taskType string, l Lifecycle) {
+	if g.overrides == nil {
+		g.overrides = map[string]Lifecycle{}
+	}
+	g.overrides[taskType] = l
+}
+
+// Len returns the number of tasks in the graph.
+func (g *Graph[C]) Len() int { return len(g.nodes) }
+
+// Tasks returns the graph's tasks in the order they were added.
+func (g *Graph[C]) Tasks() []Task {
+	tasks := make([]Task, len(g.nodes))
+	for i, n := range g.nodes {
+		tasks[i] = n.task
+	}
+	return tasks
+}
+
+// Lookup returns the task with key k.
+func (g *Graph[C]) Lookup(k Key) (Task, bool) {
+	i, ok := g.byKey[k]
+	if !ok {
+		return nil, false
+	}
+	return g.nodes[i].task, true
+}
+
+func (g *Graph[C]) lifecycleOf(n *node[C]) Lifecycle {
+	if l, ok := g.overrides[n.task.Key().Type]; ok {
+		return l
+	}
+	return n.lifecycle
+}
+
+// typed is the runner of a task of type T.
+type typed[T Resource[T, C], C any] struct {
+	task T
+}
+
+func (r *typed[T, C]) canRender() bool {
+	_, ok := any(r.task).(Renderer[T, C])
+	return ok
+}
+
+func isNil[T any](v T) bool {
+	rv := reflect.ValueOf(v)
+	return !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil())
+}
+
+// sync is one attempt at the task: Find, compare, CheckChanges, and Render unless the target is a dry run.
+func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifecycle) (*Change, error) {
+	expected := r.task
+	actual, err := expected.Find(ctx, world)
+	if err != nil {
+		return nil, fmt.Errorf("finding: %w", err)
+	}
+	exists := !isNil(actual)
+	if exists {
+		copyOutputs(actual, expected)
+	} else if lc == ExistsAndValidates || lc == ExistsAndWarnIfChanges {
+		return nil, Terminal(fmt.Errorf("lifecycle %s: %w", lc, ErrNotFound))
+	}
+	fields, changes := diff(actual, expected)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	if err := expected.CheckChanges(actual, expected, changes); err != nil {
+		return nil, Terminal(fmt.Errorf("checking changes: %w", err))
+	}
+	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
+	if !exists {
+		change.Action = Create
+	}
+	switch lc {
+	case ExistsAndValidates:
+		return nil, Terminal(fmt.Errorf("lifecycle %s: differs from the world in %s", lc, fieldNames(fields)))
+	case ExistsAndWarnIfChanges:
+		Logger(ctx).Warn("differs from the world; not changing it (lifecycle ExistsAndWarnIfChanges)",
+			"fields", fieldNames(fields))
+		return nil, nil
+	}
+	if target == DryRun {
+		return change, nil
+	}
+	if err := any(expected).(Renderer[T, C]).Render(ctx, world, actual, expected, changes); err != nil {
+		return nil, fmt.Errorf("rendering: %w", err)
+	}
+	return change, nil
+}
+
+func fieldNames(fields []FieldChange) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Target says what Run does with the changes it finds.
+type Target string
+
+const (
+	// Apply renders every change: the task must implement Renderer[T, C].
+	Apply Target = "apply"
+	// DryRun finds and checks every task and records the changes instead of rendering them. It needs nothing
+	// beyond Resource.
+	DryRun Target = "dryrun"
+)
+
+// Options control a run. The zero value is a dry run with the defaults below.
+type Options struct {
+	Target Target // DryRun when empty
+
+	// Concurrency is how many tasks run at once (default 10).
+	Concurrency int
+	// ClassLimits caps how many tasks of one API class (see Classed) run at once, such as {"ec2": 4}.
+	ClassLimits map[string]int
+	// Deadline is how long a not-ready or retryable task is retried before it fails (default 10 minutes).
+	Deadline time.Duration
+	// Backoff is the first retry delay (default 1s); each retry doubles it, up to MaxBackoff (default 30s), with
+	// jitter.
+	Backoff, MaxBackoff time.Duration
+
+	// Logger receives the engine's structured logs; each task logs with task=<key> (default: slog.Default()).
+	Logger *slog.Logger
+	// Progress, when set, receives "Tasks: N done / M total; K running" at most once a second and at the end.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Target == "" {
+		o.Target = DryRun
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = 10 * time.Minute
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Result is what a run did, or in a dry run would do.
+type Result struct {
+	// Plan lists the changes: found and recorded in a dry run, found and rendered by Apply.
+	Plan *Plan
+	// Done counts the tasks that finished, changed or not.
+	Done int
+}
+
+type taskState uint8
+
+const (
+	waiting taskState = iota
+	running
+	finished
+	failed
+	skipped
+)
+
+type job struct {
+	i       int32
+	attempt int
+}
+
+type outcome struct {
+	i      int32
+	change *Change
+	err    error
+}
+
+// Run validates g for opts.Target and runs it against world. Tasks start as soon as their dependencies are done
+// (a ready queue, not waves), within the concurrency limits. A failed task skips only its dependents; the
+// returned error is a *RunError that lists every failure. A graph that does not validate returns a
+// *ValidationError before any Find or Render.
+func Run[C any](ctx context.Context, g *Graph[C], world C, opts Options) (*Result, error) {
+	opts.defaults()
+	c, err := g.compile(opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	ex := newExecutor(c, world, opts)
+	return ex.run(ctx)
+}
+
+type executor[C any] struct {
+	c     *compiled[C]
+	world C
+	opts  Options
+
+	state     []taskState
+	pending   []int32 // dependencies not yet finished
+	attempts  []uint32
+	started   []time.Time // first attempt, for the deadline
+	errs      []*TaskError
+	changes   []Change
+	ready     []int32 // FIFO, read from readyHead
+	readyHead int
+
+	classes map[string]*classState
+
+	running, done, retrying int
+	cancelled               bool
+	work                    chan job
+	results                 chan outcome
+	retries                 chan int32
+	quit                    chan struct{}
+	timers                  map[int32]*time.Timer
+}
+
+// classState is the adaptive concurrency of one API class: halved when the API pushes back, grown by one with
+// each success, never above its configured limit.
+type classState struct {
+	limit, current, running int
+	waiting                 []int32
+}
+
+func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
+	n := len(c.depStart) - 1
+	ex := &executor[C]{
+		c:        c,
+		world:    world,
+		opts:     opts,
+		state:    make([]taskState, n),
+		pending:  make([]int32, n),
+		attempts: make([]uint32, n),
+		started:  make([]time.Time, n),
+		errs:     make([]*TaskError, n),
+		ready:    make([]int32, 0, n),
+		classes:  map[string]*classState{},
+		work:     make(chan job, opts.Concurrency),
+		results:  make(chan outcome, opts.Concurrency),
+		retries:  make(chan int32),
+		quit:     make(chan struct{}),
+	}
+	for i := 0; i < n; i++ {
+		ex.pending[i] = c.depStart[i+1] - c.depStart[i]
+		if ex.pending[i] == 0 {
+			ex.ready = append(ex.ready, int32(i))
+		}
+	}
+	for _, nd := range c.g.nodes {
+		if nd.class != "" && ex.classes[nd.class] == nil {
+			limit := opts.ClassLimits[nd.class]
+			if limit <= 0 || limit > opts.Concurrency {
+				limit = opts.Concurrency
+			}
+			ex.classes[nd.class] = &classState{limit: limit, current: limit}
+		}
+	}
+	return ex
+}
+
+func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
+	total := len(ex.state)
+	workerCtx, cancelWorkers := context.WithCancel(ctx)
+	defer cancelWorkers()
+	for w := 0; w < min(ex.opts.Concurrency, max(total, 1)); w++ {
+		go ex.worker(workerCtx)
+	}
+	defer close(ex.work)
+
+	var tick <-chan time.Time
+	if ex.opts.Progress != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	ctxDone := ctx.Done()
+	for {
+		if !ex.cancelled {
+			ex.dispatch()
+		}
+		if ex.running == 0 && (ex.cancelled || ex.retrying == 0) {
+			break
+		}
+		select {
+		case o := <-ex.results:
+			ex.finish(o, ctx.Err() != nil)
+		case i := <-ex.retries:
+			ex.retrying--
+			delete(ex.timers, i)
+			ex.push(i)
+		case <-tick:
+			ex.progress()
+		case <-ctxDone:
+			// Stop scheduling; the running tasks see the cancelled context and return promptly.
+			ex.cancelled, ctxDone = true, nil
+			ex.stopRetries()
+		}
+	}
+	close(ex.quit)
+	if ex.opts.Progress != nil {
+		ex.progress()
+	}
+	return ex.result(ctx)
+}
+
+// dispatch hands ready tasks to the workers while there is room, honouring the class limits.
+func (ex *executor[C]) dispatch() {
+	for ex.running < ex.opts.Concurrency && ex.readyHead < len(ex.ready) {
+		i := ex.ready[ex.readyHead]
+		ex.readyHead++
+		if cs := ex.classOf(i); cs != nil {
+			if cs.running >= cs.current {
+				cs.waiting = append(cs.waiting, i)
+				continue
+			}
+			cs.running++
+		}
+		ex.state[i] = running
+		ex.running++
+		if ex.attempts[i] == 0 {
+			ex.started[i] = time.Now()
+		}
+		ex.attempts[i]++
+		ex.work <- job{i: i, attempt: int(ex.attempts[i])}
+	}
+	if ex.readyHead == len(ex.ready) {
+		ex.ready, ex.readyHead = ex.ready[:0], 0
+	}
+}
+
+func (ex *executor[C]) push(i int32) { ex.ready = append(ex.ready, i) }
+
+func (ex *executor[C]) classOf(i int32) *classState {
+	if name := ex.c.g.nodes[i].class; name != "" {
+		return ex.classes[name]
+	}
+	return nil
+}
+
+func (ex *executor[C]) worker(ctx context.Context) {
+	for j := range ex.work {
+		change, err := ex.syncOne(ctx, j.i)
+		ex.results <- outcome{i: j.i, change: change, err: err}
+	}
+}
+
+// syncOne runs one attempt of task i with its lifecycle, turning a panic into a terminal error.
+func (ex *executor[C]) syncOne(ctx context.Context, i int32) (change *Change, err error) {
+	nd := ex.c.g.nodes[i]
+	lc := ex.c.lifecycles[i]
+	if lc == Ignore {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			change, err = nil, Terminal(fmt.Errorf("panic: %v", r))
+		}
+	}()
+	tctx := context.WithValue(ctx, loggerKey{}, &taskLogger{base: ex.opts.Logger, key: nd.task})
+	change, err = nd.runner.sync(tctx, ex.world, ex.opts.Target, lc)
+	if err != nil && lc == WarnIfInsufficientAccess && errors.Is(err, ErrAccessDenied) {
+		Logger(tctx).Warn("insufficient access; continuing (lifecycle WarnIfInsufficientAccess)", "error", err)
+		return nil, nil
+	}
+	return change, err
+}
+
+// finish records the outcome of one attempt: done, retry later, or failed (and its dependents skipped).
+func (ex *executor[C]) finish(o outcome, interrupted bool) {
+	i := o.i
+	ex.running--
+	cs := ex.classOf(i)
+	if cs != nil {
+		cs.running--
+		if len(cs.waiting) > 0 {
+			ex.push(cs.waiting[0])
+			cs.waiting = cs.waiting[1:]
+		}
+	}
+	if o.err == nil {
+		if cs != nil && cs.current < cs.limit {
+			cs.current++
+		}
+		ex.state[i] = finished
+		ex.done++
+		if o.change != nil {
+			ex.changes = append(ex.changes, *o.change)
+		}
+		for _, d := range ex.c.dependents(i) {
+			ex.pending[d]--
+			if ex.pending[d] == 0 && ex.state[d] == waiting {
+				ex.push(d)
+			}
+		}
+		return
+	}
+	class := ClassOf(o.err)
+	if class == ClassRetryable && cs != nil {
+		cs.current = max(1, cs.current/2)
+	}
+	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
+		ex.state[i] = waiting // interrupted, not failed: reported as not run
+		return
+	}
+	if class != ClassTerminal {
+		if delay, ok := ex.retryDelay(i); ok {
+			ex.state[i] = waiting
+			ex.scheduleRetry(i, delay, o.err)
+			return
+		}
+		o.err = fmt.Errorf("gave up after %d attempts over %s: %w", ex.attempts[i],
+			time.Since(ex.started[i]).Round(time.Millisecond), o.err)
+	}
+	ex.fail(i, o.err)
+}
+
+// retryDelay is exponential backoff with jitter; ok is false once the task's deadline would be passed.
+func (ex *executor[C]) retryDelay(i int32) (time.Duration, bool) {
+	deadline := ex.opts.Deadline
+	if d := ex.c.g.nodes[i].deadline; d > 0 {
+		deadline = d
+	}
+	delay := ex.opts.Backoff
+	for a := uint32(1); a < ex.attempts[i] && delay < ex.opts.MaxBackoff; a++ {
+		delay *= 2
+	}
+	delay = min(delay, ex.opts.MaxBackoff)
+	delay = delay/2 + rand.N(delay/2+1) // jitter: between half and all of it
+	if time.Since(ex.started[i])+delay > deadline {
+		return 0, false
+	}
+	return delay, true
+}
+
+func (ex *executor[C]) scheduleRetry(i int32, delay time.Duration, err error) {
+	ex.retrying++
+	ex.opts.Logger.Debug("retrying", "task", ex.c.key(i).String(), "attempt", ex.attempts[i],
+		"delay", delay, "class", ClassOf(err).String(), "error", err)
+	if ex.timers == nil {
+		ex.timers = map[int32]*time.Timer{}
+	}
+	ex.timers[i] = time.AfterFunc(delay, func() {
+		select {
+		case ex.retries <- i:
+		case <-ex.quit:
+		}
+	})
+}
+
+// stopRetries abandons the tasks waiting to be retried: they are reported as not run.
+func (ex *executor[C]) stopRetries() {
+	for i, t := range ex.timers {
+		if t.Stop() {
+			ex.retrying--
+			delete(ex.timers, i)
+		}
+	}
+}
+
+// fail marks task i failed and every task that depends on it, directly or not, skipped.
+func (ex *executor[C]) fail(i int32, err error) {
+	ex.state[i] = failed
+	ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: err}
+	cause := fmt.Errorf("dependency %s failed", ex.c.key(i))
+	stack := []int32{i}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range ex.c.dependents(u) {
+			if ex.state[d] == waiting {
+				ex.state[d] = skipped
+				ex.errs[d] = &TaskError{Key: ex.c.key(d), Err: cause, Skipped: true}
+				stack = append(stack, d)
+			}
+		}
+	}
+}
+
+func (ex *executor[C]) progress() {
+	fmt.Fprintf(ex.opts.Progress, "Tasks: %d done / %d total; %d running\n", ex.done, len(ex.state), ex.running)
+}
+
+func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
+	res := &Result{Plan: newPlan(ex.changes), Done: ex.done}
+	var runErr RunError
+	for i, st := range ex.state {
+		switch st {
+		case failed:
+			runErr.Failed = append(runErr.Failed, ex.errs[i])
+		case skipped:
+			runErr.Skipped = append(runErr.Skipped, ex.errs[i])
+		case waiting, running:
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = errors.New("not run")
+			}
+			runErr.Skipped = append(runErr.Skipped, &TaskError{Key: ex.c.key(int32(i)), Err: cause, Skipped: true})
+		}
+	}
+	if len(runErr.Failed) == 0 && len(runErr.Skipped) == 0 {
+		return res, nil
+	}
+	sortTaskErrors(runErr.Failed)
+	sortTaskErrors(runErr.Skipped)
+	return res, &runErr
+}

@@ -1,0 +1,5 @@
+module kubeup.dev/kubeup
+
+go 1.26.8
+
+require gonum.org/v1/gonum v0.17.0
