@@ -1,0 +1,44 @@
+// Command nodeup is run on every node at boot to converge it: files, static-pod manifests, systemd units.
+//
+// It is a thin main: flag wiring only.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:               "nodeup",
+		Short:             "Converge a node at boot: files, static-pod manifests, systemd units",
+		Long:              "nodeup runs on every node at boot: it loads the node's configuration and converges the machine to it.",
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.AddCommand(newVersionCommand())
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the kubeup version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubeup version %s\n", version)
+			return err
+		},
+	}
+}
