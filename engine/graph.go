@@ -171,7 +171,7 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 		return nil, Terminal(fmt.Errorf("lifecycle %s: %w", lc, ErrNotFound))
 	}
 	fields, changes := diff(actual, expected)
-	if len(fields) == 0 {
+	if exists && len(fields) == 0 {
 		return nil, nil
 	}
 	if err := expected.CheckChanges(actual, expected, changes); err != nil {

@@ -130,10 +130,11 @@ type executor[C any] struct {
 	timers                  map[int32]*time.Timer
 }
 
-// classState is the adaptive concurrency of one API class: halved when the API pushes back, grown by one with
-// each success, never above its configured limit.
+// classState is the adaptive concurrency of one API class, as TCP adapts its window: halved when the API
+// pushes back (a retryable error), grown by one after each round of `current` successes, never above its limit.
 type classState struct {
 	limit, current, running int
+	successes               int // since current last grew
 	waiting                 []int32
 }
 
@@ -297,7 +298,9 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	}
 	if o.err == nil {
 		if cs != nil && cs.current < cs.limit {
-			cs.current++
+			if cs.successes++; cs.successes >= cs.current {
+				cs.current, cs.successes = cs.current+1, 0
+			}
 		}
 		ex.state[i] = finished
 		ex.done++
@@ -314,7 +317,7 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	}
 	class := ClassOf(o.err)
 	if class == ClassRetryable && cs != nil {
-		cs.current = max(1, cs.current/2)
+		cs.current, cs.successes = max(1, cs.current/2), 0
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
 		ex.state[i] = waiting // interrupted, not failed: reported as not run

@@ -1,0 +1,460 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"kubeup.dev/kubeup/engine"
+)
+
+// guard bounds a test that would hang if the engine were wrong. It is a safety net, never a speed assertion.
+func guard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func fastRetry(o engine.Options) engine.Options {
+	o.Backoff, o.MaxBackoff = time.Microsecond, time.Millisecond
+	return o
+}
+
+// A task starts as soon as its own dependencies are done, not when a whole "wave" is: here c, which depends
+// only on b, must run while a (independent, in the first wave) is still busy. It is a is released by c.
+func TestReadyQueueNotWaves(t *testing.T) {
+	world := newWorld()
+	releaseA := make(chan struct{})
+	world.findHook["a"] = func(ctx context.Context, _ int) error {
+		select {
+		case <-releaseA:
+			return nil
+		case <-ctx.Done():
+			return errors.New("a was never released: c did not start while a was running")
+		}
+	}
+	world.findHook["c"] = func(context.Context, int) error { close(releaseA); return nil }
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Item{Name: "a"})
+	b := engine.Add(g, &Item{Name: "b"})
+	engine.Add(g, &Item{Name: "c", Parent: b})
+	if _, err := engine.Run(guard(t), g, world, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// concurrency counts how many Finds run at once, per group.
+type concurrency struct {
+	mu       sync.Mutex
+	now, max map[string]int
+}
+
+func (c *concurrency) hook(group string, barrier *sync.WaitGroup) func(context.Context, int) error {
+	return func(ctx context.Context, _ int) error {
+		c.mu.Lock()
+		for _, g := range []string{group, "*"} {
+			c.now[g]++
+			c.max[g] = max(c.max[g], c.now[g])
+		}
+		c.mu.Unlock()
+		if barrier != nil {
+			barrier.Done()
+			barrier.Wait() // the first tasks of the group wait for each other: the limit is reached, not just respected
+		}
+		time.Sleep(100 * time.Microsecond) // give an over-eager scheduler the chance to start one more
+		c.mu.Lock()
+		c.now[group]--
+		c.now["*"]--
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+func TestConcurrencyLimits(t *testing.T) {
+	world := newWorld()
+	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
+	g := engine.NewGraph[*World]()
+	var ec2, all sync.WaitGroup
+	ec2.Add(2)
+	all.Add(4)
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("ec2-%02d", i)
+		var b *sync.WaitGroup
+		if i < 2 {
+			b = &ec2
+		}
+		world.findHook[name] = c.hook("ec2", b)
+		engine.Add(g, &Item{Name: name, Class: "ec2"})
+	}
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("other-%02d", i)
+		var b *sync.WaitGroup
+		if i < 4 {
+			b = &all
+		}
+		world.findHook[name] = c.hook("other", b)
+		engine.Add(g, &Item{Name: name})
+	}
+	_, err := engine.Run(guard(t), g, world, engine.Options{Concurrency: 6, ClassLimits: map[string]int{"ec2": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.max["ec2"] != 2 {
+		t.Errorf("at most %d ec2 tasks ran at once, want exactly the class limit 2", c.max["ec2"])
+	}
+	if c.max["*"] != 6 {
+		t.Errorf("%d tasks ran at once, want exactly the global limit 6", c.max["*"])
+	}
+}
+
+func TestGlobalLimitDefault(t *testing.T) {
+	world := newWorld()
+	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
+	var barrier sync.WaitGroup
+	barrier.Add(10)
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("t%02d", i)
+		b := &barrier
+		if i >= 10 {
+			b = nil
+		}
+		world.findHook[name] = c.hook("all", b)
+		engine.Add(g, &Item{Name: name})
+	}
+	if _, err := engine.Run(guard(t), g, world, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if c.max["all"] != 10 {
+		t.Errorf("%d tasks ran at once, want the default limit 10", c.max["all"])
+	}
+}
+
+func TestErrorClasses(t *testing.T) {
+	tests := []struct {
+		name         string
+		fail         func(attempt int) error
+		deadline     time.Duration
+		wantAttempts int
+		wantErr      string // "" for success
+	}{
+		{
+			name: "not-ready is retried until it succeeds",
+			fail: func(attempt int) error {
+				if attempt < 4 {
+					return engine.NotReady(errors.New("volume still attaching"))
+				}
+				return nil
+			},
+			wantAttempts: 4,
+		},
+		{
+			name: "retryable is retried until it succeeds",
+			fail: func(attempt int) error {
+				if attempt < 3 {
+					return engine.Retryable(errors.New("throttled"))
+				}
+				return nil
+			},
+			wantAttempts: 3,
+		},
+		{
+			name:         "an unclassified error is terminal: one attempt",
+			fail:         func(int) error { return errors.New("invalid parameter") },
+			wantAttempts: 1,
+			wantErr:      "Item/x: finding: invalid parameter",
+		},
+		{
+			name:         "terminal wins over a wrapped not-ready",
+			fail:         func(int) error { return engine.Terminal(engine.NotReady(errors.New("bad"))) },
+			wantAttempts: 1,
+			wantErr:      "Item/x: finding: bad",
+		},
+		{
+			name:     "not-ready gives up at the deadline",
+			fail:     func(int) error { return engine.NotReady(errors.New("never ready")) },
+			deadline: 20 * time.Millisecond,
+			wantErr:  "Item/x: gave up after",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			world := newWorld()
+			world.findHook["x"] = func(_ context.Context, attempt int) error { return tt.fail(attempt) }
+			g := engine.NewGraph[*World]()
+			engine.Add(g, &Item{Name: "x"})
+			_, err := engine.Run(guard(t), g, world, fastRetry(engine.Options{Target: engine.DryRun, Deadline: tt.deadline}))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			attempts := world.count(world.finds, "x")
+			if tt.wantAttempts > 0 && attempts != tt.wantAttempts {
+				t.Errorf("%d attempts, want %d", attempts, tt.wantAttempts)
+			}
+			if tt.deadline > 0 && attempts < 2 {
+				t.Errorf("%d attempts before giving up, want several", attempts)
+			}
+		})
+	}
+}
+
+// A failure skips the failed task's dependents, and only them; the error lists every failure and skip.
+func TestFailureSkipsOnlyDependents(t *testing.T) {
+	world := newWorld()
+	world.findHook["a"] = func(context.Context, int) error { return errors.New("boom") }
+	world.findHook["p"] = func(context.Context, int) error { return errors.New("bang") }
+	g := engine.NewGraph[*World]()
+	a := engine.Add(g, &Item{Name: "a"})
+	b := engine.Add(g, &Item{Name: "b", Parent: a})
+	engine.Add(g, &Item{Name: "c", Parent: b})
+	d := engine.Add(g, &Item{Name: "d"})
+	engine.Add(g, &Item{Name: "e", Parent: d})
+	p := engine.Add(g, &Item{Name: "p"})
+	engine.Add(g, &Item{Name: "q", Needs: []*Item{p, d}})
+
+	res, err := engine.Run(guard(t), g, world, engine.Options{Target: engine.Apply})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) {
+		t.Fatalf("err = %v, want a *RunError", err)
+	}
+	want := `2 task(s) failed, 3 skipped:
+  Item/a: finding: boom
+  Item/p: finding: bang
+  Item/b: skipped: dependency Item/a failed
+  Item/c: skipped: dependency Item/a failed
+  Item/q: skipped: dependency Item/p failed`
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"d", "e"} {
+		if _, ok := world.items[name]; !ok {
+			t.Errorf("independent task %s was not applied", name)
+		}
+	}
+	for _, name := range []string{"b", "c", "q"} {
+		if n := world.count(world.finds, name); n != 0 {
+			t.Errorf("skipped task %s was run", name)
+		}
+	}
+	if res.Done != 2 {
+		t.Errorf("Done = %d, want 2 (d and e)", res.Done)
+	}
+}
+
+// Cancelling the context stops scheduling: running tasks are interrupted, nothing new starts, and Run returns
+// with the unfinished tasks reported as not run.
+func TestCancellation(t *testing.T) {
+	world := newWorld()
+	ctx, cancel := context.WithCancel(guard(t))
+	started := make(chan struct{})
+	var once sync.Once
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("slow-%d", i)
+		world.findHook[name] = func(ctx context.Context, _ int) error {
+			once.Do(func() { close(started) })
+			<-ctx.Done() // a well-behaved task returns when its context is cancelled
+			return ctx.Err()
+		}
+		prev := engine.Add(g, &Item{Name: name})
+		engine.Add(g, &Item{Name: name + "-after", Parent: prev})
+	}
+	go func() { <-started; cancel() }()
+	_, err := engine.Run(ctx, g, world, engine.Options{Concurrency: 2})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) {
+		t.Fatalf("err = %v, want a *RunError", err)
+	}
+	if len(runErr.Failed) != 0 || len(runErr.Skipped) != 10 {
+		t.Errorf("failed %d, skipped %d; want 0 failed and all 10 reported as not run:\n%v", len(runErr.Failed), len(runErr.Skipped), err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err does not wrap context.Canceled: %v", err)
+	}
+	for i := 0; i < 5; i++ {
+		if n := world.count(world.finds, fmt.Sprintf("slow-%d-after", i)); n != 0 {
+			t.Errorf("slow-%d-after started after the cancellation", i)
+		}
+	}
+	if n := world.total(world.finds); n > 2 {
+		t.Errorf("%d tasks started, want at most the 2 running when the context was cancelled", n)
+	}
+}
+
+// Retries waiting for their backoff are abandoned on cancellation.
+func TestCancellationDuringBackoff(t *testing.T) {
+	world := newWorld()
+	ctx, cancel := context.WithCancel(guard(t))
+	world.findHook["x"] = func(context.Context, int) error {
+		cancel()
+		return engine.NotReady(errors.New("not yet"))
+	}
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Item{Name: "x"})
+	_, err := engine.Run(ctx, g, world, engine.Options{Backoff: time.Hour, MaxBackoff: time.Hour, Deadline: 2 * time.Hour})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want the task reported as not run because of the cancellation", err)
+	}
+}
+
+func TestPanicIsATerminalError(t *testing.T) {
+	world := newWorld()
+	world.findHook["x"] = func(context.Context, int) error { panic("nil map") }
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Item{Name: "x"})
+	engine.Add(g, &Item{Name: "y"})
+	_, err := engine.Run(guard(t), g, world, engine.Options{Target: engine.Apply})
+	if err == nil || !contains(err.Error(), "Item/x: panic: nil map") {
+		t.Fatalf("err = %v, want the panic reported as the task's error", err)
+	}
+	if _, ok := world.items["y"]; !ok {
+		t.Error("an independent task did not run after another panicked")
+	}
+}
+
+func TestLifecycles(t *testing.T) {
+	stored := Item{Name: "x", Size: ptr(1), Order: []string{}}
+	denied := func(context.Context, int) error {
+		return fmt.Errorf("DescribeVolumes: %w", engine.ErrAccessDenied)
+	}
+	tests := []struct {
+		name        string
+		lifecycle   engine.Lifecycle
+		override    bool // set through Graph.SetLifecycle rather than WithLifecycle
+		world       []Item
+		expected    Item
+		findHook    func(context.Context, int) error
+		wantErr     string
+		wantFinds   int
+		wantRenders int
+		wantWarning string
+	}{
+		{name: "Sync renders", lifecycle: engine.Sync, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(2), Order: []string{}}, wantFinds: 1, wantRenders: 1},
+		{name: "Ignore neither finds nor renders", lifecycle: engine.Ignore, expected: Item{Name: "x", Size: ptr(2)}},
+		{name: "type override wins over the task's own", lifecycle: engine.Ignore, override: true, expected: Item{Name: "x", Size: ptr(2)}},
+		{name: "Sync with access denied fails", lifecycle: engine.Sync, expected: Item{Name: "x"}, findHook: denied, wantErr: "access denied", wantFinds: 1},
+		{name: "WarnIfInsufficientAccess turns access denied into a warning", lifecycle: engine.WarnIfInsufficientAccess, expected: Item{Name: "x"}, findHook: denied, wantFinds: 1, wantWarning: "insufficient access"},
+		{name: "WarnIfInsufficientAccess otherwise syncs", lifecycle: engine.WarnIfInsufficientAccess, expected: Item{Name: "x", Size: ptr(3)}, wantFinds: 1, wantRenders: 1},
+		{name: "ExistsAndValidates: missing is an error", lifecycle: engine.ExistsAndValidates, expected: Item{Name: "x"}, wantErr: "lifecycle ExistsAndValidates: does not exist", wantFinds: 1},
+		{name: "ExistsAndValidates: a difference is an error", lifecycle: engine.ExistsAndValidates, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(2), Contents: ptr("c"), Order: []string{}}, wantErr: "lifecycle ExistsAndValidates: differs from the world in Size, Contents", wantFinds: 1},
+		{name: "ExistsAndValidates: a match passes", lifecycle: engine.ExistsAndValidates, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(1), Order: []string{}}, wantFinds: 1},
+		{name: "ExistsAndWarnIfChanges: a difference is a warning", lifecycle: engine.ExistsAndWarnIfChanges, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(2), Order: []string{}}, wantFinds: 1, wantWarning: "fields=Size"},
+		{name: "ExistsAndWarnIfChanges: missing is an error", lifecycle: engine.ExistsAndWarnIfChanges, expected: Item{Name: "x"}, wantErr: "does not exist", wantFinds: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			world := newWorld(tt.world...)
+			if tt.findHook != nil {
+				world.findHook["x"] = tt.findHook
+			}
+			g := engine.NewGraph[*World]()
+			expected := tt.expected
+			if tt.override {
+				engine.Add(g, &expected, engine.WithLifecycle(engine.Sync))
+				g.SetLifecycle("Item", tt.lifecycle)
+			} else {
+				engine.Add(g, &expected, engine.WithLifecycle(tt.lifecycle))
+			}
+			engine.Add(g, &Item{Name: "dependent", Parent: &expected})
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			_, err := engine.Run(guard(t), g, world, engine.Options{Target: engine.Apply, Logger: logger})
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if tt.wantErr == "" && !tt.override && world.count(world.renders, "dependent") != 1 {
+				t.Error("the dependent did not run")
+			}
+			if n := world.count(world.finds, "x"); n != tt.wantFinds {
+				t.Errorf("Find called %d times, want %d", n, tt.wantFinds)
+			}
+			if n := world.count(world.renders, "x"); n != tt.wantRenders {
+				t.Errorf("Render called %d times, want %d", n, tt.wantRenders)
+			}
+			if tt.wantWarning != "" && !(contains(logs.String(), tt.wantWarning) && contains(logs.String(), "task=Item/x")) {
+				t.Errorf("logs %q lack the warning %q with task=Item/x", logs.String(), tt.wantWarning)
+			}
+		})
+	}
+}
+
+func TestTaskLoggerNamesTheTask(t *testing.T) {
+	world := newWorld()
+	world.findHook["x"] = func(ctx context.Context, _ int) error {
+		engine.Logger(ctx).Info("looking", "zone", "a")
+		return nil
+	}
+	var logs bytes.Buffer
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Item{Name: "x"})
+	engine.Run(guard(t), g, world, engine.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !contains(logs.String(), `msg=looking task=Item/x zone=a`) {
+		t.Errorf("log = %q, want the message with task=Item/x", logs.String())
+	}
+}
+
+func TestProgress(t *testing.T) {
+	world := newWorld()
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 3; i++ {
+		engine.Add(g, &Item{Name: fmt.Sprint(i)})
+	}
+	var progress bytes.Buffer
+	if _, err := engine.Run(guard(t), g, world, engine.Options{Target: engine.Apply, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	if got := progress.String(); got != "Tasks: 3 done / 3 total; 0 running\n" {
+		t.Errorf("progress = %q, want one final line (the run takes less than the 1s cadence)", got)
+	}
+}
+
+// The executor reduces the concurrency of a class whose API pushes back. With a class limit of 8, a burst of
+// throttling errors must bring the class's concurrency down: afterwards fewer than 8 run at once.
+func TestRetryableSlowsTheClass(t *testing.T) {
+	world := newWorld()
+	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
+	g := engine.NewGraph[*World]()
+	var barrier sync.WaitGroup
+	barrier.Add(8)
+	var bursts []*Item
+	for i := 0; i < 8; i++ {
+		name := fmt.Sprintf("burst-%d", i)
+		hook := c.hook("burst", &barrier)
+		world.findHook[name] = func(ctx context.Context, attempt int) error {
+			if attempt == 1 {
+				hook(ctx, attempt)
+				return engine.Retryable(errors.New("RequestLimitExceeded"))
+			}
+			return nil
+		}
+		bursts = append(bursts, engine.Add(g, &Item{Name: name, Class: "ec2"}))
+	}
+	// Tasks that only become ready after the burst: their concurrency is measured.
+	for i := 0; i < 16; i++ {
+		name := fmt.Sprintf("after-%02d", i)
+		world.findHook[name] = c.hook("after", nil)
+		engine.Add(g, &Item{Name: name, Class: "ec2", Needs: bursts})
+	}
+	_, err := engine.Run(guard(t), g, world, fastRetry(engine.Options{ClassLimits: map[string]int{"ec2": 8}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.max["burst"] != 8 {
+		t.Fatalf("the burst ran %d at once, want 8", c.max["burst"])
+	}
+	if c.max["after"] >= 8 {
+		t.Errorf("after 8 throttling errors, %d ec2 tasks still ran at once; want the class slowed below its limit 8", c.max["after"])
+	}
+}
