@@ -97,7 +97,13 @@ type FieldChange struct {
 func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 	ev := structOf(expected)
 	ti := typeInfoOf(ev.Type())
-	cv := reflect.New(ev.Type())
+	var cv reflect.Value // the changes, allocated when the first difference is found
+	set := func(f fieldInfo, v reflect.Value) {
+		if !cv.IsValid() {
+			cv = reflect.New(ev.Type())
+		}
+		cv.Elem().Field(f.index).Set(v)
+	}
 	creating := isNil(actual)
 	var av reflect.Value
 	if !creating {
@@ -110,7 +116,7 @@ func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 		}
 		e := ev.Field(f.index)
 		if creating {
-			cv.Elem().Field(f.index).Set(e)
+			set(f, e)
 			if isUnset(e) || (e.Kind() == reflect.String && e.String() == name) {
 				continue // nothing to say, or the key already says it
 			}
@@ -124,10 +130,16 @@ func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 		if fieldEqual(f, a, e) {
 			continue
 		}
-		cv.Elem().Field(f.index).Set(e)
+		set(f, e)
 		fields = append(fields, FieldChange{Name: f.name, Old: valueOrNil(a), New: e.Interface()})
 	}
-	return fields, cv.Interface().(T)
+	if creating && !cv.IsValid() {
+		cv = reflect.New(ev.Type()) // a task with no comparable fields is still created
+	}
+	if cv.IsValid() {
+		changes = cv.Interface().(T)
+	}
+	return fields, changes
 }
 
 // copyOutputs writes the output fields Find discovered into expected, where expected has none yet.
