@@ -8,7 +8,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"kubeup.dev/kubeup/engine/enginetest"
 )
+
+func TestDemoFileDeps(t *testing.T) {
+	for _, task := range demoGraph().Tasks() {
+		enginetest.CheckDeps(t, task)
+	}
+}
 
 func TestDemoFileFind(t *testing.T) {
 	dir := t.TempDir()

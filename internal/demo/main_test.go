@@ -11,8 +11,18 @@ import (
 	"testing"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
 )
+
+// TestApplyThenNoChanges holds the demo graph to the engine's contract: the apply changes exactly what the dry
+// run announced, and afterwards neither a dry run nor an apply finds anything to do.
+func TestApplyThenNoChanges(t *testing.T) {
+	applied := enginetest.ApplyThenNoChanges(t, context.Background(), &Dir{Root: t.TempDir()}, demoGraph)
+	if got, want := len(applied.Changes), demoGraph().Len(); got != want {
+		t.Errorf("apply into an empty directory made %d changes, want %d (one per file)", got, want)
+	}
+}
 
 // TestRun runs the whole demo into an empty directory: the first dry run announces every file, the apply writes
 // them, and the second dry run finds nothing left to do.
