@@ -13,7 +13,7 @@ func TestCommands(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{name: "version", args: []string{"version"}, want: "kubeup version dev\n"},
+		{name: "version", args: []string{"version"}, want: "nodeup version dev\n"},
 		{name: "root prints help", args: nil, want: "Usage:\n  nodeup [command]"},
 		{name: "version takes no arguments", args: []string{"version", "extra"}, wantErr: true},
 	}

@@ -34,10 +34,10 @@ func newRootCommand() *cobra.Command {
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the kubeup version",
+		Short: "Print the protokube version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubeup version %s\n", version)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "protokube version %s\n", version)
 			return err
 		},
 	}
