@@ -191,6 +191,11 @@ var taskType = reflect.TypeFor[Task]()
 
 // valueEqual is reflect.DeepEqual, except that tasks (references to other tasks) are equal when their keys are.
 func valueEqual(a, e reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return a.Equal(e) // no boxing for the common scalar fields
+	}
 	if a.Type().Implements(taskType) || a.Kind() == reflect.Interface {
 		if a.IsZero() || e.IsZero() {
 			return a.IsZero() == e.IsZero()

@@ -6,8 +6,7 @@ import "strings"
 // "+ new" for what changed, with one line of unchanged context around each change ("  line") and "  ..." where
 // unchanged lines are left out.
 func lineDiff(oldText, newText string) []string {
-	a, b := splitLines(oldText), splitLines(newText)
-	ops := myers(a, b)
+	ops := diffLines(splitLines(oldText), splitLines(newText))
 	const context = 1
 	keep := make([]bool, len(ops))
 	for i, op := range ops {
@@ -41,6 +40,39 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
+// diffLines is myers on what lies between the common first and last lines; a creation or deletion is linear.
+func diffLines(a, b []string) []diffOp {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ops := make([]diffOp, 0, len(a)+len(b)-pre-suf)
+	for _, l := range a[:pre] {
+		ops = append(ops, diffOp{' ', l})
+	}
+	midA, midB := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	switch {
+	case len(midA) == 0:
+		for _, l := range midB {
+			ops = append(ops, diffOp{'+', l})
+		}
+	case len(midB) == 0:
+		for _, l := range midA {
+			ops = append(ops, diffOp{'-', l})
+		}
+	default:
+		ops = append(ops, myers(midA, midB)...)
+	}
+	for _, l := range a[len(a)-suf:] {
+		ops = append(ops, diffOp{' ', l})
+	}
+	return ops
+}
+
 type diffOp struct {
 	kind byte // ' ', '-', '+'
 	line string
@@ -52,9 +84,9 @@ func myers(a, b []string) []diffOp {
 	maxD := n + m
 	offset := maxD + 1
 	v := make([]int, 2*maxD+3)
-	var trace [][]int
+	var trace [][]int // trace[d]: v[offset-d-1 .. offset+d+1] before step d, all that backtrack reads
 	for d := 0; d <= maxD; d++ {
-		trace = append(trace, append([]int(nil), v...))
+		trace = append(trace, append([]int(nil), v[max(0, offset-d-1):min(len(v), offset+d+2)]...))
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[offset+k-1] < v[offset+k+1]) {
@@ -68,26 +100,27 @@ func myers(a, b []string) []diffOp {
 			}
 			v[offset+k] = x
 			if x >= n && y >= m {
-				return backtrack(a, b, trace, offset, d)
+				return backtrack(a, b, trace, d)
 			}
 		}
 	}
 	return nil
 }
 
-func backtrack(a, b []string, trace [][]int, offset, d int) []diffOp {
+func backtrack(a, b []string, trace [][]int, d int) []diffOp {
 	var ops []diffOp
 	x, y := len(a), len(b)
 	for ; d > 0; d-- {
 		v := trace[d]
+		at := func(k int) int { return v[k+d+1] } // v holds diagonals -d-1 .. d+1
 		k := x - y
 		var prevK int
-		if k == -d || (k != d && v[offset+k-1] < v[offset+k+1]) {
+		if k == -d || (k != d && at(k-1) < at(k+1)) {
 			prevK = k + 1
 		} else {
 			prevK = k - 1
 		}
-		prevX := v[offset+prevK]
+		prevX := at(prevK)
 		prevY := prevX - prevK
 		for x > prevX && y > prevY {
 			x, y = x-1, y-1

@@ -77,7 +77,9 @@ func writeChange(w *bufio.Writer, c Change) {
 		if oldMulti || newMulti {
 			w.WriteString("    " + f.Name + "\n")
 			for _, line := range lineDiff(oldText, newText) {
-				w.WriteString("      " + line + "\n")
+				w.WriteString("      ")
+				w.WriteString(line)
+				w.WriteByte('\n')
 			}
 			continue
 		}
