@@ -26,9 +26,9 @@ GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
-## test: lint, then every test, including the ones behind the e2e build tag (they need root)
+## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root)
 test: lint
-	$(GO) test -count=1 -tags e2e ./...
+	$(GO) test -count=1 -race -tags e2e ./...
 
 ## lint: gofmt, go vet and staticcheck, with and without the e2e build tag
 lint: $(STATICCHECK)
