@@ -81,12 +81,12 @@ const (
 )
 
 type job struct {
-	i       int32
-	attempt int
+	i     int32
+	epoch uint32 // the class's epoch when the attempt started
 }
 
 type outcome struct {
-	i      int32
+	job
 	change *Change
 	err    error
 }
@@ -132,10 +132,12 @@ type executor[C any] struct {
 
 // classState is the adaptive concurrency of one API class, as TCP adapts its window: halved when the API
 // pushes back (a retryable error), grown by one after each round of `current` successes, never above its limit.
+// A burst of errors from attempts that all started before the last cut halves it once, not once per error.
 type classState struct {
 	limit, current, running int
-	successes               int // since current last grew
-	waiting                 []int32
+	successes               int     // since current last grew
+	epoch                   uint32  // incremented at each cut
+	waiting                 []int32 // ready, held back by the limit
 }
 
 func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
@@ -219,29 +221,44 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	return ex.result(ctx)
 }
 
-// dispatch hands ready tasks to the workers while there is room, honouring the class limits.
+// dispatch hands ready tasks to the workers while there is room: first the tasks queued behind their class's
+// limit (the limit may have grown), then the ready queue in order.
 func (ex *executor[C]) dispatch() {
+	for _, cs := range ex.classes {
+		for len(cs.waiting) > 0 && cs.running < cs.current && ex.running < ex.opts.Concurrency {
+			i := cs.waiting[0]
+			cs.waiting = cs.waiting[1:]
+			ex.start(i, cs)
+		}
+	}
 	for ex.running < ex.opts.Concurrency && ex.readyHead < len(ex.ready) {
 		i := ex.ready[ex.readyHead]
 		ex.readyHead++
-		if cs := ex.classOf(i); cs != nil {
-			if cs.running >= cs.current {
-				cs.waiting = append(cs.waiting, i)
-				continue
-			}
-			cs.running++
+		cs := ex.classOf(i)
+		if cs != nil && (cs.running >= cs.current || len(cs.waiting) > 0) {
+			cs.waiting = append(cs.waiting, i)
+			continue
 		}
-		ex.state[i] = running
-		ex.running++
-		if ex.attempts[i] == 0 {
-			ex.started[i] = time.Now()
-		}
-		ex.attempts[i]++
-		ex.work <- job{i: i, attempt: int(ex.attempts[i])}
+		ex.start(i, cs)
 	}
 	if ex.readyHead == len(ex.ready) {
 		ex.ready, ex.readyHead = ex.ready[:0], 0
 	}
+}
+
+func (ex *executor[C]) start(i int32, cs *classState) {
+	j := job{i: i}
+	if cs != nil {
+		cs.running++
+		j.epoch = cs.epoch
+	}
+	ex.state[i] = running
+	ex.running++
+	if ex.attempts[i] == 0 {
+		ex.started[i] = time.Now()
+	}
+	ex.attempts[i]++
+	ex.work <- j
 }
 
 func (ex *executor[C]) push(i int32) { ex.ready = append(ex.ready, i) }
@@ -256,7 +273,7 @@ func (ex *executor[C]) classOf(i int32) *classState {
 func (ex *executor[C]) worker(ctx context.Context) {
 	for j := range ex.work {
 		change, err := ex.syncOne(ctx, j.i)
-		ex.results <- outcome{i: j.i, change: change, err: err}
+		ex.results <- outcome{job: j, change: change, err: err}
 	}
 }
 
@@ -291,10 +308,6 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	cs := ex.classOf(i)
 	if cs != nil {
 		cs.running--
-		if len(cs.waiting) > 0 {
-			ex.push(cs.waiting[0])
-			cs.waiting = cs.waiting[1:]
-		}
 	}
 	if o.err == nil {
 		if cs != nil && cs.current < cs.limit {
@@ -316,8 +329,9 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 		return
 	}
 	class := ClassOf(o.err)
-	if class == ClassRetryable && cs != nil {
+	if class == ClassRetryable && cs != nil && o.epoch == cs.epoch {
 		cs.current, cs.successes = max(1, cs.current/2), 0
+		cs.epoch++
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
 		ex.state[i] = waiting // interrupted, not failed: reported as not run

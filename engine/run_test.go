@@ -55,7 +55,30 @@ type concurrency struct {
 	now, max map[string]int
 }
 
-func (c *concurrency) hook(group string, barrier *sync.WaitGroup) func(context.Context, int) error {
+// barrier releases its waiters once n have arrived, or when their context ends.
+type barrier struct {
+	mu      sync.Mutex
+	n       int
+	reached chan struct{}
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, reached: make(chan struct{})} }
+
+func (b *barrier) arrive(ctx context.Context) error {
+	b.mu.Lock()
+	if b.n--; b.n == 0 {
+		close(b.reached)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.reached:
+		return nil
+	case <-ctx.Done():
+		return errors.New("barrier never reached: the engine ran fewer tasks at once than expected")
+	}
+}
+
+func (c *concurrency) hook(group string, b *barrier) func(context.Context, int) error {
 	return func(ctx context.Context, _ int) error {
 		c.mu.Lock()
 		for _, g := range []string{group, "*"} {
@@ -63,16 +86,16 @@ func (c *concurrency) hook(group string, barrier *sync.WaitGroup) func(context.C
 			c.max[g] = max(c.max[g], c.now[g])
 		}
 		c.mu.Unlock()
-		if barrier != nil {
-			barrier.Done()
-			barrier.Wait() // the first tasks of the group wait for each other: the limit is reached, not just respected
+		var err error
+		if b != nil {
+			err = b.arrive(ctx) // the first tasks of the group wait for each other: the limit is reached, not just respected
 		}
 		time.Sleep(100 * time.Microsecond) // give an over-eager scheduler the chance to start one more
 		c.mu.Lock()
 		c.now[group]--
 		c.now["*"]--
 		c.mu.Unlock()
-		return nil
+		return err
 	}
 }
 
@@ -80,23 +103,21 @@ func TestConcurrencyLimits(t *testing.T) {
 	world := newWorld()
 	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
 	g := engine.NewGraph[*World]()
-	var ec2, all sync.WaitGroup
-	ec2.Add(2)
-	all.Add(4)
+	ec2, all := newBarrier(2), newBarrier(4)
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("ec2-%02d", i)
-		var b *sync.WaitGroup
+		var b *barrier
 		if i < 2 {
-			b = &ec2
+			b = ec2
 		}
 		world.findHook[name] = c.hook("ec2", b)
 		engine.Add(g, &Item{Name: name, Class: "ec2"})
 	}
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("other-%02d", i)
-		var b *sync.WaitGroup
+		var b *barrier
 		if i < 4 {
-			b = &all
+			b = all
 		}
 		world.findHook[name] = c.hook("other", b)
 		engine.Add(g, &Item{Name: name})
@@ -116,12 +137,11 @@ func TestConcurrencyLimits(t *testing.T) {
 func TestGlobalLimitDefault(t *testing.T) {
 	world := newWorld()
 	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
-	var barrier sync.WaitGroup
-	barrier.Add(10)
+	first := newBarrier(10)
 	g := engine.NewGraph[*World]()
 	for i := 0; i < 50; i++ {
 		name := fmt.Sprintf("t%02d", i)
-		b := &barrier
+		b := first
 		if i >= 10 {
 			b = nil
 		}
@@ -420,33 +440,35 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-// The executor reduces the concurrency of a class whose API pushes back. With a class limit of 8, a burst of
-// throttling errors must bring the class's concurrency down: afterwards fewer than 8 run at once.
-func TestRetryableSlowsTheClass(t *testing.T) {
+// The executor adapts a class's concurrency to the API: a burst of throttling errors cuts it (once, not once
+// per error), and successes grow it back to the limit.
+func TestRetryableSlowsTheClassThenRecovers(t *testing.T) {
 	world := newWorld()
 	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
 	g := engine.NewGraph[*World]()
-	var barrier sync.WaitGroup
-	barrier.Add(8)
-	var bursts []*Item
-	for i := 0; i < 8; i++ {
-		name := fmt.Sprintf("burst-%d", i)
-		hook := c.hook("burst", &barrier)
-		world.findHook[name] = func(ctx context.Context, attempt int) error {
-			if attempt == 1 {
-				hook(ctx, attempt)
-				return engine.Retryable(errors.New("RequestLimitExceeded"))
+	stage := func(prefix string, n int, b *barrier, after []*Item, throttle bool) []*Item {
+		var added []*Item
+		for i := 0; i < n; i++ {
+			name := fmt.Sprintf("%s-%02d", prefix, i)
+			hook := c.hook(prefix, b)
+			world.findHook[name] = func(ctx context.Context, attempt int) error {
+				if err := hook(ctx, attempt); err != nil {
+					return err
+				}
+				if throttle && attempt == 1 {
+					return engine.Retryable(errors.New("RequestLimitExceeded"))
+				}
+				return nil
 			}
-			return nil
+			added = append(added, engine.Add(g, &Item{Name: name, Class: "ec2", Needs: after}))
 		}
-		bursts = append(bursts, engine.Add(g, &Item{Name: name, Class: "ec2"}))
+		return added
 	}
-	// Tasks that only become ready after the burst: their concurrency is measured.
-	for i := 0; i < 16; i++ {
-		name := fmt.Sprintf("after-%02d", i)
-		world.findHook[name] = c.hook("after", nil)
-		engine.Add(g, &Item{Name: name, Class: "ec2", Needs: bursts})
-	}
+	burst := stage("burst", 8, newBarrier(8), nil, true)
+	slowed := stage("slowed", 16, nil, burst, false)
+	recovering := stage("recovering", 60, nil, slowed, false)
+	stage("recovered", 8, newBarrier(8), recovering, false)
+
 	_, err := engine.Run(guard(t), g, world, fastRetry(engine.Options{ClassLimits: map[string]int{"ec2": 8}}))
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +476,10 @@ func TestRetryableSlowsTheClass(t *testing.T) {
 	if c.max["burst"] != 8 {
 		t.Fatalf("the burst ran %d at once, want 8", c.max["burst"])
 	}
-	if c.max["after"] >= 8 {
-		t.Errorf("after 8 throttling errors, %d ec2 tasks still ran at once; want the class slowed below its limit 8", c.max["after"])
+	if got := c.max["slowed"]; got >= 8 {
+		t.Errorf("after a burst of throttling, %d ec2 tasks ran at once; want fewer than the limit 8", got)
+	}
+	if c.max["recovered"] != 8 {
+		t.Errorf("after 76 successes, %d ec2 tasks ran at once, want the class back at its limit 8", c.max["recovered"])
 	}
 }
