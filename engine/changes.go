@@ -189,12 +189,16 @@ func fieldEqual(f fieldInfo, a, e reflect.Value) bool {
 
 var taskType = reflect.TypeFor[Task]()
 
-// valueEqual is reflect.DeepEqual, except that tasks (references to other tasks) are equal when their keys are.
+// valueEqual is reflect.DeepEqual, except that tasks (references to other tasks), also inside slices, arrays
+// and maps, are equal when their keys are: a reference says which task, not what that task holds.
 func valueEqual(a, e reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		return a.Equal(e) // no boxing for the common scalar fields
+	}
+	if !holdsTasks(a.Type()) {
+		return reflect.DeepEqual(a.Interface(), e.Interface())
 	}
 	if a.Type().Implements(taskType) || a.Kind() == reflect.Interface {
 		if a.IsZero() || e.IsZero() {
@@ -205,8 +209,53 @@ func valueEqual(a, e reflect.Value) bool {
 		if aok && eok {
 			return at.Key() == et.Key()
 		}
+		return reflect.DeepEqual(a.Interface(), e.Interface())
+	}
+	switch a.Kind() {
+	case reflect.Slice, reflect.Array:
+		if a.Kind() == reflect.Slice && a.IsNil() != e.IsNil() || a.Len() != e.Len() {
+			return false
+		}
+		for i := 0; i < a.Len(); i++ {
+			if !valueEqual(a.Index(i), e.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != e.IsNil() || a.Len() != e.Len() {
+			return false
+		}
+		for it := a.MapRange(); it.Next(); {
+			ev := e.MapIndex(it.Key())
+			if !ev.IsValid() || !valueEqual(it.Value(), ev) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer:
+		if a.IsNil() || e.IsNil() {
+			return a.IsNil() == e.IsNil()
+		}
+		return valueEqual(a.Elem(), e.Elem())
 	}
 	return reflect.DeepEqual(a.Interface(), e.Interface())
+}
+
+// holdsTasks reports whether values of type t are, or directly contain (through slices, arrays, maps and
+// pointers), references to tasks. Structs nested in a task are compared whole.
+func holdsTasks(t reflect.Type) bool {
+	for {
+		if t.Implements(taskType) || t.Kind() == reflect.Interface {
+			return true
+		}
+		switch t.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map, reflect.Pointer:
+			t = t.Elem()
+		default:
+			return false
+		}
+	}
 }
 
 // setEqual compares two slices as multisets. Sets in tasks are small; quadratic matching keeps any element type

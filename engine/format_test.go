@@ -9,7 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-type ref struct{ Name string }
+type ref struct {
+	Name string
+	ID   *string // an output: differs between the graph's task and other instances
+}
 
 func (r *ref) Key() Key     { return Key{Type: "Ref", Name: r.Name} }
 func (r *ref) Deps() []Task { return nil }
@@ -87,5 +90,41 @@ func TestTaskFieldsCompareByKey(t *testing.T) {
 	}
 	if reflect.TypeOf(changes) != reflect.TypeOf(actual) {
 		t.Error("changes is not of the task's type")
+	}
+}
+
+// refs holds several dependencies: a slice and a map of them compare by key too.
+type refs struct {
+	Name   string
+	List   []*ref
+	ByZone map[string]*ref
+}
+
+func (r *refs) Key() Key { return Key{Type: "Refs", Name: r.Name} }
+func (r *refs) Deps() []Task {
+	var deps []Task
+	for _, d := range r.List {
+		deps = append(deps, d)
+	}
+	for _, d := range r.ByZone {
+		deps = append(deps, d)
+	}
+	return deps
+}
+
+func TestCollectionsOfTasksCompareByKey(t *testing.T) {
+	withOutputs := &refs{Name: "r", List: []*ref{{Name: "a", ID: ptrTo("vol-1")}, {Name: "b"}},
+		ByZone: map[string]*ref{"z": {Name: "a", ID: ptrTo("vol-1")}}}
+	sameKeys := &refs{Name: "r", List: []*ref{{Name: "a"}, {Name: "b"}}, ByZone: map[string]*ref{"z": {Name: "a"}}}
+	if fields, _ := diff(withOutputs, sameKeys); len(fields) != 0 {
+		t.Errorf("same keys in other instances: changes %v, want none", fields)
+	}
+	reordered := &refs{Name: "r", List: []*ref{{Name: "b"}, {Name: "a"}}, ByZone: map[string]*ref{"z": {Name: "b"}}}
+	fields, _ := diff(withOutputs, reordered)
+	if len(fields) != 2 {
+		t.Errorf("changes %v, want List (order matters without `set`) and ByZone", fields)
+	}
+	if got := formatValue(reordered.List); got != "[Ref/b, Ref/a]" {
+		t.Errorf("formatValue = %q, want keys", got)
 	}
 }
