@@ -25,6 +25,7 @@ type fieldInfo struct {
 	set      bool // compare a slice without regard to order
 	nilEmpty bool // nil and empty map/slice are the same
 	output   bool // written by Find/Render, copied from actual to expected, never compared
+	identity bool // the string field that names the task (Name, or the first field): not listed on create
 }
 
 type typeInfo struct {
@@ -45,6 +46,7 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 			continue
 		}
 		fi := fieldInfo{name: sf.Name, index: i}
+		fi.identity = sf.Type.Kind() == reflect.String && (sf.Name == "Name" || i == 0)
 		skip := false
 		for _, opt := range strings.Split(sf.Tag.Get(tagName), ",") {
 			switch strings.TrimSpace(opt) {
@@ -117,7 +119,7 @@ func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 		e := ev.Field(f.index)
 		if creating {
 			set(f, e)
-			if isUnset(e) || (e.Kind() == reflect.String && e.String() == name) {
+			if isUnset(e) || (f.identity && e.String() == name) {
 				continue // nothing to say, or the key already says it
 			}
 			fields = append(fields, FieldChange{Name: f.name, New: e.Interface()})

@@ -62,20 +62,30 @@ type Classed interface {
 // only when both tasks describe the same thing; then the first one is kept and returned, so that dependents
 // read the outputs of the task that actually runs. A conflicting duplicate is reported by Validate.
 func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
-	structOf(task) // a task is a pointer to a struct: panic now, not in the middle of a run
+	typeInfoOf(structOf(task).Type()) // a task is a pointer to a struct with valid tags: panic now, not mid-run
 	var o addOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	key := task.Key()
 	if i, ok := g.byKey[key]; ok {
-		prev := g.nodes[i].task
-		if !tasksEqual(prev, task) {
+		prev := g.nodes[i]
+		var conflicts []string
+		if !tasksEqual(prev.task, task) {
+			conflicts = differingFields(prev.task, task)
+		}
+		if !sameKeys(prev.task.Deps(), task.Deps()) {
+			conflicts = append(conflicts, "dependencies differ")
+		}
+		if prev.lifecycle != o.lifecycle || prev.deadline != o.deadline {
+			conflicts = append(conflicts, "options differ")
+		}
+		if len(conflicts) > 0 {
 			g.problems = append(g.problems, fmt.Sprintf("duplicate key %s: added twice with different values (%s)",
-				key, strings.Join(differingFields(prev, task), ", ")))
+				key, strings.Join(conflicts, ", ")))
 			return task
 		}
-		if held, ok := prev.(T); ok {
+		if held, ok := prev.task.(T); ok {
 			return held
 		}
 		return task
@@ -87,6 +97,27 @@ func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
 	g.byKey[key] = int32(len(g.nodes))
 	g.nodes = append(g.nodes, n)
 	return task
+}
+
+// sameKeys reports whether two dependency lists name the same tasks, in any order.
+func sameKeys(a, b []Task) bool {
+	count := map[Key]int{}
+	for _, t := range a {
+		if !isNilTask(t) {
+			count[t.Key()]++
+		}
+	}
+	for _, t := range b {
+		if !isNilTask(t) {
+			count[t.Key()]--
+		}
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // differingFields names the fields in which two tasks of one key differ.
@@ -174,20 +205,20 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 	if exists && len(fields) == 0 {
 		return nil, nil
 	}
-	if err := expected.CheckChanges(actual, expected, changes); err != nil {
-		return nil, Terminal(fmt.Errorf("checking changes: %w", err))
-	}
-	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
-	if !exists {
-		change.Action = Create
-	}
-	switch lc {
+	switch lc { // lifecycles that never render decide before CheckChanges: nothing will be changed
 	case ExistsAndValidates:
 		return nil, Terminal(fmt.Errorf("lifecycle %s: differs from the world in %s", lc, fieldNames(fields)))
 	case ExistsAndWarnIfChanges:
 		Logger(ctx).Warn("differs from the world; not changing it (lifecycle ExistsAndWarnIfChanges)",
 			"fields", fieldNames(fields))
 		return nil, nil
+	}
+	if err := expected.CheckChanges(actual, expected, changes); err != nil {
+		return nil, Terminal(fmt.Errorf("checking changes: %w", err))
+	}
+	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
+	if !exists {
+		change.Action = Create
 	}
 	if target == DryRun {
 		return change, nil

@@ -368,6 +368,7 @@ func TestLifecycles(t *testing.T) {
 		{name: "ExistsAndValidates: a difference is an error", lifecycle: engine.ExistsAndValidates, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(2), Contents: ptr("c"), Order: []string{}}, wantErr: "lifecycle ExistsAndValidates: differs from the world in Size, Contents", wantFinds: 1},
 		{name: "ExistsAndValidates: a match passes", lifecycle: engine.ExistsAndValidates, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(1), Order: []string{}}, wantFinds: 1},
 		{name: "ExistsAndWarnIfChanges: a difference is a warning", lifecycle: engine.ExistsAndWarnIfChanges, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(2), Order: []string{}}, wantFinds: 1, wantWarning: "fields=Size"},
+		{name: "ExistsAndWarnIfChanges: an impossible change is only a warning", lifecycle: engine.ExistsAndWarnIfChanges, world: []Item{stored}, expected: Item{Name: "x", Size: ptr(0), Order: []string{}}, wantFinds: 1, wantWarning: "fields=Size"},
 		{name: "ExistsAndWarnIfChanges: missing is an error", lifecycle: engine.ExistsAndWarnIfChanges, expected: Item{Name: "x"}, wantErr: "does not exist", wantFinds: 1},
 	}
 	for _, tt := range tests {

@@ -59,9 +59,13 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("%s depends on %s, which is not in the graph", key, dk))
 				continue
-			case g.nodes[j].task != dep && !tasksEqual(g.nodes[j].task, dep):
-				problems = append(problems, fmt.Sprintf("%s depends on a %s that differs from the one in the graph (%s)",
-					key, dk, strings.Join(differingFields(g.nodes[j].task, dep), ", ")))
+			case g.nodes[j].task != dep:
+				detail := ""
+				if !tasksEqual(g.nodes[j].task, dep) {
+					detail = " (" + strings.Join(differingFields(g.nodes[j].task, dep), ", ") + ")"
+				}
+				problems = append(problems, fmt.Sprintf("%s depends on a copy of %s, not the task in the graph%s: "+
+					"depend on the task engine.Add returned, the one that receives the outputs", key, dk, detail))
 				continue
 			}
 			c.depList = append(c.depList, j)

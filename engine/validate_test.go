@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,7 +54,29 @@ func TestValidate(t *testing.T) {
 				engine.Add(g, &Item{Name: "a", Size: ptr(1)})
 				engine.Add(g, &Item{Name: "b", Parent: &Item{Name: "a", Size: ptr(9)}})
 			},
-			want: []string{"Item/b depends on a Item/a that differs from the one in the graph (Size differs)"},
+			want: []string{"Item/b depends on a copy of Item/a, not the task in the graph (Size differs): depend on the task engine.Add returned, the one that receives the outputs"},
+		},
+		{
+			name: "an equal copy of a dependency would never see the outputs",
+			build: func(g *engine.Graph[*World]) {
+				engine.Add(g, &Item{Name: "a", Size: ptr(1)})
+				engine.Add(g, &Item{Name: "b", Parent: &Item{Name: "a", Size: ptr(1)}})
+			},
+			want: []string{"Item/b depends on a copy of Item/a, not the task in the graph: depend on the task engine.Add returned, the one that receives the outputs"},
+		},
+		{
+			name: "duplicates must agree on dependencies and options too",
+			build: func(g *engine.Graph[*World]) {
+				a := engine.Add(g, &Item{Name: "a"})
+				engine.Add(g, &Item{Name: "x"})
+				engine.Add(g, &Item{Name: "x", Parent: a})
+				engine.Add(g, &Item{Name: "y"})
+				engine.Add(g, &Item{Name: "y"}, engine.WithLifecycle(engine.Ignore))
+			},
+			want: []string{
+				"duplicate key Item/x: added twice with different values (dependencies differ)",
+				"duplicate key Item/y: added twice with different values (options differ)",
+			},
 		},
 		{
 			name: "every problem at once",
@@ -197,4 +220,25 @@ func TestParseLifecycle(t *testing.T) {
 	if _, err := engine.ParseLifecycle("Sometimes"); err == nil {
 		t.Error("ParseLifecycle accepted an unknown name")
 	}
+}
+
+type badTag struct {
+	Name  string
+	Zones string `kubeup:"set"`
+}
+
+func (b *badTag) Key() engine.Key                                      { return engine.Key{Type: "BadTag", Name: b.Name} }
+func (b *badTag) Deps() []engine.Task                                  { return nil }
+func (b *badTag) Find(context.Context, *World) (*badTag, error)        { return nil, nil }
+func (b *badTag) CheckChanges(actual, expected, changes *badTag) error { return nil }
+
+// A malformed tag is a programmer's error: it panics when the task is added, not in the middle of a run.
+func TestBadTagPanicsAtAdd(t *testing.T) {
+	defer func() {
+		r := recover()
+		if r == nil || !contains(fmt.Sprint(r), "badTag.Zones: only a slice can be a set") {
+			t.Errorf("recover() = %v, want a panic naming the field", r)
+		}
+	}()
+	engine.Add(engine.NewGraph[*World](), &badTag{Name: "x"})
 }

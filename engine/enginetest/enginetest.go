@@ -1,5 +1,5 @@
 // Package enginetest holds the checks every task package's tests reuse: apply then dry-run with no changes
-// left, and "every task-typed field is a dependency". It imports only the engine and the standard library.
+// left, and "every task-typed field is a dependency". It imports the engine, go-cmp and the standard library.
 package enginetest
 
 import (
