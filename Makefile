@@ -6,7 +6,7 @@ SHELL := bash
 
 GO ?= go
 VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X kubeup.dev/kubeup/internal/version.Version=$(VERSION)
 BINARIES := kubeup nodeup protokube
 
 TOOLS := $(CURDIR)/.tools

@@ -4,14 +4,11 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"kubeup.dev/kubeup/internal/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
@@ -26,18 +23,6 @@ func newRootCommand() *cobra.Command {
 		Long:         "kubeup is the operator's tool: it expands a cluster spec into a graph of idempotent tasks and runs them, after a dry run that shows every change.",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(version.Command("kubeup"))
 	return root
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the kubeup version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubeup version %s\n", version)
-			return err
-		},
-	}
 }
