@@ -104,6 +104,9 @@ func checkRandomRun(t *testing.T, seed uint64) {
 		}
 		for _, te := range runErr.Skipped {
 			gotSkipped[te.Key.Name] = true
+			if !contains(te.Err.Error(), "dependency Item/") || !contains(te.Err.Error(), " failed") {
+				t.Errorf("%s: skipped because %q, want the failed dependency named", te.Key, te.Err)
+			}
 		}
 	} else if err != nil {
 		t.Fatalf("unexpected error: %v", err)
