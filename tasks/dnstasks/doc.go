@@ -1,0 +1,12 @@
+// Package dnstasks holds the provider-neutral DNS task, Record: a record set (a name, a type, a TTL and its
+// values) that any cloud's world can converge through the Provider interface it defines. Each provider (Route53,
+// Cloud DNS, the local provider's zone file, RFC 2136 later) implements Provider in its own package; the world
+// of a cloud graph implements World to hand its provider to the tasks.
+//
+// Names are fully qualified, lowercase and without the trailing dot ("api.demo.example.com"); values are in
+// canonical form and sorted (see RecordSet). Validate and the Canonical functions are shared by the task and the
+// providers, so that both agree on what a valid record is.
+//
+// It imports engine and the standard library only: no cloud SDK, no DNS library, nothing from cloudup, model,
+// nodeup or protokube.
+package dnstasks
