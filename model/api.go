@@ -1,0 +1,174 @@
+package model
+
+// APIVersion is the version of every kind this package reads and writes.
+const APIVersion = "kubeup.dev/v1alpha1"
+
+// The kinds of the cluster API.
+const (
+	KindCluster       = "Cluster"
+	KindInstanceGroup = "InstanceGroup"
+)
+
+// Cloud providers.
+const (
+	CloudAWS   = "aws"
+	CloudGCE   = "gce"
+	CloudLocal = "local"
+)
+
+// Instance group roles.
+const (
+	RoleControlPlane = "ControlPlane"
+	RoleNode         = "Node"
+)
+
+// ObjectMeta names an object of the cluster API.
+type ObjectMeta struct {
+	// Name is the cluster's DNS name (demo.example.com), or the instance group's name (control-plane-a).
+	Name string `json:"name"`
+	// Labels are free-form; kubeup does not interpret them.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Cluster is a Kubernetes cluster: where it runs, its control plane's etcd clusters and the configuration of
+// its components. Most fields may be left out: defaulting (Complete) fills them in.
+type Cluster struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       ClusterSpec `json:"spec"`
+}
+
+// ClusterSpec is what the operator asks for.
+type ClusterSpec struct {
+	// CloudProvider is aws, gce or local.
+	CloudProvider string `json:"cloudProvider,omitempty"`
+	// Region is the AWS region (aws only); defaulted from the first zone (us-east-1a -> us-east-1).
+	Region string `json:"region,omitempty"`
+	// Project is the GCP project (gce only).
+	Project string `json:"project,omitempty"`
+	// Zones are the zones the cluster uses: us-east-1a (aws), europe-west1-b (gce), any short name (local).
+	Zones []string `json:"zones,omitempty"`
+	// KubernetesVersion is the version of the Kubernetes components, e.g. 1.34.2.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// DNSZone is the DNS zone that holds the cluster's records; defaulted to the cluster name's parent domain.
+	DNSZone string `json:"dnsZone,omitempty"`
+	// ConfigBase is where the cluster's state lives in the state store (file:///..., s3://..., gs://...).
+	// kubeup sets it when it writes the cluster.
+	ConfigBase string `json:"configBase,omitempty"`
+	// API names the Kubernetes API endpoints.
+	API *APISpec `json:"api,omitempty"`
+	// Networking holds the cluster's address ranges.
+	Networking *NetworkingSpec `json:"networking,omitempty"`
+	// EtcdClusters are the etcd clusters of the control plane: main and events by default.
+	EtcdClusters []EtcdClusterSpec `json:"etcdClusters,omitempty"`
+	// Kubelet configures the kubelet of every node.
+	Kubelet *KubeletConfig `json:"kubelet,omitempty"`
+	// KubeAPIServer configures kube-apiserver on the control plane.
+	KubeAPIServer *KubeAPIServerConfig `json:"kubeAPIServer,omitempty"`
+	// KubeControllerManager configures kube-controller-manager on the control plane.
+	KubeControllerManager *KubeControllerManagerConfig `json:"kubeControllerManager,omitempty"`
+	// KubeScheduler configures kube-scheduler on the control plane.
+	KubeScheduler *KubeSchedulerConfig `json:"kubeScheduler,omitempty"`
+	// KubeProxy configures kube-proxy on every node.
+	KubeProxy *KubeProxyConfig `json:"kubeProxy,omitempty"`
+	// Local configures the local cloud provider (cloudProvider: local).
+	Local *LocalSpec `json:"local,omitempty"`
+}
+
+// APISpec names the Kubernetes API endpoints. Both names are DNS records in spec.dnsZone.
+type APISpec struct {
+	// PublicName is the API's name for users: api.<cluster>.
+	PublicName string `json:"publicName,omitempty"`
+	// InternalName is the API's name for nodes: api.internal.<cluster>.
+	InternalName string `json:"internalName,omitempty"`
+}
+
+// NetworkingSpec holds the cluster's address ranges.
+type NetworkingSpec struct {
+	// NonMasqueradeCIDR is the range of in-cluster addresses (pods and services); traffic to it is not
+	// masqueraded. It holds podCIDR and serviceClusterIPRange.
+	NonMasqueradeCIDR string `json:"nonMasqueradeCIDR,omitempty"`
+	// PodCIDR is the range pods' addresses come from.
+	PodCIDR string `json:"podCIDR,omitempty"`
+	// ServiceClusterIPRange is the range of services' cluster IPs.
+	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
+	// ClusterDomain is the DNS domain of services: cluster.local.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+}
+
+// EtcdClusterSpec is one etcd cluster of the control plane. Its members each live on a volume of their own,
+// attached to a control-plane node of the member's instance group.
+type EtcdClusterSpec struct {
+	// Name is main or events (or another name for an extra cluster).
+	Name string `json:"name"`
+	// Version is etcd's version, e.g. 3.5.21.
+	Version string `json:"version,omitempty"`
+	// Image is etcd's container image.
+	Image string `json:"image,omitempty"`
+	// ClientPort is the port clients (kube-apiserver) use: 4001 for main, 4002 for events.
+	ClientPort int32 `json:"clientPort,omitempty"`
+	// PeerPort is the port members talk to each other on: 2380 for main, 2381 for events.
+	PeerPort int32 `json:"peerPort,omitempty"`
+	// HeartbeatInterval is etcd's --heartbeat-interval, in milliseconds.
+	HeartbeatInterval *int32 `json:"heartbeatInterval,omitempty" flag:"heartbeat-interval"`
+	// ElectionTimeout is etcd's --election-timeout, in milliseconds.
+	ElectionTimeout *int32 `json:"electionTimeout,omitempty" flag:"election-timeout"`
+	// QuotaBackendBytes is etcd's --quota-backend-bytes.
+	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty" flag:"quota-backend-bytes"`
+	// SnapshotCount is etcd's --snapshot-count.
+	SnapshotCount *int64 `json:"snapshotCount,omitempty" flag:"snapshot-count"`
+	// LogLevel is etcd's --log-level: debug, info, warn or error.
+	LogLevel string `json:"logLevel,omitempty" flag:"log-level"`
+	// Members are the cluster's members: an odd number.
+	Members []EtcdMemberSpec `json:"members,omitempty"`
+}
+
+// EtcdMemberSpec is one member of an etcd cluster and the volume that holds its data.
+type EtcdMemberSpec struct {
+	// Name is the member's name, usually its zone: a.
+	Name string `json:"name"`
+	// InstanceGroup is the control-plane instance group whose node runs the member.
+	InstanceGroup string `json:"instanceGroup,omitempty"`
+	// Zone is the zone of the member's volume; defaulted from its instance group (which must have one zone).
+	Zone string `json:"zone,omitempty"`
+	// VolumeType is the volume's type: gp3 (aws), pd-ssd (gce), sparse (local).
+	VolumeType *string `json:"volumeType,omitempty"`
+	// VolumeSize is the volume's size in GiB.
+	VolumeSize *int32 `json:"volumeSize,omitempty"`
+	// Encrypted says whether the volume is encrypted at rest (aws, gce; the local provider cannot).
+	Encrypted *bool `json:"encrypted,omitempty"`
+}
+
+// LocalSpec configures the local cloud provider: volumes are sparse disk images in a pool directory, DNS
+// records live in a zone file.
+type LocalSpec struct {
+	// PoolDir holds the volumes; defaulted beside a file:// state store (<store>-local/volumes).
+	PoolDir string `json:"poolDir,omitempty"`
+	// ZoneFile is the DNS zone file kubeup manages; defaulted to <store>-local/dns/<dnsZone>.zone.
+	ZoneFile string `json:"zoneFile,omitempty"`
+}
+
+// InstanceGroup is a group of machines with one role, machine type and image.
+type InstanceGroup struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   ObjectMeta        `json:"metadata"`
+	Spec       InstanceGroupSpec `json:"spec"`
+}
+
+// InstanceGroupSpec is what the operator asks of an instance group.
+type InstanceGroupSpec struct {
+	// Role is ControlPlane or Node.
+	Role string `json:"role"`
+	// Zones are the zones the group's machines run in, a subset of the cluster's; a control-plane group has one.
+	Zones []string `json:"zones,omitempty"`
+	// MachineType is the cloud's machine type: t3.medium (aws), e2-standard-2 (gce), local.
+	MachineType string `json:"machineType,omitempty"`
+	// Image is the machine image: an AMI name or id, a GCE image, or a name on the local provider.
+	Image string `json:"image,omitempty"`
+	// MinSize is the group's smallest size.
+	MinSize *int32 `json:"minSize,omitempty"`
+	// MaxSize is the group's largest size.
+	MaxSize *int32 `json:"maxSize,omitempty"`
+}

@@ -1,0 +1,340 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Objects is what a spec file holds: at most one Cluster and any number of InstanceGroups, as YAML documents
+// separated by "---".
+type Objects struct {
+	Cluster        *Cluster
+	InstanceGroups []*InstanceGroup
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+
+// Decode reads the YAML documents of file strictly: an unknown or misspelt field, a value of the wrong type, an
+// unknown kind or apiVersion is a problem naming the field's path. Every problem in the file is reported at once,
+// in an *InvalidError whose Source is file. Malformed YAML is an error naming the file and the line.
+func Decode(file string, data []byte) (*Objects, error) {
+	docs := splitDocuments(data)
+	objs := &Objects{}
+	var ps problems
+	for i, doc := range docs {
+		where := ""
+		if len(docs) > 1 {
+			where = fmt.Sprintf("document %d (line %d)", i+1, doc.line)
+		}
+		obj, err := decodeDocument(doc.text, where, &ps)
+		if err != nil {
+			if where != "" {
+				return nil, fmt.Errorf("%s: %s: %w", file, where, err)
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		switch o := obj.(type) {
+		case *Cluster:
+			if objs.Cluster != nil {
+				ps.add(prefix(where, "kind"), "a file holds at most one Cluster; this is the second")
+				continue
+			}
+			objs.Cluster = o
+		case *InstanceGroup:
+			objs.InstanceGroups = append(objs.InstanceGroups, o)
+		}
+	}
+	if err := ps.err(file); err != nil {
+		return nil, err
+	}
+	if objs.Cluster == nil && len(objs.InstanceGroups) == 0 {
+		return nil, fmt.Errorf("%s: no Cluster or InstanceGroup in the file", file)
+	}
+	return objs, nil
+}
+
+type document struct {
+	text []byte
+	line int
+}
+
+// splitDocuments splits a YAML stream at its "---" lines, dropping documents that hold only comments.
+func splitDocuments(data []byte) []document {
+	var docs []document
+	start, line := 0, 1
+	add := func(end int) {
+		text := data[start:end]
+		if !blankYAML(text) {
+			docs = append(docs, document{text: text, line: line})
+		}
+	}
+	for _, loc := range docSeparator.FindAllIndex(data, -1) {
+		add(loc[0])
+		line += bytes.Count(data[start:loc[1]], []byte("\n")) + 1
+		start = loc[1]
+		if start < len(data) && data[start] == '\n' {
+			start++
+		}
+	}
+	add(len(data))
+	return docs
+}
+
+func blankYAML(text []byte) bool {
+	for _, l := range strings.Split(string(text), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+func prefix(where, path string) string {
+	if where == "" {
+		return path
+	}
+	return where + ": " + path
+}
+
+// decodeDocument decodes one document into a *Cluster or an *InstanceGroup. Problems with fields go to ps
+// (the result is then nil); an error is returned only for YAML that does not parse.
+func decodeDocument(text []byte, where string, ps *problems) (any, error) {
+	js, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		return nil, fmt.Errorf("malformed YAML: %w", unwrapYAML(err))
+	}
+	var raw any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, fmt.Errorf("malformed YAML: %w", err)
+	}
+	top, ok := raw.(map[string]any)
+	if !ok {
+		ps.add(prefix(where, ""), "a document must be a mapping with apiVersion, kind, metadata and spec, not %s", jsonKind(raw))
+		return nil, nil
+	}
+	var obj any
+	switch kind, _ := top["kind"].(string); kind {
+	case KindCluster:
+		obj = &Cluster{}
+	case KindInstanceGroup:
+		obj = &InstanceGroup{}
+	case "":
+		ps.add(prefix(where, "kind"), "required: Cluster or InstanceGroup")
+		return nil, nil
+	default:
+		ps.add(prefix(where, "kind"), "%q is not a kind kubeup knows: want Cluster or InstanceGroup", kind)
+		return nil, nil
+	}
+	before := len(ps.list)
+	if v, _ := top["apiVersion"].(string); v != APIVersion {
+		if v == "" {
+			ps.add(prefix(where, "apiVersion"), "required: %s", APIVersion)
+		} else {
+			ps.add(prefix(where, "apiVersion"), "%q is not supported: want %s", v, APIVersion)
+		}
+	}
+	checkShape(where, "", raw, reflect.TypeOf(obj).Elem(), ps)
+	if len(ps.list) > before {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		// checkShape should have caught it; report what encoding/json says rather than nothing.
+		ps.add(prefix(where, ""), "%v", err)
+		return nil, nil
+	}
+	return obj, nil
+}
+
+// unwrapYAML drops the conversion wrapper that sigs.k8s.io/yaml puts around the parser's message.
+func unwrapYAML(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	return fmt.Errorf("%s", msg)
+}
+
+// checkShape walks a decoded JSON value alongside the Go type it must fit, reporting every unknown field and
+// every value of the wrong type with its path. It reads json tags: the field names of the API.
+func checkShape(where, path string, v any, t reflect.Type, ps *problems) {
+	if v == nil {
+		return // null: left out
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			ps.add(prefix(where, path), "must be a mapping, not %s", jsonKind(v))
+			return
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			f, ok := fields[k]
+			if !ok {
+				ps.add(prefix(where, join(path, k)), "unknown field%s", suggest(k, fields))
+				continue
+			}
+			checkShape(where, join(path, k), m[k], f.Type, ps)
+		}
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			ps.add(prefix(where, path), "must be a list, not %s", jsonKind(v))
+			return
+		}
+		for i, e := range a {
+			checkShape(where, index(path, i), e, t.Elem(), ps)
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			ps.add(prefix(where, path), "must be a mapping, not %s", jsonKind(v))
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			checkShape(where, path+"["+k+"]", m[k], t.Elem(), ps)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			ps.add(prefix(where, path), "must be a string, not %s (quote it)", jsonKind(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			ps.add(prefix(where, path), "must be true or false, not %s", jsonKind(v))
+		}
+	case reflect.Int32, reflect.Int64, reflect.Int:
+		f, ok := v.(float64)
+		if !ok {
+			ps.add(prefix(where, path), "must be a whole number, not %s", jsonKind(v))
+			return
+		}
+		lim := float64(math.MaxInt64)
+		if t.Kind() == reflect.Int32 {
+			lim = math.MaxInt32
+		}
+		if f != math.Trunc(f) || math.Abs(f) > lim {
+			ps.add(prefix(where, path), "must be a whole number that fits in %s, not %v", t.Kind(), f)
+		}
+	default:
+		panic(fmt.Sprintf("model: checkShape does not know %s", t))
+	}
+}
+
+// jsonFields maps a struct's JSON field names to its fields.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	fields := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || name == "" {
+			continue
+		}
+		fields[name] = f
+	}
+	return fields
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	case float64:
+		return fmt.Sprintf("the number %v", v)
+	case bool:
+		return fmt.Sprintf("%v", v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// suggest returns `: did you mean "x"?` for the known field closest to name, or a list of the known fields.
+func suggest(name string, fields map[string]reflect.StructField) string {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	best, bestDist := "", 3
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return fmt.Sprintf(`: did you mean %q?`, k)
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(`: did you mean %q?`, best)
+	}
+	return ": known fields are " + strings.Join(known, ", ")
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Encode writes objects as YAML documents separated by "---": the cluster first, then the instance groups.
+func Encode(objs ...any) ([]byte, error) {
+	var b bytes.Buffer
+	for i, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %T: %w", o, err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}

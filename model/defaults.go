@@ -1,0 +1,350 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Defaults of the components, in one place.
+const (
+	DefaultKubernetesVersion = "1.34.2"
+	DefaultEtcdVersion       = "3.5.21"
+	defaultRegistry          = "registry.k8s.io"
+	defaultVolumeSizeGiB     = 20
+	// srvKubernetes holds the control plane's certificates and keys on a node.
+	srvKubernetes = "/srv/kubernetes"
+)
+
+// Complete returns the complete spec: a deep copy of cluster and its instance groups with every value the
+// components need filled in. Values the user set are kept. Complete is deterministic and idempotent: completing a
+// complete spec changes nothing. It does not validate; call Validate on what it returns.
+func Complete(cluster *Cluster, igs []*InstanceGroup) (*Cluster, []*InstanceGroup) {
+	c := deepCopy(cluster)
+	groups := make([]*InstanceGroup, len(igs))
+	for i, ig := range igs {
+		groups[i] = deepCopy(ig)
+		completeInstanceGroup(c, groups[i])
+	}
+	completeCluster(c, groups)
+	return c, groups
+}
+
+func deepCopy[T any](v *T) *T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("model: copying %T: %v", v, err)) // every API type marshals
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("model: copying %T: %v", v, err))
+	}
+	return &out
+}
+
+func setDefault[T comparable](field *T, value T) {
+	var zero T
+	if *field == zero {
+		*field = value
+	}
+}
+
+func ptrDefault[T any](field **T, value T) {
+	if *field == nil {
+		*field = &value
+	}
+}
+
+func completeCluster(c *Cluster, igs []*InstanceGroup) {
+	setDefault(&c.APIVersion, APIVersion)
+	setDefault(&c.Kind, KindCluster)
+	name := c.Metadata.Name
+	s := &c.Spec
+
+	if s.CloudProvider == CloudAWS && s.Region == "" && len(s.Zones) > 0 {
+		s.Region = strings.TrimRight(s.Zones[0], "abcdefghijklmnopqrstuvwxyz")
+	}
+	setDefault(&s.KubernetesVersion, DefaultKubernetesVersion)
+	setDefault(&s.DNSZone, parentDomain(name))
+
+	if s.API == nil {
+		s.API = &APISpec{}
+	}
+	setDefault(&s.API.PublicName, "api."+name)
+	setDefault(&s.API.InternalName, "api.internal."+name)
+
+	if s.Networking == nil {
+		s.Networking = &NetworkingSpec{}
+	}
+	n := s.Networking
+	setDefault(&n.NonMasqueradeCIDR, "100.64.0.0/10")
+	setDefault(&n.PodCIDR, "100.96.0.0/11")
+	setDefault(&n.ServiceClusterIPRange, "100.64.0.0/13")
+	setDefault(&n.ClusterDomain, "cluster.local")
+
+	if s.EtcdClusters == nil {
+		s.EtcdClusters = defaultEtcdClusters(igs)
+	}
+	for i := range s.EtcdClusters {
+		completeEtcdCluster(s, i, igs)
+	}
+
+	if s.CloudProvider == CloudLocal {
+		if s.Local == nil {
+			s.Local = &LocalSpec{}
+		}
+		if dir, ok := fileStoreDir(s.ConfigBase); ok {
+			local := dir + "-local"
+			setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
+			setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
+		}
+	}
+
+	completeComponents(c)
+}
+
+// parentDomain is the domain a cluster's records go in by default: its name without the first label
+// (demo.example.com -> example.com), or the name itself when that would leave a single label.
+func parentDomain(name string) string {
+	_, rest, ok := strings.Cut(name, ".")
+	if !ok || !strings.Contains(rest, ".") {
+		return name
+	}
+	return rest
+}
+
+// fileStoreDir returns the store directory of a file:// configBase (file:///tmp/s/demo.example.com -> /tmp/s).
+func fileStoreDir(configBase string) (string, bool) {
+	p, ok := strings.CutPrefix(configBase, "file://")
+	if !ok || !path.IsAbs(p) {
+		return "", false
+	}
+	return path.Dir(path.Clean(p)), true
+}
+
+// defaultEtcdClusters gives main and events one member per control-plane instance group, named after the group
+// (control-plane-a -> a).
+func defaultEtcdClusters(igs []*InstanceGroup) []EtcdClusterSpec {
+	var members []EtcdMemberSpec
+	for _, ig := range igs {
+		if ig.Spec.Role != RoleControlPlane {
+			continue
+		}
+		members = append(members, EtcdMemberSpec{
+			Name:          strings.TrimPrefix(ig.Metadata.Name, "control-plane-"),
+			InstanceGroup: ig.Metadata.Name,
+		})
+	}
+	slices.SortFunc(members, func(a, b EtcdMemberSpec) int { return strings.Compare(a.Name, b.Name) })
+	return []EtcdClusterSpec{
+		{Name: "main", Members: members},
+		{Name: "events", Members: slices.Clone(members)},
+	}
+}
+
+func completeEtcdCluster(s *ClusterSpec, i int, igs []*InstanceGroup) {
+	e := &s.EtcdClusters[i]
+	setDefault(&e.Version, DefaultEtcdVersion)
+	setDefault(&e.Image, fmt.Sprintf("%s/etcd:%s-0", defaultRegistry, e.Version))
+	switch e.Name {
+	case "main":
+		setDefault(&e.ClientPort, 4001)
+		setDefault(&e.PeerPort, 2380)
+	case "events":
+		setDefault(&e.ClientPort, 4002)
+		setDefault(&e.PeerPort, 2381)
+	default: // an extra cluster: ports after main's and events', by position
+		setDefault(&e.ClientPort, int32(4003+i))
+		setDefault(&e.PeerPort, int32(2382+i))
+	}
+	for j := range e.Members {
+		m := &e.Members[j]
+		if m.InstanceGroup == "" {
+			if ig := findInstanceGroup(igs, "control-plane-"+m.Name); ig != nil {
+				m.InstanceGroup = ig.Metadata.Name
+			}
+		}
+		if ig := findInstanceGroup(igs, m.InstanceGroup); m.Zone == "" && ig != nil && len(ig.Spec.Zones) == 1 {
+			m.Zone = ig.Spec.Zones[0]
+		}
+		switch s.CloudProvider {
+		case CloudAWS:
+			ptrDefault(&m.VolumeType, "gp3")
+			ptrDefault(&m.Encrypted, true)
+		case CloudGCE:
+			ptrDefault(&m.VolumeType, "pd-ssd")
+			ptrDefault(&m.Encrypted, true)
+		case CloudLocal:
+			ptrDefault(&m.VolumeType, "sparse")
+			ptrDefault(&m.Encrypted, false)
+		}
+		ptrDefault(&m.VolumeSize, int32(defaultVolumeSizeGiB))
+	}
+}
+
+func findInstanceGroup(igs []*InstanceGroup, name string) *InstanceGroup {
+	for _, ig := range igs {
+		if ig.Metadata.Name == name {
+			return ig
+		}
+	}
+	return nil
+}
+
+func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
+	setDefault(&ig.APIVersion, APIVersion)
+	setDefault(&ig.Kind, KindInstanceGroup)
+	s := &ig.Spec
+	switch c.Spec.CloudProvider {
+	case CloudAWS:
+		setDefault(&s.MachineType, "t3.medium")
+		setDefault(&s.Image, "debian-12-amd64")
+	case CloudGCE:
+		setDefault(&s.MachineType, "e2-standard-2")
+		setDefault(&s.Image, "debian-cloud/debian-12")
+	case CloudLocal:
+		setDefault(&s.MachineType, "local")
+		setDefault(&s.Image, "debian-12")
+	}
+	if s.Zones == nil && s.Role == RoleNode {
+		s.Zones = slices.Clone(c.Spec.Zones)
+	}
+	ptrDefault(&s.MinSize, 1)
+	ptrDefault(&s.MaxSize, *s.MinSize)
+}
+
+func completeComponents(c *Cluster) {
+	s := &c.Spec
+	n := s.Networking
+	image := func(component string) string {
+		return fmt.Sprintf("%s/%s:v%s", defaultRegistry, component, strings.TrimPrefix(s.KubernetesVersion, "v"))
+	}
+
+	if s.Kubelet == nil {
+		s.Kubelet = &KubeletConfig{}
+	}
+	k := s.Kubelet
+	ptrDefault(&k.LogLevel, 2)
+	setDefault(&k.Kubeconfig, "/var/lib/kubelet/kubeconfig")
+	setDefault(&k.PodManifestPath, "/etc/kubernetes/manifests")
+	if dns, ok := nthAddress(n.ServiceClusterIPRange, 10); ok {
+		setDefault(&k.ClusterDNS, dns)
+	}
+	setDefault(&k.ClusterDomain, n.ClusterDomain)
+	setDefault(&k.ContainerRuntimeEndpoint, "unix:///run/containerd/containerd.sock")
+	setDefault(&k.CgroupDriver, "systemd")
+	ptrDefault(&k.AnonymousAuth, false)
+	setDefault(&k.AuthorizationMode, "Webhook")
+	setDefault(&k.ClientCAFile, srvKubernetes+"/ca.crt")
+	ptrDefault(&k.MaxPods, 110)
+
+	if s.KubeAPIServer == nil {
+		s.KubeAPIServer = &KubeAPIServerConfig{}
+	}
+	a := s.KubeAPIServer
+	setDefault(&a.Image, image("kube-apiserver"))
+	ptrDefault(&a.LogLevel, 2)
+	ptrDefault(&a.SecurePort, 443)
+	setDefault(&a.BindAddress, "0.0.0.0")
+	if a.EtcdServers == nil || a.EtcdServersOverrides == nil {
+		servers, overrides := etcdServers(s.EtcdClusters)
+		if a.EtcdServers == nil {
+			a.EtcdServers = servers
+		}
+		if a.EtcdServersOverrides == nil {
+			a.EtcdServersOverrides = overrides
+		}
+	}
+	setDefault(&a.StorageBackend, "etcd3")
+	setDefault(&a.ServiceClusterIPRange, n.ServiceClusterIPRange)
+	ptrDefault(&a.AllowPrivileged, true)
+	ptrDefault(&a.AnonymousAuth, false)
+	setDefault(&a.AuthorizationMode, "Node,RBAC")
+	if a.EnableAdmissionPlugins == nil {
+		a.EnableAdmissionPlugins = []string{"NodeRestriction"}
+	}
+	setDefault(&a.ClientCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&a.TLSCertFile, srvKubernetes+"/server.crt")
+	setDefault(&a.TLSPrivateKeyFile, srvKubernetes+"/server.key")
+	setDefault(&a.ServiceAccountIssuer, "https://"+s.API.InternalName)
+	setDefault(&a.ServiceAccountKeyFile, srvKubernetes+"/service-account.pub")
+	setDefault(&a.ServiceAccountSigningKeyFile, srvKubernetes+"/service-account.key")
+	if a.APIAudiences == nil {
+		a.APIAudiences = []string{"kubernetes.svc.default"}
+	}
+	if a.KubeletPreferredAddressTypes == nil {
+		a.KubeletPreferredAddressTypes = []string{"InternalIP", "Hostname", "ExternalIP"}
+	}
+
+	if s.KubeControllerManager == nil {
+		s.KubeControllerManager = &KubeControllerManagerConfig{}
+	}
+	m := s.KubeControllerManager
+	setDefault(&m.Image, image("kube-controller-manager"))
+	ptrDefault(&m.LogLevel, 2)
+	setDefault(&m.Kubeconfig, "/var/lib/kube-controller-manager/kubeconfig")
+	setDefault(&m.ClusterName, c.Metadata.Name)
+	setDefault(&m.ClusterCIDR, n.PodCIDR)
+	ptrDefault(&m.AllocateNodeCIDRs, true)
+	setDefault(&m.ServiceClusterIPRange, n.ServiceClusterIPRange)
+	ptrDefault(&m.LeaderElect, true)
+	ptrDefault(&m.UseServiceAccountCredentials, true)
+	setDefault(&m.ServiceAccountPrivateKeyFile, srvKubernetes+"/service-account.key")
+	setDefault(&m.RootCAFile, srvKubernetes+"/ca.crt")
+
+	if s.KubeScheduler == nil {
+		s.KubeScheduler = &KubeSchedulerConfig{}
+	}
+	sc := s.KubeScheduler
+	setDefault(&sc.Image, image("kube-scheduler"))
+	ptrDefault(&sc.LogLevel, 2)
+	setDefault(&sc.Kubeconfig, "/var/lib/kube-scheduler/kubeconfig")
+	ptrDefault(&sc.LeaderElect, true)
+	setDefault(&sc.BindAddress, "127.0.0.1")
+
+	if s.KubeProxy == nil {
+		s.KubeProxy = &KubeProxyConfig{}
+	}
+	p := s.KubeProxy
+	setDefault(&p.Image, image("kube-proxy"))
+	ptrDefault(&p.LogLevel, 2)
+	setDefault(&p.Kubeconfig, "/var/lib/kube-proxy/kubeconfig")
+	setDefault(&p.ClusterCIDR, n.PodCIDR)
+	setDefault(&p.ProxyMode, "iptables")
+	setDefault(&p.MetricsBindAddress, "127.0.0.1:10249")
+	ptrDefault(&p.ConntrackMaxPerCore, 131072)
+}
+
+// etcdServers points kube-apiserver at main through localhost, and every other cluster's resources (events) at
+// that cluster: the etcd members run on every control-plane node beside kube-apiserver.
+func etcdServers(clusters []EtcdClusterSpec) (servers, overrides []string) {
+	for _, e := range clusters {
+		url := fmt.Sprintf("http://127.0.0.1:%d", e.ClientPort)
+		switch e.Name {
+		case "main":
+			servers = append(servers, url)
+		case "events":
+			overrides = append(overrides, "/events#"+url)
+		}
+	}
+	return servers, overrides
+}
+
+// nthAddress returns the n-th address of a CIDR (100.64.0.0/13, 10 -> 100.64.0.10).
+func nthAddress(cidr string, n int) (string, bool) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return "", false
+	}
+	a := p.Masked().Addr()
+	for range n {
+		a = a.Next()
+	}
+	if !p.Contains(a) {
+		return "", false
+	}
+	return a.String(), true
+}

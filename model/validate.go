@@ -1,0 +1,415 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Validate checks a complete spec (what Complete returns) and reports every problem at once, in an
+// *InvalidError whose Source is source. Problems of an instance group have paths starting with
+// "instancegroup/<name>: ".
+func Validate(source string, c *Cluster, igs []*InstanceGroup) error {
+	var ps problems
+	validateCluster(&ps, c, igs)
+	for _, ig := range igs {
+		validateInstanceGroup(&ps, c, ig)
+	}
+	return ps.err(source)
+}
+
+var (
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	zoneName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	semver   = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+)
+
+// validDNSName reports why name is not a lowercase DNS name of at least minLabels labels, or "".
+func validDNSName(name string, minLabels int) string {
+	if name == "" {
+		return "required"
+	}
+	if len(name) > 253 {
+		return fmt.Sprintf("%q is longer than 253 characters", name)
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if !dnsLabel.MatchString(l) {
+			return fmt.Sprintf("%q is not a valid DNS name: each dot-separated label must be 1-63 lowercase letters, digits or '-', not starting or ending with '-'", name)
+		}
+	}
+	if len(labels) < minLabels {
+		return fmt.Sprintf("%q must have at least %d dot-separated labels (for example demo.example.com)", name, minLabels)
+	}
+	return ""
+}
+
+func inDomain(name, zone string) bool { return name == zone || strings.HasSuffix(name, "."+zone) }
+
+func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
+	name := c.Metadata.Name
+	if msg := validDNSName(name, 2); msg != "" {
+		ps.add("metadata.name", "%s", msg)
+	}
+	s := &c.Spec
+	switch s.CloudProvider {
+	case CloudAWS:
+		if s.Region == "" {
+			ps.add("spec.region", "required for cloudProvider aws (for example us-east-1)")
+		}
+		for i, z := range s.Zones {
+			if s.Region != "" && !strings.HasPrefix(z, s.Region) {
+				ps.add(index("spec.zones", i), "%q is not a zone of spec.region %q", z, s.Region)
+			}
+		}
+	case CloudGCE:
+		if s.Project == "" {
+			ps.add("spec.project", "required for cloudProvider gce: the GCP project id")
+		}
+	case CloudLocal:
+		validateLocal(ps, s)
+	case "":
+		ps.add("spec.cloudProvider", "required: aws, gce or local")
+	default:
+		ps.add("spec.cloudProvider", "%q is not supported: want aws, gce or local", s.CloudProvider)
+	}
+	if len(s.Zones) == 0 {
+		ps.add("spec.zones", "required: at least one zone")
+	}
+	for i, z := range s.Zones {
+		if !zoneName.MatchString(z) {
+			ps.add(index("spec.zones", i), "%q is not a valid zone name: lowercase letters, digits and '-'", z)
+		}
+		if slices.Index(s.Zones, z) < i {
+			ps.add(index("spec.zones", i), "%q is listed twice", z)
+		}
+	}
+	if !semver.MatchString(s.KubernetesVersion) {
+		ps.add("spec.kubernetesVersion", "%q is not a version: want MAJOR.MINOR.PATCH, for example %s", s.KubernetesVersion, DefaultKubernetesVersion)
+	}
+	if msg := validDNSName(s.DNSZone, 1); msg != "" {
+		ps.add("spec.dnsZone", "%s", msg)
+	} else if validDNSName(name, 2) == "" && !inDomain(name, s.DNSZone) {
+		ps.add("spec.dnsZone", "%q does not hold the cluster's name %q: use %q or a parent domain of it", s.DNSZone, name, parentDomain(name))
+	}
+	if s.ConfigBase != "" {
+		if u, err := url.Parse(s.ConfigBase); err != nil || !slices.Contains([]string{"file", "s3", "gs"}, u.Scheme) {
+			ps.add("spec.configBase", "%q is not a state store URL: want file:///dir, s3://bucket/path or gs://bucket/path", s.ConfigBase)
+		}
+	}
+	if s.API != nil {
+		for _, f := range []struct{ field, v string }{{"publicName", s.API.PublicName}, {"internalName", s.API.InternalName}} {
+			field, v := f.field, f.v
+			if msg := validDNSName(v, 2); msg != "" {
+				ps.add("spec.api."+field, "%s", msg)
+			} else if s.DNSZone != "" && !inDomain(v, s.DNSZone) {
+				ps.add("spec.api."+field, "%q is not in spec.dnsZone %q", v, s.DNSZone)
+			}
+		}
+		if s.API.PublicName != "" && s.API.PublicName == s.API.InternalName {
+			ps.add("spec.api.internalName", "must differ from spec.api.publicName %q", s.API.PublicName)
+		}
+	}
+	validateNetworking(ps, s.Networking)
+	validateEtcd(ps, s, igs)
+	validateComponents(ps, s)
+
+	controlPlane := 0
+	for _, ig := range igs {
+		if ig.Spec.Role == RoleControlPlane {
+			controlPlane++
+		}
+	}
+	if controlPlane == 0 {
+		ps.add("instancegroups", "no control-plane instance group: add one with spec.role: ControlPlane")
+	}
+}
+
+func validateLocal(ps *problems, s *ClusterSpec) {
+	if s.Local == nil {
+		ps.add("spec.local", "required for cloudProvider local: poolDir and zoneFile")
+		return
+	}
+	for _, f := range []struct{ field, v string }{{"poolDir", s.Local.PoolDir}, {"zoneFile", s.Local.ZoneFile}} {
+		field, v := f.field, f.v
+		switch {
+		case v == "":
+			ps.add("spec.local."+field, "required when the state store is not file:// (an absolute path)")
+		case !path.IsAbs(v):
+			ps.add("spec.local."+field, "%q must be an absolute path", v)
+		}
+	}
+}
+
+func validateNetworking(ps *problems, n *NetworkingSpec) {
+	if n == nil {
+		ps.add("spec.networking", "required")
+		return
+	}
+	parse := func(field, v string) (netip.Prefix, bool) {
+		p, err := netip.ParsePrefix(v)
+		switch {
+		case v == "":
+			ps.add("spec.networking."+field, "required: a CIDR such as 100.64.0.0/10")
+		case err != nil:
+			ps.add("spec.networking."+field, "%q is not a CIDR: %v", v, err)
+		case p.Masked() != p:
+			ps.add("spec.networking."+field, "%q has host bits set: use %s", v, p.Masked())
+		default:
+			return p, true
+		}
+		return netip.Prefix{}, false
+	}
+	nonMasq, okN := parse("nonMasqueradeCIDR", n.NonMasqueradeCIDR)
+	pod, okP := parse("podCIDR", n.PodCIDR)
+	svc, okS := parse("serviceClusterIPRange", n.ServiceClusterIPRange)
+	if okP && okS && pod.Overlaps(svc) {
+		ps.add("spec.networking.podCIDR", "%s overlaps spec.networking.serviceClusterIPRange %s: pods and services need separate ranges", pod, svc)
+	}
+	if okN && okP && !within(pod, nonMasq) {
+		ps.add("spec.networking.podCIDR", "%s is not inside spec.networking.nonMasqueradeCIDR %s", pod, nonMasq)
+	}
+	if okN && okS && !within(svc, nonMasq) {
+		ps.add("spec.networking.serviceClusterIPRange", "%s is not inside spec.networking.nonMasqueradeCIDR %s", svc, nonMasq)
+	}
+	if msg := validDNSName(n.ClusterDomain, 1); msg != "" {
+		ps.add("spec.networking.clusterDomain", "%s", msg)
+	}
+}
+
+func within(inner, outer netip.Prefix) bool {
+	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
+}
+
+func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup) {
+	if len(s.EtcdClusters) == 0 {
+		ps.add("spec.etcdClusters", "required: at least the main etcd cluster")
+		return
+	}
+	names := map[string]bool{}
+	ports := map[int32]string{}
+	for i, e := range s.EtcdClusters {
+		p := index("spec.etcdClusters", i)
+		switch {
+		case !dnsLabel.MatchString(e.Name):
+			ps.add(p+".name", "%q is not a valid name: lowercase letters, digits and '-'", e.Name)
+		case names[e.Name]:
+			ps.add(p+".name", "%q is used by another etcd cluster", e.Name)
+		}
+		names[e.Name] = true
+		if !semver.MatchString(e.Version) {
+			ps.add(p+".version", "%q is not a version: want MAJOR.MINOR.PATCH, for example %s", e.Version, DefaultEtcdVersion)
+		}
+		if e.Image == "" {
+			ps.add(p+".image", "required")
+		}
+		for _, f := range []struct {
+			field string
+			port  int32
+		}{{"clientPort", e.ClientPort}, {"peerPort", e.PeerPort}} {
+			field, port := f.field, f.port
+			if port < 1 || port > 65535 {
+				ps.add(p+"."+field, "%d is not a port: want 1-65535", port)
+				continue
+			}
+			if other, ok := ports[port]; ok {
+				ps.add(p+"."+field, "port %d is already %s", port, other)
+			}
+			ports[port] = p + "." + field
+		}
+		if e.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, e.LogLevel) {
+			ps.add(p+".logLevel", "%q is not one of debug, info, warn, error", e.LogLevel)
+		}
+		validateMembers(ps, s, p, e, igs)
+	}
+	if !names["main"] {
+		ps.add("spec.etcdClusters", "the main etcd cluster is missing: kube-apiserver keeps its data there")
+	}
+}
+
+func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, igs []*InstanceGroup) {
+	switch n := len(e.Members); {
+	case n == 0:
+		ps.add(p+".members", "required: 1, 3 or 5 members")
+	case n%2 == 0:
+		ps.add(p+".members", "%d members: etcd needs an odd number to keep a quorum; use %d or %d", n, n-1, n+1)
+	}
+	memberNames := map[string]bool{}
+	groups := map[string]string{}
+	for j, m := range e.Members {
+		mp := index(p+".members", j)
+		switch {
+		case !dnsLabel.MatchString(m.Name):
+			ps.add(mp+".name", "%q is not a valid member name: lowercase letters, digits and '-'", m.Name)
+		case memberNames[m.Name]:
+			ps.add(mp+".name", "%q is used by another member of %s", m.Name, e.Name)
+		}
+		memberNames[m.Name] = true
+		ig := findInstanceGroup(igs, m.InstanceGroup)
+		switch {
+		case m.InstanceGroup == "":
+			ps.add(mp+".instanceGroup", "required: the control-plane instance group that runs this member")
+		case ig == nil:
+			ps.add(mp+".instanceGroup", "instance group %q does not exist: create it or name one of %v", m.InstanceGroup, controlPlaneGroups(igs))
+		case ig.Spec.Role != RoleControlPlane:
+			ps.add(mp+".instanceGroup", "instance group %q has role %s: etcd members run on ControlPlane groups", m.InstanceGroup, ig.Spec.Role)
+		case groups[m.InstanceGroup] != "":
+			ps.add(mp+".instanceGroup", "instance group %q already runs member %q of %s: each member needs its own group", m.InstanceGroup, groups[m.InstanceGroup], e.Name)
+		}
+		if m.InstanceGroup != "" {
+			groups[m.InstanceGroup] = m.Name
+		}
+		switch {
+		case m.Zone == "":
+			ps.add(mp+".zone", "required: the zone of the member's volume (the instance group has more than one zone)")
+		case !slices.Contains(s.Zones, m.Zone):
+			ps.add(mp+".zone", "%q is not one of spec.zones %v", m.Zone, s.Zones)
+		case ig != nil && !slices.Contains(ig.Spec.Zones, m.Zone):
+			ps.add(mp+".zone", "%q is not a zone of instance group %q %v", m.Zone, ig.Metadata.Name, ig.Spec.Zones)
+		}
+		if m.VolumeSize != nil && *m.VolumeSize < 1 {
+			ps.add(mp+".volumeSize", "%d GiB: must be at least 1", *m.VolumeSize)
+		}
+		if m.VolumeType != nil {
+			validateVolumeType(ps, mp+".volumeType", s.CloudProvider, *m.VolumeType)
+		}
+		if s.CloudProvider == CloudLocal && m.Encrypted != nil && *m.Encrypted {
+			ps.add(mp+".encrypted", "the local provider cannot encrypt volumes: set false or leave it out")
+		}
+	}
+}
+
+func validateVolumeType(ps *problems, p, cloud, t string) {
+	valid := map[string][]string{
+		CloudAWS:   {"gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"},
+		CloudGCE:   {"pd-standard", "pd-balanced", "pd-ssd", "pd-extreme", "hyperdisk-balanced"},
+		CloudLocal: {"sparse"},
+	}[cloud]
+	if valid != nil && !slices.Contains(valid, t) {
+		ps.add(p, "%q is not a volume type of %s: want one of %v", t, cloud, valid)
+	}
+}
+
+func controlPlaneGroups(igs []*InstanceGroup) []string {
+	var names []string
+	for _, ig := range igs {
+		if ig.Spec.Role == RoleControlPlane {
+			names = append(names, ig.Metadata.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func validateComponents(ps *problems, s *ClusterSpec) {
+	logLevel := func(p string, v *int32) {
+		if v != nil && (*v < 0 || *v > 10) {
+			ps.add(p, "%d is not a log level: want 0-10", *v)
+		}
+	}
+	image := func(p, v string) {
+		if v == "" {
+			ps.add(p, "required: a container image")
+		}
+	}
+	if k := s.Kubelet; k != nil {
+		logLevel("spec.kubelet.logLevel", k.LogLevel)
+		if k.ClusterDNS != "" {
+			if _, err := netip.ParseAddr(k.ClusterDNS); err != nil {
+				ps.add("spec.kubelet.clusterDNS", "%q is not an IP address", k.ClusterDNS)
+			}
+		}
+		if k.MaxPods != nil && *k.MaxPods < 1 {
+			ps.add("spec.kubelet.maxPods", "%d: must be at least 1", *k.MaxPods)
+		}
+	}
+	if a := s.KubeAPIServer; a != nil {
+		image("spec.kubeAPIServer.image", a.Image)
+		logLevel("spec.kubeAPIServer.logLevel", a.LogLevel)
+		if a.SecurePort != nil && (*a.SecurePort < 1 || *a.SecurePort > 65535) {
+			ps.add("spec.kubeAPIServer.securePort", "%d is not a port: want 1-65535", *a.SecurePort)
+		}
+		if len(a.EtcdServers) == 0 {
+			ps.add("spec.kubeAPIServer.etcdServers", "required: the main etcd cluster's client URLs")
+		}
+		for i, u := range a.EtcdServers {
+			if _, err := url.ParseRequestURI(u); err != nil {
+				ps.add(index("spec.kubeAPIServer.etcdServers", i), "%q is not a URL", u)
+			}
+		}
+	}
+	if m := s.KubeControllerManager; m != nil {
+		image("spec.kubeControllerManager.image", m.Image)
+		logLevel("spec.kubeControllerManager.logLevel", m.LogLevel)
+	}
+	if sc := s.KubeScheduler; sc != nil {
+		image("spec.kubeScheduler.image", sc.Image)
+		logLevel("spec.kubeScheduler.logLevel", sc.LogLevel)
+	}
+	if p := s.KubeProxy; p != nil {
+		image("spec.kubeProxy.image", p.Image)
+		logLevel("spec.kubeProxy.logLevel", p.LogLevel)
+		if p.ProxyMode != "" && !slices.Contains([]string{"iptables", "ipvs", "nftables"}, p.ProxyMode) {
+			ps.add("spec.kubeProxy.proxyMode", "%q is not one of iptables, ipvs, nftables", p.ProxyMode)
+		}
+	}
+}
+
+func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
+	name := ig.Metadata.Name
+	p := "instancegroup/" + name + ": "
+	if name == "" {
+		p = "instancegroup (unnamed): "
+		ps.add(p+"metadata.name", "required")
+	} else if !dnsLabel.MatchString(name) {
+		ps.add(p+"metadata.name", "%q is not a valid name: lowercase letters, digits and '-', at most 63", name)
+	}
+	s := &ig.Spec
+	switch s.Role {
+	case RoleControlPlane, RoleNode:
+	case "":
+		ps.add(p+"spec.role", "required: ControlPlane or Node")
+	default:
+		ps.add(p+"spec.role", "%q is not a role: want ControlPlane or Node", s.Role)
+	}
+	if len(s.Zones) == 0 {
+		ps.add(p+"spec.zones", "required: at least one of spec.zones %v", c.Spec.Zones)
+	}
+	if s.Role == RoleControlPlane && len(s.Zones) > 1 {
+		ps.add(p+"spec.zones", "a control-plane group has one zone (its etcd volumes are zonal), not %d: split it into one group per zone", len(s.Zones))
+	}
+	for i, z := range s.Zones {
+		if !slices.Contains(c.Spec.Zones, z) {
+			ps.add(p+index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
+		}
+	}
+	if s.MachineType == "" {
+		ps.add(p+"spec.machineType", "required")
+	}
+	if s.Image == "" {
+		ps.add(p+"spec.image", "required")
+	}
+	if s.MinSize != nil && *s.MinSize < 0 {
+		ps.add(p+"spec.minSize", "%d: must not be negative", *s.MinSize)
+	}
+	if s.MinSize != nil && s.MaxSize != nil && *s.MaxSize < *s.MinSize {
+		ps.add(p+"spec.maxSize", "%d is smaller than spec.minSize %d", *s.MaxSize, *s.MinSize)
+	}
+}
+
+// ParseVersion returns the major, minor and patch numbers of a version such as 1.34.2 or v1.34.2.
+func ParseVersion(v string) (major, minor, patch int, err error) {
+	m := semver.FindStringSubmatch(v)
+	if m == nil {
+		return 0, 0, 0, fmt.Errorf("%q is not a version: want MAJOR.MINOR.PATCH", v)
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	patch, _ = strconv.Atoi(m[3])
+	return major, minor, patch, nil
+}
