@@ -26,19 +26,22 @@ func Flags(config any) []string {
 		panic(fmt.Sprintf("model.Flags: %T is not a struct", config))
 	}
 	t := v.Type()
-	var flags []string
+	type flag struct{ name, value string }
+	var set []flag
 	for i := range t.NumField() {
 		name, ok := t.Field(i).Tag.Lookup("flag")
 		if !ok || name == "-" {
 			continue
 		}
-		value, set := flagValue(v.Field(i))
-		if !set {
-			continue
+		if value, ok := flagValue(v.Field(i)); ok {
+			set = append(set, flag{name, value})
 		}
-		flags = append(flags, "--"+name+"="+value)
 	}
-	slices.Sort(flags)
+	slices.SortFunc(set, func(a, b flag) int { return strings.Compare(a.name, b.name) })
+	flags := make([]string, len(set))
+	for i, f := range set {
+		flags[i] = "--" + f.name + "=" + f.value
+	}
 	return flags
 }
 
