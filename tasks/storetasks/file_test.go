@@ -1,0 +1,83 @@
+package storetasks_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sync"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+	"kubeup.dev/kubeup/tasks/storetasks"
+)
+
+// memStore is an in-memory store; the real ones are tested in cloudup/statestore.
+type memStore struct {
+	mu      sync.Mutex
+	objects map[string]string
+	writes  int
+}
+
+func (m *memStore) ReadFile(_ context.Context, path string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.objects[path]
+	if !ok {
+		return nil, fmt.Errorf("reading %s: %w", path, fs.ErrNotExist)
+	}
+	return []byte(v), nil
+}
+
+func (m *memStore) WriteFile(_ context.Context, path string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objects[path] = string(data)
+	m.writes++
+	return nil
+}
+
+type world struct{ store *memStore }
+
+func (w *world) StateStore() storetasks.Store { return w.store }
+
+func ptr[T any](v T) *T { return &v }
+
+func TestFileApplyThenNoChanges(t *testing.T) {
+	w := &world{store: &memStore{objects: map[string]string{}}}
+	build := func() *engine.Graph[*world] {
+		g := engine.NewGraph[*world]()
+		conf := engine.Add(g, &storetasks.File[*world]{Path: "c/nodeup/nodes", Contents: ptr("a: 1\n")})
+		engine.Add(g, &storetasks.File[*world]{Path: "c/nodeup/nodes.sha256", Contents: ptr("abc\n"), After: []engine.Task{conf}})
+		return g
+	}
+	plan := enginetest.ApplyThenNoChanges(t, context.Background(), w, build)
+	if len(plan.Changes) != 2 {
+		t.Errorf("first dry run: %d changes, want 2", len(plan.Changes))
+	}
+	if got := w.store.objects["c/nodeup/nodes"]; got != "a: 1\n" {
+		t.Errorf("store holds %q", got)
+	}
+
+	// A changed object is rewritten, and only that one.
+	w.store.objects["c/nodeup/nodes"] = "a: 2\n"
+	before := w.store.writes
+	if _, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.Apply}); err != nil {
+		t.Fatal(err)
+	}
+	if w.store.writes != before+1 || w.store.objects["c/nodeup/nodes"] != "a: 1\n" {
+		t.Errorf("after drift: %d writes (want 1), contents %q", w.store.writes-before, w.store.objects["c/nodeup/nodes"])
+	}
+}
+
+func TestFileDeps(t *testing.T) {
+	conf := &storetasks.File[*world]{Path: "a", Contents: ptr("")}
+	enginetest.CheckDeps(t, &storetasks.File[*world]{Path: "b", Contents: ptr(""), After: []engine.Task{conf}})
+}
+
+func TestFileRequiresContents(t *testing.T) {
+	f := &storetasks.File[*world]{Path: "a"}
+	if err := f.CheckChanges(nil, f, f); err == nil {
+		t.Error("CheckChanges accepted a file without contents")
+	}
+}
