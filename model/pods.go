@@ -1,0 +1,112 @@
+package model
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// The static pods of a node: each runs one component with the flags of its configuration (Flags), on the host's
+// network, with the host paths it reads mounted read-only.
+
+func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
+	port := int32(443)
+	if a.SecurePort != nil {
+		port = *a.SecurePort
+	}
+	p := staticPod("kube-apiserver", a.Image, "/usr/local/bin/kube-apiserver", Flags(a), "150m")
+	c := &p.Spec.Containers[0]
+	c.Ports = []nodetasks.ContainerPort{{Name: "https", ContainerPort: port, HostPort: port}}
+	c.LivenessProbe = httpsProbe("/livez", port)
+	mountHostPaths(p, srvKubernetes, "/etc/ssl/certs")
+	return p
+}
+
+func kubeControllerManagerPod(m *KubeControllerManagerConfig) *nodetasks.Pod {
+	p := staticPod("kube-controller-manager", m.Image, "/usr/local/bin/kube-controller-manager", Flags(m), "100m")
+	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10257)
+	mountHostPaths(p, srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig))
+	return p
+}
+
+func kubeSchedulerPod(s *KubeSchedulerConfig) *nodetasks.Pod {
+	p := staticPod("kube-scheduler", s.Image, "/usr/local/bin/kube-scheduler", Flags(s), "100m")
+	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10259)
+	mountHostPaths(p, path.Dir(s.Kubeconfig))
+	return p
+}
+
+func kubeProxyPod(k *KubeProxyConfig) *nodetasks.Pod {
+	p := staticPod("kube-proxy", k.Image, "/usr/local/bin/kube-proxy", Flags(k), "100m")
+	p.Spec.Containers[0].LivenessProbe = &nodetasks.Probe{
+		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: "/healthz", Port: 10256, Scheme: "HTTP"},
+		InitialDelaySeconds: 15, TimeoutSeconds: 15,
+	}
+	p.Spec.Tolerations = []nodetasks.Toleration{{Operator: "Exists"}} // every node, tainted or not
+	mountHostPaths(p, path.Dir(k.Kubeconfig), "/lib/modules", "/run/xtables.lock")
+	return p
+}
+
+func staticPod(name, image, binary string, args []string, cpu string) *nodetasks.Pod {
+	return &nodetasks.Pod{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Metadata: nodetasks.ObjectMeta{
+			Name:      name,
+			Namespace: "kube-system",
+			Labels:    map[string]string{"k8s-app": name},
+		},
+		Spec: nodetasks.PodSpec{
+			HostNetwork:       true,
+			PriorityClassName: "system-node-critical",
+			Containers: []nodetasks.Container{{
+				Name:      name,
+				Image:     image,
+				Command:   []string{binary},
+				Args:      args,
+				Resources: nodetasks.ResourceRequirements{Requests: map[string]string{"cpu": cpu}},
+			}},
+		},
+	}
+}
+
+func httpsProbe(path string, port int32) *nodetasks.Probe {
+	return &nodetasks.Probe{
+		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: path, Port: port, Scheme: "HTTPS"},
+		InitialDelaySeconds: 15, TimeoutSeconds: 15,
+	}
+}
+
+// mountHostPaths mounts each host path read-only at the same path in the pod's container, except the xtables
+// lock, which kube-proxy writes.
+func mountHostPaths(p *nodetasks.Pod, paths ...string) {
+	c := &p.Spec.Containers[0]
+	for i, hp := range paths {
+		name := volumeName(hp, i)
+		typ := "DirectoryOrCreate"
+		readOnly := true
+		if strings.HasSuffix(hp, ".lock") {
+			typ, readOnly = "FileOrCreate", false
+		}
+		p.Spec.Volumes = append(p.Spec.Volumes, nodetasks.Volume{
+			Name: name, HostPath: &nodetasks.HostPathVolumeSource{Path: hp, Type: typ},
+		})
+		c.VolumeMounts = append(c.VolumeMounts, nodetasks.VolumeMount{Name: name, MountPath: hp, ReadOnly: readOnly})
+	}
+}
+
+// volumeName names a host path's volume after the path's letters and digits (/srv/kubernetes -> srvkubernetes).
+func volumeName(hostPath string, i int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(hostPath) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 || b.Len() > 63 {
+		return "hostpath" + strconv.Itoa(i)
+	}
+	return b.String()
+}
