@@ -20,14 +20,22 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test lint bench update-golden demo clean
+.PHONY: build test lint bench update-golden demo clean e2e-deps e2e-packages
+
+# What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
+# systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
+# clean).
+E2E_PACKAGES := bind9 etcd-server systemd-container debootstrap awscli e2fsprogs dbus
+E2E_MIRROR ?= http://deb.debian.org/debian
+KUBEUP_E2E_ROOTFS ?= /var/cache/kubeup/rootfs-bookworm
+export KUBEUP_E2E_ROOTFS
 
 ## build: bin/kubeup, bin/nodeup and bin/protokube, stamped with `git describe`
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 ## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root)
-test: lint
+test: lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e ./...
 
 ## lint: gofmt, go vet and staticcheck, with and without the e2e build tag
@@ -41,6 +49,35 @@ lint: $(STATICCHECK)
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## e2e-deps: install the e2e tests' Debian packages and debootstrap their root filesystem, once (root only)
+e2e-deps: e2e-packages
+	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
+	if [ -d '$(KUBEUP_E2E_ROOTFS)' ]; then exit 0; fi; \
+	tmp='$(KUBEUP_E2E_ROOTFS).tmp'; \
+	umount -R "$$tmp/proc" "$$tmp/sys" 2>/dev/null || true; \
+	rm -rf --one-file-system "$$tmp"; \
+	mkdir -p "$$(dirname '$(KUBEUP_E2E_ROOTFS)')"; \
+	echo "debootstrap: Debian 12 with systemd into $(KUBEUP_E2E_ROOTFS) (once; a few minutes)"; \
+	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,ca-certificates \
+		bookworm "$$tmp" '$(E2E_MIRROR)' >"$$tmp.log" 2>&1 || { tail -n 30 "$$tmp.log"; exit 1; }; \
+	rm -rf --one-file-system "$$tmp/var/cache/apt/archives/"*.deb; \
+	: >"$$tmp/etc/machine-id"; \
+	mv "$$tmp" '$(KUBEUP_E2E_ROOTFS)'; rm -f "$$tmp.log"
+
+# e2e-packages installs the missing packages only: a second run costs one dpkg-query. policy-rc.d keeps the
+# daemons of the packages (named, etcd) from starting on this machine; the tests start their own.
+e2e-packages:
+	@if [ "$$(id -u)" != 0 ]; then echo "e2e-deps: not root: the e2e tests will skip"; exit 0; fi; \
+	if ! command -v dpkg-query >/dev/null; then echo "e2e-deps: not a Debian system: install $(E2E_PACKAGES) yourself"; exit 0; fi; \
+	missing=$$(for p in $(E2E_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -qx 'install ok installed' || echo "$$p"; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	echo "e2e-deps: installing" $$missing; \
+	policy=; if [ ! -e /usr/sbin/policy-rc.d ]; then policy=/usr/sbin/policy-rc.d; \
+		printf '#!/bin/sh\nexit 101\n' >"$$policy"; chmod 755 "$$policy"; trap 'rm -f "$$policy"' EXIT; fi; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 ## bench: the engine's benchmarks (select with BENCH=regexp, BENCHTIME=1s|100x), also saved to bench.out
 bench:

@@ -3,7 +3,13 @@ package nodetasks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -33,6 +39,15 @@ type File struct {
 	Group *string
 	// After orders this file after other tasks, such as the file that creates its user.
 	After []engine.Task `kubeup:"-"`
+
+	found *fileStat // what Find saw, for Render; unexported, so never compared
+}
+
+// fileStat is what Find saw of a file, whatever the task asked about.
+type fileStat struct {
+	typ      string
+	mode     os.FileMode
+	uid, gid int
 }
 
 var (
@@ -43,14 +58,242 @@ var (
 func (f *File) Key() engine.Key     { return engine.Key{Type: "File", Name: f.Path} }
 func (f *File) Deps() []engine.Task { return f.After }
 
+// Find reads the file, directory or symlink at Path; nil when there is none. It reads the contents only when the
+// task states them, and reports owner and group by number or by name, as the task names them.
 func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
-	return nil, errors.New("not implemented yet")
+	p, err := n.hostPath(f.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	found := statOf(st)
+	actual := &File{Path: f.Path, Type: &found.typ, found: found}
+	switch found.typ {
+	case TypeFile:
+		if f.Contents != nil {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, classify(err)
+			}
+			s := string(b)
+			actual.Contents = &s
+		}
+		actual.Mode = &found.mode
+	case TypeDirectory:
+		actual.Mode = &found.mode
+	case TypeSymlink:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return nil, classify(err)
+		}
+		actual.Target = &target
+	}
+	if actual.Owner, err = n.nameOf("/etc/passwd", found.uid, f.Owner); err != nil {
+		return nil, err
+	}
+	if actual.Group, err = n.nameOf("/etc/group", found.gid, f.Group); err != nil {
+		return nil, err
+	}
+	return actual, nil
+}
+
+// statOf describes what Lstat saw: its type ("file", "directory", "symlink", or what else it is), mode and
+// owner.
+func statOf(st fs.FileInfo) *fileStat {
+	s := &fileStat{mode: st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), uid: -1, gid: -1}
+	switch t := st.Mode().Type(); {
+	case t == 0:
+		s.typ = TypeFile
+	case t == fs.ModeDir:
+		s.typ = TypeDirectory
+	case t == fs.ModeSymlink:
+		s.typ = TypeSymlink
+	case t&fs.ModeSocket != 0:
+		s.typ = "socket"
+	case t&fs.ModeNamedPipe != 0:
+		s.typ = "named pipe"
+	default:
+		s.typ = "device"
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		s.uid, s.gid = int(sys.Uid), int(sys.Gid)
+	}
+	return s
+}
+
+func typeOf(f *File) string {
+	if f.Type == nil {
+		return TypeFile
+	}
+	return *f.Type
 }
 
 func (f *File) CheckChanges(actual, expected, changes *File) error {
+	if err := checkNodePath("Path", expected.Path); err != nil {
+		return err
+	}
+	t := typeOf(expected)
+	switch t {
+	case TypeFile, TypeDirectory:
+		if expected.Target != nil {
+			return fmt.Errorf("field Target is for a symlink; this is a %s: set Type to %q or drop Target", t, TypeSymlink)
+		}
+		if t == TypeDirectory && expected.Contents != nil {
+			return errors.New("field Contents is for a file; this is a directory: drop Contents or set Type to \"file\"")
+		}
+	case TypeSymlink:
+		if expected.Target == nil || *expected.Target == "" {
+			return errors.New("field Target is required for a symlink: set it to what the link points to")
+		}
+		if expected.Contents != nil || expected.Mode != nil {
+			return errors.New("a symlink has neither Contents nor Mode of its own: drop them, or manage the target")
+		}
+	default:
+		return fmt.Errorf("field Type: %q is not one of %q, %q, %q", t, TypeFile, TypeDirectory, TypeSymlink)
+	}
+	if actual == nil {
+		return nil
+	}
+	switch at := *actual.Type; {
+	case at != TypeFile && at != TypeDirectory && at != TypeSymlink:
+		return fmt.Errorf("%s is a %s, not a %s: kubeup replaces only files, directories and symlinks: remove it", expected.Path, at, t)
+	case at == TypeDirectory && t != TypeDirectory:
+		return fmt.Errorf("%s is a directory, not a %s: kubeup does not remove directories: remove it by hand", expected.Path, t)
+	}
 	return nil
 }
 
+// checkNodePath vets a path on the node that names a task.
+func checkNodePath(field, p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("field %s: %q is not an absolute path", field, p)
+	}
+	if filepath.Clean(p) != p {
+		return fmt.Errorf("field %s: %q is not clean: write %q", field, p, filepath.Clean(p))
+	}
+	return nil
+}
+
+// Render writes what differs. A file's new contents are written atomically, with mode and owner set before the
+// rename; a mode or owner change alone is made in place. A symlink is replaced atomically (a new link renamed
+// over it).
 func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *File) error {
-	return errors.New("not implemented yet")
+	p, err := n.hostPath(expected.Path, true)
+	if err != nil {
+		return err
+	}
+	uid, gid, err := n.owner(expected.Owner, expected.Group)
+	if err != nil {
+		return err
+	}
+	t := typeOf(expected)
+	var found *fileStat
+	if actual != nil {
+		found = actual.found
+	}
+	replace := found != nil && found.typ != t
+	if replace && t == TypeDirectory {
+		// A file or a symlink is renamed over what was there; a new directory cannot be, so make room first.
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("replacing the %s at %s: %w", found.typ, expected.Path, classify(err))
+		}
+		found = nil
+	}
+	log := engine.Logger(ctx)
+	switch t {
+	case TypeFile:
+		mode := os.FileMode(0o644)
+		switch {
+		case expected.Mode != nil:
+			mode = *expected.Mode
+		case found != nil && !replace:
+			mode = found.mode
+		}
+		if found == nil || replace || changes.Contents != nil {
+			if uid < 0 && gid < 0 && found != nil && !replace {
+				uid, gid = found.uid, found.gid // a new inode keeps the old owner
+			}
+			data := ""
+			if expected.Contents != nil {
+				data = *expected.Contents
+			}
+			if err := writeFileAtomic(p, []byte(data), mode, uid, gid); err != nil {
+				return err
+			}
+			log.Info("wrote file", "path", expected.Path, "bytes", len(data), "mode", mode)
+			return nil
+		}
+		return n.chownChmod(ctx, p, expected, changes, uid, gid, mode)
+	case TypeDirectory:
+		mode := os.FileMode(0o755)
+		if expected.Mode != nil {
+			mode = *expected.Mode
+		}
+		if found == nil {
+			if err := os.Mkdir(p, mode); err != nil {
+				return fmt.Errorf("creating directory %s: %w", expected.Path, classify(err))
+			}
+			log.Info("created directory", "path", expected.Path)
+			changes = expected // Mkdir honours the umask: set mode and owner as stated
+		}
+		return n.chownChmod(ctx, p, expected, changes, uid, gid, mode)
+	default: // TypeSymlink
+		if found != nil && changes.Target == nil {
+			return n.chownChmod(ctx, p, expected, changes, uid, gid, 0)
+		}
+		tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		if err := os.Symlink(*expected.Target, tmp); err != nil {
+			return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+		}
+		defer os.Remove(tmp) // fails harmlessly once renamed
+		if uid >= 0 || gid >= 0 {
+			if err := os.Lchown(tmp, uid, gid); err != nil {
+				return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+			}
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+		}
+		log.Info("wrote symlink", "path", expected.Path, "target", *expected.Target)
+		return syncDir(filepath.Dir(p))
+	}
+}
+
+// owner resolves the owner and group a task names (-1 for nil).
+func (n *Node) owner(user, group *string) (uid, gid int, err error) {
+	uid, gid = -1, -1
+	if user != nil {
+		if uid, err = n.idOf("/etc/passwd", *user); err != nil {
+			return 0, 0, fmt.Errorf("field Owner: %w", err)
+		}
+	}
+	if group != nil {
+		if gid, err = n.idOf("/etc/group", *group); err != nil {
+			return 0, 0, fmt.Errorf("field Group: %w", err)
+		}
+	}
+	return uid, gid, nil
+}
+
+// chownChmod sets the owner, group and mode that changed, in place: chown first, since it clears setuid bits.
+func (n *Node) chownChmod(ctx context.Context, p string, expected, changes *File, uid, gid int, mode os.FileMode) error {
+	if (changes.Owner != nil || changes.Group != nil) && (uid >= 0 || gid >= 0) {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			return fmt.Errorf("changing the owner of %s: %w", expected.Path, classify(err))
+		}
+		engine.Logger(ctx).Info("changed owner", "path", expected.Path, "uid", uid, "gid", gid)
+	}
+	if typeOf(expected) != TypeSymlink && (changes.Mode != nil || changes.Owner != nil || changes.Group != nil) {
+		if err := os.Chmod(p, mode); err != nil {
+			return fmt.Errorf("changing the mode of %s: %w", expected.Path, classify(err))
+		}
+		engine.Logger(ctx).Info("changed mode", "path", expected.Path, "mode", mode)
+	}
+	return nil
 }
