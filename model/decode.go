@@ -3,11 +3,13 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -20,7 +22,8 @@ type Objects struct {
 	InstanceGroups []*InstanceGroup
 }
 
-var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+// docSeparator is a "---" line, with or without a comment, ending in "\n" or "\r\n".
+var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#[^\r\n]*)?\r?$`)
 
 // Decode reads the YAML documents of file strictly: an unknown or misspelt field, a value of the wrong type, an
 // unknown kind or apiVersion is a problem naming the field's path. Every problem in the file is reported at once,
@@ -34,7 +37,7 @@ func Decode(file string, data []byte) (*Objects, error) {
 		if len(docs) > 1 {
 			where = fmt.Sprintf("document %d (line %d)", i+1, doc.line)
 		}
-		obj, err := decodeDocument(doc.text, where, &ps)
+		obj, err := decodeDocument(doc, where, &ps)
 		if err != nil {
 			if where != "" {
 				return nil, fmt.Errorf("%s: %s: %w", file, where, err)
@@ -99,18 +102,21 @@ func blankYAML(text []byte) bool {
 }
 
 func prefix(where, path string) string {
-	if where == "" {
+	switch {
+	case where == "":
 		return path
+	case path == "":
+		return where
 	}
 	return where + ": " + path
 }
 
 // decodeDocument decodes one document into a *Cluster or an *InstanceGroup. Problems with fields go to ps
-// (the result is then nil); an error is returned only for YAML that does not parse.
-func decodeDocument(text []byte, where string, ps *problems) (any, error) {
-	js, err := yaml.YAMLToJSON(text)
+// (the result is then nil); an error is returned only for YAML that does not parse, or that sets a key twice.
+func decodeDocument(doc document, where string, ps *problems) (any, error) {
+	js, err := yaml.YAMLToJSONStrict(doc.text)
 	if err != nil {
-		return nil, fmt.Errorf("malformed YAML: %w", unwrapYAML(err))
+		return nil, fmt.Errorf("malformed YAML: %w", yamlError(err, doc.line))
 	}
 	var raw any
 	if err := json.Unmarshal(js, &raw); err != nil {
@@ -121,8 +127,13 @@ func decodeDocument(text []byte, where string, ps *problems) (any, error) {
 		ps.add(prefix(where, ""), "a document must be a mapping with apiVersion, kind, metadata and spec, not %s", jsonKind(raw))
 		return nil, nil
 	}
+	kind, isString := top["kind"].(string)
+	if top["kind"] != nil && !isString {
+		ps.add(prefix(where, "kind"), "must be Cluster or InstanceGroup, not %s", jsonKind(top["kind"]))
+		return nil, nil
+	}
 	var obj any
-	switch kind, _ := top["kind"].(string); kind {
+	switch kind {
 	case KindCluster:
 		obj = &Cluster{}
 	case KindInstanceGroup:
@@ -156,10 +167,23 @@ func decodeDocument(text []byte, where string, ps *problems) (any, error) {
 	return obj, nil
 }
 
-// unwrapYAML drops the conversion wrapper that sigs.k8s.io/yaml puts around the parser's message.
-func unwrapYAML(err error) error {
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
+
+// yamlError drops the wrappers that sigs.k8s.io/yaml and the parser put around the parser's message, puts its
+// problems on one line, and turns its line numbers, counted from the document's first line, into the file's.
+func yamlError(err error, firstLine int) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-	return fmt.Errorf("%s", msg)
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if err != nil {
+			return m
+		}
+		return fmt.Sprintf("line %d", n+firstLine-1)
+	})
+	return errors.New(msg)
 }
 
 // checkShape walks a decoded JSON value alongside the Go type it must fit, reporting every unknown field and
@@ -229,11 +253,11 @@ func checkShape(where, path string, v any, t reflect.Type, ps *problems) {
 			ps.add(prefix(where, path), "must be a whole number, not %s", jsonKind(v))
 			return
 		}
-		lim := float64(math.MaxInt64)
+		lo, hi := float64(math.MinInt64), float64(1<<63) // [lo, hi)
 		if t.Kind() == reflect.Int32 {
-			lim = math.MaxInt32
+			lo, hi = math.MinInt32, math.MaxInt32+1
 		}
-		if f != math.Trunc(f) || math.Abs(f) > lim {
+		if f != math.Trunc(f) || f < lo || f >= hi {
 			ps.add(prefix(where, path), "must be a whole number that fits in %s, not %v", t.Kind(), f)
 		}
 	default:
