@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/miekg/dns v1.1.73
 	github.com/spf13/cobra v1.10.2
 	gonum.org/v1/gonum v0.17.0
 )
@@ -35,8 +36,9 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.shabbyrobe.org/gocovmerge v0.0.0-20230507111327-fa4f82cfbf4d // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/tools v0.30.0 // indirect
+	golang.org/x/tools v0.48.0 // indirect
 	google.golang.org/api v0.311.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -1,0 +1,16 @@
+// Package localtasks holds the tasks and the world of the local cloud provider: one machine, for development, CI
+// and bare metal, with no cloud account.
+//
+// Cloud is the world of the local cloud graph. Its Pool keeps volumes as sparse disk images in a directory, each
+// with a JSON sidecar of its zone, size, type and tags; its ZoneFile keeps the cluster's DNS records in an RFC 1035
+// zone file that a DNS server can serve, and is the dnstasks.Provider of the graph's dnstasks.Record tasks. The
+// Volume task (key type "LocalVolume") converges a volume. DeleteOwned is the cleanup of `kubeup delete cluster`:
+// it finds what a cluster owns by its tags and its DNS names.
+//
+// Pool and ZoneFile serialise their writers with a mutex and a flock on their directory, so that concurrent tasks
+// and concurrent kubeup (or protokube) processes are safe; every file is replaced atomically. Attaching a volume
+// (a loop device), protokube's exclusive claim and RFC 2136 DNS updates will build on these types.
+//
+// It imports engine, dnstasks, storetasks, miekg/dns and the standard library. It must not import cloudup, model,
+// nodeup, protokube or cmd, nor any cloud SDK.
+package localtasks
