@@ -2,8 +2,16 @@ package nodetasks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -22,6 +30,8 @@ type Asset struct {
 	Mode *os.FileMode
 	// After orders this asset after other tasks.
 	After []engine.Task `kubeup:"-"`
+
+	found *fileStat // what Find saw, for Render
 }
 
 var (
@@ -32,14 +42,125 @@ var (
 func (a *Asset) Key() engine.Key     { return engine.Key{Type: "Asset", Name: a.Path} }
 func (a *Asset) Deps() []engine.Task { return a.After }
 
+// Find hashes the file at Path; nil when there is none. The URL is not recorded on the node: a file with the
+// right hash is the right file, wherever it came from.
 func (a *Asset) Find(ctx context.Context, n *Node) (*Asset, error) {
-	return nil, errors.New("not implemented yet")
+	p, err := n.hostPath(a.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	found := statOf(st)
+	actual := &Asset{Path: a.Path, URL: a.URL, found: found}
+	if found.typ != TypeFile {
+		return actual, nil // an empty hash: replaced by the download, or refused by CheckChanges
+	}
+	actual.Mode = &found.mode
+	if actual.SHA256, err = hashFile(p); err != nil {
+		return nil, err
+	}
+	return actual, nil
+}
+
+func hashFile(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", classify(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", p, classify(err))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
+	if err := checkNodePath("Path", expected.Path); err != nil {
+		return err
+	}
+	if expected.SHA256 == "" {
+		return errors.New("field SHA256 is required: set it to the hex sha256 of the file at URL (sha256sum FILE)")
+	}
+	if b, err := hex.DecodeString(expected.SHA256); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("field SHA256: %q is not a sha256 in hex (64 characters 0-9a-f)", expected.SHA256)
+	}
+	if lower := strings.ToLower(expected.SHA256); lower != expected.SHA256 {
+		return fmt.Errorf("field SHA256: write it in lowercase: %q", lower)
+	}
+	u, err := url.Parse(expected.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("field URL: %q is not an http or https URL", expected.URL)
+	}
+	if actual != nil && actual.found != nil && actual.found.typ != TypeFile && actual.found.typ != TypeSymlink {
+		return fmt.Errorf("%s is a %s, not a file: remove it", expected.Path, actual.found.typ)
+	}
 	return nil
 }
 
+// Render downloads the file when its hash differs, verifying the hash as it streams into a temporary file that
+// is renamed over Path only when the hash matches; a mode change alone is made in place.
 func (a *Asset) Render(ctx context.Context, n *Node, actual, expected, changes *Asset) error {
-	return errors.New("not implemented yet")
+	p, err := n.hostPath(expected.Path, true)
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if expected.Mode != nil {
+		mode = *expected.Mode
+	}
+	if actual != nil && changes.SHA256 == "" {
+		if err := os.Chmod(p, mode); err != nil {
+			return fmt.Errorf("changing the mode of %s: %w", expected.Path, classify(err))
+		}
+		engine.Logger(ctx).Info("changed mode", "path", expected.Path, "mode", mode)
+		return nil
+	}
+	var size int64
+	err = writeAtomic(p, mode, -1, -1, func(w io.Writer) error {
+		size, err = n.download(ctx, expected.URL, expected.SHA256, w)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	engine.Logger(ctx).Info("downloaded asset", "path", expected.Path, "url", expected.URL, "bytes", size)
+	return nil
+}
+
+// download copies the body at rawURL to w and checks its sha256. Network failures and server errors are worth
+// another try; a hash mismatch or a client error is terminal.
+func (n *Node) download(ctx context.Context, rawURL, sha string, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return 0, fmt.Errorf("downloading %s: %w", rawURL, err)
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return 0, engine.Retryable(fmt.Errorf("downloading %s: %w", rawURL, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("downloading %s: %s", rawURL, resp.Status)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return 0, engine.Retryable(err)
+		}
+		return 0, err
+	}
+	h := sha256.New()
+	size, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	if err != nil {
+		return size, engine.Retryable(fmt.Errorf("downloading %s: %w", rawURL, err))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
+		return size, engine.Terminal(fmt.Errorf("downloading %s: sha256 mismatch: got %s, want %s: "+
+			"the file at the URL is not the one the configuration names", rawURL, got, sha))
+	}
+	return size, nil
 }
