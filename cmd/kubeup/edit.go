@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+)
+
+func newEditCommand(g *globals) *cobra.Command {
+	edit := &cobra.Command{
+		Use:   "edit",
+		Short: "Edit a resource in your editor: a cluster",
+	}
+	edit.AddCommand(&cobra.Command{
+		Use:   "cluster NAME",
+		Short: "Edit a cluster's spec with $EDITOR",
+		Long: `Open the cluster's spec in $KUBE_EDITOR, else $EDITOR, else vi. When you save and quit, the spec is validated and
+written back; an invalid spec is refused with every problem listed and your edited text is kept in a file
+whose path is printed (fix it and run "kubeup replace -f FILE"). The cloud is not changed until
+"kubeup update cluster NAME --yes".`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cs, err := g.clusters(ctx)
+			if err != nil {
+				return err
+			}
+			changed, kept, err := cs.Edit(ctx, args[0], runEditor)
+			if err != nil {
+				if kept != "" {
+					return fmt.Errorf("%w\nthe cluster was not changed; your edit is kept in %s", err, kept)
+				}
+				return err
+			}
+			if !changed {
+				fmt.Fprintln(cmd.OutOrStdout(), "Edit cancelled: no changes made.")
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Updated the spec of cluster %s. Review the changes: kubeup update cluster %s\n", args[0], args[0])
+			return nil
+		},
+	})
+	return edit
+}
+
+// runEditor runs the user's editor on path. The editor variable may hold arguments ("code --wait").
+func runEditor(path string) error {
+	editor := os.Getenv("KUBE_EDITOR")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
+	}
+	if editor == "" {
+		editor = "vi"
+	}
+	c := exec.Command("sh", "-c", editor+` "$1"`, "editor", path)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("%s: %w", editor, err)
+	}
+	return nil
+}

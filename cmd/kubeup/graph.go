@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"kubeup.dev/kubeup/model"
+)
+
+func newGraphCommand(g *globals) *cobra.Command {
+	var role string
+	cmd := &cobra.Command{
+		Use:   "graph NAME [--role control-plane|node]",
+		Short: "Print a cluster's task graph in DOT",
+		Long: `Print the task graph of a cluster in Graphviz's DOT language, edges from each task to what it depends on:
+the cloud graph that "kubeup update cluster" runs, or with --role the node graph that nodeup runs on a node of
+the first instance group with that role.`,
+		Example: `  kubeup graph demo.example.com | dot -Tsvg > cloud.svg
+  kubeup graph demo.example.com --role control-plane | dot -Tsvg > control-plane.svg`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cs, err := g.clusters(ctx)
+			if err != nil {
+				return err
+			}
+			s, err := cs.Get(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			c, igs, err := cs.Complete(s)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if role == "" {
+				if c.Spec.CloudProvider != model.CloudLocal {
+					return fmt.Errorf("cluster %s: the %s provider's cloud graph is a later issue; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
+				}
+				graph, err := model.BuildLocalCloudGraph(c, igs)
+				if err != nil {
+					return err
+				}
+				return graph.WriteDOT(out)
+			}
+			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode}[role]
+			if want == "" {
+				return fmt.Errorf("--role %q: want control-plane or node", role)
+			}
+			for _, ig := range igs {
+				if ig.Spec.Role != want {
+					continue
+				}
+				graph, err := model.BuildNodeGraph(model.NewNodeConfig(c, ig))
+				if err != nil {
+					return err
+				}
+				return graph.WriteDOT(out)
+			}
+			return fmt.Errorf("cluster %s has no instance group with role %s", c.Metadata.Name, want)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "print the node graph of this role instead: control-plane or node")
+	return cmd
+}
