@@ -168,7 +168,7 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: malformed YAML: %w", source, unwrapYAML(err))
+		return nil, fmt.Errorf("%s: malformed YAML: %w", source, err)
 	}
 	var raw any
 	if err := json.Unmarshal(js, &raw); err != nil {

@@ -1,0 +1,93 @@
+package model
+
+import (
+	"fmt"
+	"path"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/localtasks"
+	"kubeup.dev/kubeup/tasks/storetasks"
+)
+
+// Paths of a cluster in the state store, relative to the store's root.
+
+// ConfigPath is the cluster's spec as the user wrote it.
+func ConfigPath(cluster string) string { return path.Join(cluster, "config") }
+
+// InstanceGroupPath is an instance group's spec.
+func InstanceGroupPath(cluster, ig string) string { return path.Join(cluster, "instancegroup", ig) }
+
+// CompletedSpecPath is the complete spec the last `update cluster --yes` applied.
+func CompletedSpecPath(cluster string) string { return path.Join(cluster, "cluster-completed.spec") }
+
+// NodeConfigPath is an instance group's node configuration; its sha256 is at NodeConfigPath + ".sha256".
+func NodeConfigPath(cluster, ig string) string { return path.Join(cluster, "nodeup", ig) }
+
+// cloudWorld is what every cloud's world offers besides its own API: DNS and the state store.
+type cloudWorld interface {
+	dnstasks.World
+	storetasks.World
+}
+
+// BuildLocalCloudGraph returns the cloud graph of a complete, valid spec on the local provider: one volume per
+// etcd member, the API's placeholder DNS records, the complete spec and each instance group's node
+// configuration in the state store.
+func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*localtasks.Cloud], error) {
+	if c.Spec.CloudProvider != CloudLocal {
+		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not local", c.Metadata.Name, c.Spec.CloudProvider)
+	}
+	g := engine.NewGraph[*localtasks.Cloud]()
+	for _, e := range c.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			engine.Add(g, &localtasks.Volume{
+				Name:       EtcdVolumeName(c.Metadata.Name, e, m),
+				Zone:       ptr(m.Zone),
+				SizeGB:     m.VolumeSize,
+				VolumeType: m.VolumeType,
+				Tags:       EtcdVolumeTags(c.Metadata.Name, e, m),
+			})
+		}
+	}
+	if err := addCommonTasks(g, c, igs); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, and the complete spec
+// and node configurations in the state store.
+func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup) error {
+	name := c.Metadata.Name
+	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
+		engine.Add(g, &dnstasks.Record[C]{
+			Name: n, Type: "A", Values: []string{DNSPlaceholderIPv4}, Placeholder: true,
+		})
+	}
+
+	objs := []any{c}
+	for _, ig := range igs {
+		objs = append(objs, ig)
+	}
+	spec, err := Encode(objs...)
+	if err != nil {
+		return err
+	}
+	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec))})
+
+	for _, ig := range igs {
+		data, sum, err := NewNodeConfig(c, ig).Marshal()
+		if err != nil {
+			return err
+		}
+		conf := engine.Add(g, &storetasks.File[C]{
+			Path: NodeConfigPath(name, ig.Metadata.Name), Contents: ptr(string(data)),
+		})
+		// The sha256 is written after the configuration: a node never sees a hash without its file.
+		engine.Add(g, &storetasks.File[C]{
+			Path: NodeConfigPath(name, ig.Metadata.Name) + ".sha256", Contents: ptr(sum + "\n"),
+			After: []engine.Task{conf},
+		})
+	}
+	return nil
+}
