@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// cliReference renders docs/cli.md from the command tree: every command's synopsis, description, examples and
+// flags, in the tree's order. A test keeps docs/cli.md equal to it (make update-golden rewrites it).
+func cliReference(root *cobra.Command) []byte {
+	var b bytes.Buffer
+	b.WriteString("# kubeup command reference\n\n")
+	b.WriteString("<!-- Generated from the cobra commands by `make update-golden` (cmd/kubeup/docs.go); do not edit. -->\n\n")
+	b.WriteString("Results go to stdout, errors and logs to stderr. A user error exits 1.\n\n")
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", c.CommandPath(), c.Short)
+		if c.Runnable() {
+			fmt.Fprintf(&b, "```\n%s\n```\n\n", c.UseLine())
+		}
+		if c.Long != "" {
+			fmt.Fprintf(&b, "%s\n\n", c.Long)
+		}
+		if len(c.Aliases) > 0 {
+			fmt.Fprintf(&b, "Aliases: %s\n\n", strings.Join(c.Aliases, ", "))
+		}
+		if c.Example != "" {
+			fmt.Fprintf(&b, "Examples:\n\n```\n%s\n```\n\n", c.Example)
+		}
+		if flags := flagTable(c.LocalNonPersistentFlags()); flags != "" {
+			fmt.Fprintf(&b, "Flags:\n\n%s\n", flags)
+		}
+		if c == c.Root() {
+			if flags := flagTable(c.PersistentFlags()); flags != "" {
+				fmt.Fprintf(&b, "Flags of every command:\n\n%s\n", flags)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+func flagTable(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		name := "--" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand + ", " + name
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(&b, "- `%s` %s: %s%s\n", name, f.Value.Type(), f.Usage, def)
+	})
+	return b.String()
+}
