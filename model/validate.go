@@ -17,8 +17,13 @@ import (
 func Validate(source string, c *Cluster, igs []*InstanceGroup) error {
 	var ps problems
 	validateCluster(&ps, c, igs)
+	seen := map[string]bool{}
 	for _, ig := range igs {
 		validateInstanceGroup(&ps, c, ig)
+		if name := ig.Metadata.Name; name != "" && seen[name] {
+			ps.add("instancegroup/"+name+": metadata.name", "%q is used by another instance group", name)
+		}
+		seen[ig.Metadata.Name] = true
 	}
 	return ps.err(source)
 }
@@ -92,6 +97,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
 	if !semver.MatchString(s.KubernetesVersion) {
 		ps.add("spec.kubernetesVersion", "%q is not a version: want MAJOR.MINOR.PATCH, for example %s", s.KubernetesVersion, DefaultKubernetesVersion)
 	}
+	zoneOK := validDNSName(s.DNSZone, 1) == ""
 	if msg := validDNSName(s.DNSZone, 1); msg != "" {
 		ps.add("spec.dnsZone", "%s", msg)
 	} else if validDNSName(name, 2) == "" && !inDomain(name, s.DNSZone) {
@@ -107,7 +113,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
 			field, v := f.field, f.v
 			if msg := validDNSName(v, 2); msg != "" {
 				ps.add("spec.api."+field, "%s", msg)
-			} else if s.DNSZone != "" && !inDomain(v, s.DNSZone) {
+			} else if zoneOK && !inDomain(v, s.DNSZone) {
 				ps.add("spec.api."+field, "%q is not in spec.dnsZone %q", v, s.DNSZone)
 			}
 		}
@@ -265,8 +271,10 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 			groups[m.InstanceGroup] = m.Name
 		}
 		switch {
-		case m.Zone == "":
+		case m.Zone == "" && ig != nil && len(ig.Spec.Zones) > 1:
 			ps.add(mp+".zone", "required: the zone of the member's volume (the instance group has more than one zone)")
+		case m.Zone == "":
+			ps.add(mp+".zone", "required: the zone of the member's volume")
 		case !slices.Contains(s.Zones, m.Zone):
 			ps.add(mp+".zone", "%q is not one of spec.zones %v", m.Zone, s.Zones)
 		case ig != nil && !slices.Contains(ig.Spec.Zones, m.Zone):
