@@ -3,6 +3,13 @@ package nodetasks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -16,7 +23,8 @@ type FormatAndMount struct {
 	// /dev/disk/by-id: an EBS volume id ("vol-0abc...", found as nvme-Amazon_Elastic_Block_Store_vol0abc...) or
 	// a GCE disk's device name (found as google-NAME).
 	Device string
-	// FSType is the filesystem to create on a blank device and to expect on a formatted one (ext4 when nil).
+	// FSType is the filesystem to create on a blank device and to expect on a formatted one. Find sets it to
+	// "ext4" when nil, so that the dry run shows a format.
 	FSType *string
 	// Options are mount options, such as "noatime".
 	Options []string `kubeup:"set,nilempty"`
@@ -24,6 +32,8 @@ type FormatAndMount struct {
 	UUID *string `kubeup:"output"`
 	// After orders the mount after other tasks, such as the attachment of the volume.
 	After []engine.Task `kubeup:"-"`
+
+	found *probe // what Find saw on the device, for CheckChanges
 }
 
 var (
@@ -31,19 +41,228 @@ var (
 	_ engine.Renderer[*FormatAndMount, *Node] = (*FormatAndMount)(nil)
 )
 
-func (m *FormatAndMount) Key() engine.Key {
-	return engine.Key{Type: "FormatAndMount", Name: m.MountPoint}
-}
+func (m *FormatAndMount) Key() engine.Key     { return engine.Key{Type: "FormatAndMount", Name: m.MountPoint} }
 func (m *FormatAndMount) Deps() []engine.Task { return m.After }
 
+// DefaultFSType is the filesystem of a FormatAndMount whose FSType is nil.
+const DefaultFSType = "ext4"
+
+// Find probes the device and reads the mount table; nil when the device is not there (yet). The actual object
+// has the filesystem the device holds (FSType nil: none), MountPoint "" when nothing is mounted there, and
+// Device naming what is mounted there when it is another device.
 func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, error) {
-	return nil, errors.New("not implemented yet")
+	if m.FSType == nil {
+		fsType := DefaultFSType
+		m.FSType = &fsType
+	}
+	dev, err := n.resolveDevice(m.Device)
+	if err != nil || dev == "" {
+		return nil, err
+	}
+	devNum, err := deviceNumber(dev)
+	if err != nil {
+		return nil, err
+	}
+	l := n.deviceLock(dev)
+	l.Lock()
+	defer l.Unlock()
+	pr, err := probeDevice(ctx, dev)
+	if err != nil {
+		return nil, err
+	}
+	actual := &FormatAndMount{MountPoint: m.MountPoint, Device: m.Device, found: &pr}
+	if pr.fsType != "" {
+		actual.FSType = &pr.fsType
+	}
+	if pr.uuid != "" {
+		actual.UUID = &pr.uuid
+	}
+	mp, err := n.mountPointPath(m.MountPoint, false)
+	if err != nil {
+		return nil, err
+	}
+	mounted, err := mountAt(mp)
+	switch {
+	case err != nil:
+		return nil, err
+	case mounted == nil:
+		actual.MountPoint = ""
+	case mounted.dev == devNum:
+		actual.Options = presentOptions(m.Options, mounted)
+	default:
+		actual.Device = mounted.source
+	}
+	return actual, nil
 }
 
+// mountPointPath is the mount point as this process's mount table shows it: under Root, symlinks resolved.
+func (n *Node) mountPointPath(mountPoint string, mkdir bool) (string, error) {
+	p, err := n.hostPath(mountPoint, mkdir)
+	if err != nil {
+		return "", err
+	}
+	if mkdir {
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("creating mount point %s: %w", mountPoint, classify(err))
+		}
+	}
+	if resolved, err := filepath.EvalSymlinks(p); err == nil {
+		p = resolved
+	}
+	return p, nil
+}
+
+var fsTypeName = regexp.MustCompile(`^[a-z0-9]+$`)
+
 func (m *FormatAndMount) CheckChanges(actual, expected, changes *FormatAndMount) error {
+	if err := checkNodePath("MountPoint", expected.MountPoint); err != nil {
+		return err
+	}
+	if expected.Device == "" {
+		return errors.New("field Device is required: a device path such as /dev/nvme1n1, or a cloud disk name")
+	}
+	if expected.FSType != nil && !fsTypeName.MatchString(*expected.FSType) {
+		return fmt.Errorf("field FSType: %q is not a filesystem type such as ext4 or xfs", *expected.FSType)
+	}
+	for _, o := range expected.Options {
+		if o == "" || strings.ContainsAny(o, ", \t\n") {
+			return fmt.Errorf("field Options: %q is not one mount option", o)
+		}
+	}
+	if actual == nil {
+		return nil
+	}
+	return checkDevice(expected, actual.Device, actual.found)
+}
+
+// checkDevice refuses what FormatAndMount must never do: format a device that holds something, mount a
+// filesystem of another type, or mount over another device. mountedDevice is what is mounted at the mount
+// point when it is another device.
+func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) error {
+	if mountedDevice != expected.Device {
+		return fmt.Errorf("%s: %s is mounted there, not %s: unmount it, or choose another mount point",
+			expected.MountPoint, mountedDevice, expected.Device)
+	}
+	if pr == nil {
+		return nil
+	}
+	want := DefaultFSType
+	if expected.FSType != nil {
+		want = *expected.FSType
+	}
+	switch {
+	case pr.ptType != "" || (pr.fsType == "" && pr.other != ""):
+		return fmt.Errorf("device %s holds %s: kubeup formats only blank devices and mounts only filesystems: "+
+			"check that it is the right device, and wipe it (wipefs -a) only if its data is not needed", expected.Device, pr)
+	case pr.fsType != "" && pr.fsType != want:
+		return fmt.Errorf("device %s holds %s, not %s: kubeup never reformats a device: "+
+			"check that it is the right device, or set FSType to %q", expected.Device, pr, want, pr.fsType)
+	}
 	return nil
 }
 
+// Render formats the device if, probed again under its lock, it is blank; then mounts it by UUID, or remounts
+// it with the options that are missing.
 func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, changes *FormatAndMount) error {
-	return errors.New("not implemented yet")
+	dev, err := n.resolveDevice(expected.Device)
+	if err != nil {
+		return err
+	}
+	if dev == "" {
+		return engine.NotReady(fmt.Errorf("device %s is not there yet (not attached?)", expected.Device))
+	}
+	devNum, err := deviceNumber(dev)
+	if err != nil {
+		return err
+	}
+	fsType := DefaultFSType
+	if expected.FSType != nil {
+		fsType = *expected.FSType
+	}
+	l := n.deviceLock(dev)
+	l.Lock()
+	defer l.Unlock()
+	log := engine.Logger(ctx)
+
+	pr, err := probeDevice(ctx, dev)
+	if err != nil {
+		return err
+	}
+	if err := checkDevice(expected, expected.Device, &pr); err != nil {
+		return engine.Terminal(err)
+	}
+	if pr.blank() {
+		if err := mkfs(ctx, fsType, dev); err != nil {
+			return err
+		}
+		if pr, err = probeDevice(ctx, dev); err != nil {
+			return err
+		}
+		log.Info("formatted device", "device", expected.Device, "path", dev, "fstype", fsType, "uuid", pr.uuid)
+	}
+	if pr.uuid == "" {
+		return fmt.Errorf("device %s: %s filesystem without a UUID: kubeup mounts by UUID", expected.Device, pr.fsType)
+	}
+	expected.UUID = &pr.uuid
+
+	mp, err := n.mountPointPath(expected.MountPoint, true)
+	if err != nil {
+		return err
+	}
+	mounted, err := mountAt(mp)
+	switch {
+	case err != nil:
+		return err
+	case mounted != nil && mounted.dev != devNum:
+		return engine.Terminal(checkDevice(expected, mounted.source, nil))
+	case mounted != nil:
+		if len(presentOptions(expected.Options, mounted)) == len(expected.Options) {
+			return nil
+		}
+		opts := append([]string{"remount"}, expected.Options...)
+		if err := run(ctx, "mount", "-o", strings.Join(opts, ","), mp); err != nil {
+			return err
+		}
+		log.Info("remounted", "mountpoint", expected.MountPoint, "options", expected.Options)
+		return nil
+	}
+	args := []string{"-t", fsType}
+	if len(expected.Options) > 0 {
+		args = append(args, "-o", strings.Join(expected.Options, ","))
+	}
+	if err := run(ctx, "mount", append(args, "UUID="+pr.uuid, mp)...); err != nil {
+		return err
+	}
+	// Another device with the same UUID (a cloned volume) could have been mounted instead: check.
+	if mounted, err = mountAt(mp); err != nil {
+		return err
+	}
+	if mounted == nil || mounted.dev != devNum {
+		if mounted != nil {
+			_ = run(ctx, "umount", mp)
+		}
+		return engine.Terminal(fmt.Errorf("mounting UUID=%s at %s did not mount %s (%s): is the UUID on another device too?",
+			pr.uuid, expected.MountPoint, expected.Device, dev))
+	}
+	log.Info("mounted", "device", expected.Device, "uuid", pr.uuid, "mountpoint", expected.MountPoint)
+	return nil
+}
+
+// mkfs creates a filesystem on a device that was just probed blank. -F makes mke2fs work on a whole device
+// without asking; it is safe only after that probe.
+func mkfs(ctx context.Context, fsType, dev string) error {
+	args := []string{"-q"}
+	if strings.HasPrefix(fsType, "ext") {
+		args = append(args, "-F")
+	}
+	return run(ctx, "mkfs."+fsType, append(args, dev)...)
+}
+
+// run runs a command, its output in the error when it fails.
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package nodetasks
 import (
 	"context"
 	"errors"
+	"os"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -29,14 +30,52 @@ var (
 func (m *ManifestFile) Key() engine.Key     { return engine.Key{Type: "ManifestFile", Name: m.Path} }
 func (m *ManifestFile) Deps() []engine.Task { return m.After }
 
+// manifestMode is the mode of a manifest: the kubelet reads it as root; it names files, it holds no secrets.
+const manifestMode = os.FileMode(0o644)
+
+// Find renders Pod into Manifest, then reads the file at Path; nil when there is none.
 func (m *ManifestFile) Find(ctx context.Context, n *Node) (*ManifestFile, error) {
-	return nil, errors.New("not implemented yet")
+	if m.Pod != nil {
+		y, err := m.Pod.YAML()
+		if err != nil {
+			return nil, err
+		}
+		m.Manifest = &y
+	}
+	p, err := n.hostPath(m.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	b, ok, err := readFileIfExists(p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	s := string(b)
+	return &ManifestFile{Path: m.Path, Manifest: &s}, nil
 }
 
 func (m *ManifestFile) CheckChanges(actual, expected, changes *ManifestFile) error {
+	if err := checkNodePath("Path", expected.Path); err != nil {
+		return err
+	}
+	if expected.Pod == nil {
+		return errors.New("field Pod is required: the static pod to write")
+	}
+	if len(expected.Pod.Spec.Containers) == 0 || expected.Pod.Metadata.Name == "" {
+		return errors.New("field Pod: a static pod needs metadata.name and at least one container")
+	}
 	return nil
 }
 
+// Render writes the manifest atomically: the kubelet never reads half a pod.
 func (m *ManifestFile) Render(ctx context.Context, n *Node, actual, expected, changes *ManifestFile) error {
-	return errors.New("not implemented yet")
+	p, err := n.hostPath(expected.Path, true)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(p, []byte(*expected.Manifest), manifestMode, -1, -1); err != nil {
+		return err
+	}
+	engine.Logger(ctx).Info("wrote static pod manifest", "path", expected.Path, "pod", expected.Pod.String())
+	return nil
 }

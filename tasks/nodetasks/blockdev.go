@@ -1,0 +1,263 @@
+package nodetasks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// resolveDevice turns a device name into the path of its device node: a path as is (symlinks such as
+// /dev/disk/by-id/... followed), a cloud disk name through n.diskByID. It returns "" when the device is not
+// there (yet): a volume that is still attaching.
+func (n *Node) resolveDevice(name string) (string, error) {
+	var candidates []string
+	switch {
+	case strings.HasPrefix(name, "/"):
+		candidates = []string{name}
+	case strings.HasPrefix(name, "vol-"):
+		// An EBS volume on a Nitro instance is an NVMe device whose serial is the volume id without its dash.
+		candidates = []string{filepath.Join(n.diskByID, "nvme-Amazon_Elastic_Block_Store_"+strings.ReplaceAll(name, "-", ""))}
+	default:
+		// A GCE persistent disk, by its device name.
+		candidates = []string{
+			filepath.Join(n.diskByID, "google-"+name),
+			filepath.Join(n.diskByID, "scsi-0Google_PersistentDisk_"+name),
+		}
+	}
+	for _, c := range candidates {
+		p, err := filepath.EvalSymlinks(c)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("resolving device %s: %w", name, classify(err))
+		}
+		return p, nil
+	}
+	return "", nil
+}
+
+// deviceNumber returns the device number of a block device node.
+func deviceNumber(dev string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		return 0, fmt.Errorf("device %s: %w", dev, classify(err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return 0, fmt.Errorf("%s is not a block device", dev)
+	}
+	return st.Rdev, nil
+}
+
+// probe is what a device holds, by blkid's low-level probe.
+type probe struct {
+	fsType  string // TYPE: "ext4", "xfs", "LVM2_member", ...
+	uuid    string
+	ptType  string // PTTYPE: "gpt", "dos"
+	other   string // a signature blkid found but could not name, or "partitions" the kernel sees
+	blkidRC int
+}
+
+func (p probe) blank() bool { return p.fsType == "" && p.ptType == "" && p.other == "" }
+
+// String says what the device holds, for error messages.
+func (p probe) String() string {
+	switch {
+	case p.ptType != "":
+		return "a partition table (" + p.ptType + ")"
+	case p.fsType != "":
+		return "a " + p.fsType + " filesystem"
+	case p.other != "":
+		return p.other
+	}
+	return "nothing"
+}
+
+// probeDevice asks blkid what dev holds, bypassing its cache: exit status 2 means nothing at all. Partitions the
+// kernel knows of count too, even where blkid sees no table.
+func probeDevice(ctx context.Context, dev string) (probe, error) {
+	out, err := exec.CommandContext(ctx, "blkid", "-p", "-o", "export", dev).Output()
+	var p probe
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr) && exitErr.ExitCode() == 2:
+		p.blkidRC = 2
+	case errors.As(err, &exitErr) && exitErr.ExitCode() == 8:
+		p.other = "several signatures (blkid: ambivalent result)"
+	case err != nil:
+		return p, fmt.Errorf("probing %s: blkid: %w: %s", dev, err, stderrOf(err))
+	default:
+		p = parseBlkid(out)
+	}
+	if p.ptType == "" && p.other == "" && hasPartitions(dev) {
+		p.other = "partitions"
+	}
+	return p, nil
+}
+
+// parseBlkid reads `blkid -p -o export` output: KEY=value lines.
+func parseBlkid(out []byte) probe {
+	var p probe
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "TYPE":
+			p.fsType = v
+		case "UUID":
+			p.uuid = v
+		case "PTTYPE":
+			p.ptType = v
+		case "USAGE":
+			if p.fsType == "" {
+				p.other = "a signature of usage " + v
+			}
+		}
+	}
+	if p.fsType != "" {
+		p.other = ""
+	}
+	return p
+}
+
+// hasPartitions reports whether the kernel lists partitions of dev in sysfs.
+func hasPartitions(dev string) bool {
+	name := filepath.Base(dev)
+	entries, err := os.ReadDir(filepath.Join("/sys/class/block", name))
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), name) {
+			if _, err := os.Stat(filepath.Join("/sys/class/block", name, e.Name(), "partition")); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func stderrOf(err error) string {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return strings.TrimSpace(string(exitErr.Stderr))
+	}
+	return ""
+}
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	dev        uint64 // major:minor of the mounted filesystem
+	mountPoint string
+	fsType     string
+	source     string
+	options    []string // per-mount and superblock options
+}
+
+// mountAt returns the mount on top at mountPoint (a path in this process's mount namespace), or nil.
+func mountAt(mountPoint string) (*mountEntry, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("reading mounts: %w", err)
+	}
+	var top *mountEntry
+	for _, e := range parseMountinfo(b) {
+		if e.mountPoint == mountPoint {
+			top = &e
+		}
+	}
+	return top, nil
+}
+
+// parseMountinfo reads proc(5)'s mountinfo: ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE
+// SOURCE SUPEROPTIONS, with spaces and the like escaped as octal.
+func parseMountinfo(b []byte) []mountEntry {
+	var out []mountEntry
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 6 || sep < 0 || len(f) < sep+4 {
+			continue
+		}
+		majmin := strings.SplitN(f[2], ":", 2)
+		if len(majmin) != 2 {
+			continue
+		}
+		major, err1 := strconv.ParseUint(majmin[0], 10, 32)
+		minor, err2 := strconv.ParseUint(majmin[1], 10, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, mountEntry{
+			dev:        unix.Mkdev(uint32(major), uint32(minor)),
+			mountPoint: unescapeOctal(f[4]),
+			fsType:     f[sep+1],
+			source:     unescapeOctal(f[sep+2]),
+			options:    append(strings.Split(f[5], ","), strings.Split(f[sep+3], ",")...),
+		})
+	}
+	return out
+}
+
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// userspaceOptions are mount(8) options that never show in mountinfo.
+var userspaceOptions = map[string]bool{
+	"defaults": true, "auto": true, "noauto": true, "nofail": true, "_netdev": true, "user": true, "users": true,
+	"nouser": true, "owner": true, "group": true,
+}
+
+// presentOptions returns the options of want that the mount has (or that never show), in want's order: all of
+// want when the mount is as asked.
+func presentOptions(want []string, m *mountEntry) []string {
+	var out []string
+	for _, o := range want {
+		if userspaceOptions[o] || strings.HasPrefix(o, "x-") || strings.HasPrefix(o, "comment=") {
+			out = append(out, o)
+			continue
+		}
+		for _, have := range m.options {
+			if have == o {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
