@@ -41,7 +41,9 @@ var (
 	_ engine.Renderer[*FormatAndMount, *Node] = (*FormatAndMount)(nil)
 )
 
-func (m *FormatAndMount) Key() engine.Key     { return engine.Key{Type: "FormatAndMount", Name: m.MountPoint} }
+func (m *FormatAndMount) Key() engine.Key {
+	return engine.Key{Type: "FormatAndMount", Name: m.MountPoint}
+}
 func (m *FormatAndMount) Deps() []engine.Task { return m.After }
 
 // DefaultFSType is the filesystem of a FormatAndMount whose FSType is nil.
