@@ -19,8 +19,8 @@ type NewClusterOptions struct {
 
 // NewCluster returns the user spec of a new cluster and its instance groups: one control-plane group per
 // control-plane node (control-plane-a, control-plane-b, ... spread over the zones in order; with more nodes than
-// zones, control-plane-a-1, control-plane-a-2, ...) and a "nodes" group across every zone. The spec is minimal:
-// what is not set is filled in by Complete.
+// zones, control-plane-a-1, control-plane-a-2, ...; a zone whose short name another zone shares is named in
+// full) and a "nodes" group across every zone. The spec is minimal: what is not set is filled in by Complete.
 func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 	if len(o.Zones) == 0 {
 		return nil, nil, fmt.Errorf("--zones is required: the zones to run in, for example a,b,c")
@@ -52,11 +52,18 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 	for i := range count {
 		perZone[o.Zones[i%len(o.Zones)]]++
 	}
+	short := map[string]int{} // how many zones have each short name
+	for _, z := range o.Zones {
+		short[shortZone(z)]++
+	}
 	seen := map[string]int{}
 	for i := range count {
 		zone := o.Zones[i%len(o.Zones)]
 		seen[zone]++
 		name := "control-plane-" + shortZone(zone)
+		if short[shortZone(zone)] > 1 { // us-central1-a and us-east1-a
+			name = "control-plane-" + zone
+		}
 		if perZone[zone] > 1 {
 			name = fmt.Sprintf("%s-%d", name, seen[zone])
 		}

@@ -1,0 +1,208 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNewCluster(t *testing.T) {
+	// group is an instance group in short: name, role, zones and size.
+	type group struct {
+		Name  string
+		Role  string
+		Zones []string
+		Size  int32
+	}
+	tests := []struct {
+		name       string
+		opts       NewClusterOptions
+		wantSpec   ClusterSpec
+		wantGroups []group
+	}{
+		{
+			name:     "one control plane, no nodes",
+			opts:     NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}},
+			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}},
+			wantGroups: []group{
+				{"control-plane-a", RoleControlPlane, []string{"a"}, 1},
+			},
+		},
+		{
+			name: "three control planes and nodes",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"},
+				ControlPlaneCount: 3, NodeCount: 4, KubernetesVersion: "1.33.5", DNSZone: "demo.example.com"},
+			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}, KubernetesVersion: "1.33.5",
+				DNSZone: "demo.example.com"},
+			wantGroups: []group{
+				{"control-plane-a", RoleControlPlane, []string{"a"}, 1},
+				{"control-plane-b", RoleControlPlane, []string{"b"}, 1},
+				{"control-plane-c", RoleControlPlane, []string{"c"}, 1},
+				{"nodes", RoleNode, []string{"a", "b", "c"}, 4},
+			},
+		},
+		{
+			name: "five control planes over three zones",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"},
+				ControlPlaneCount: 5},
+			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}},
+			wantGroups: []group{
+				{"control-plane-a-1", RoleControlPlane, []string{"a"}, 1},
+				{"control-plane-b-1", RoleControlPlane, []string{"b"}, 1},
+				{"control-plane-c", RoleControlPlane, []string{"c"}, 1},
+				{"control-plane-a-2", RoleControlPlane, []string{"a"}, 1},
+				{"control-plane-b-2", RoleControlPlane, []string{"b"}, 1},
+			},
+		},
+		{
+			name: "three control planes in one zone",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"},
+				ControlPlaneCount: 3, NodeCount: 1},
+			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"a"}},
+			wantGroups: []group{
+				{"control-plane-a-1", RoleControlPlane, []string{"a"}, 1},
+				{"control-plane-a-2", RoleControlPlane, []string{"a"}, 1},
+				{"control-plane-a-3", RoleControlPlane, []string{"a"}, 1},
+				{"nodes", RoleNode, []string{"a"}, 1},
+			},
+		},
+		{
+			name: "aws zones are named by their letter",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS,
+				Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}, ControlPlaneCount: 3, NodeCount: 2},
+			wantSpec: ClusterSpec{CloudProvider: CloudAWS, Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
+			wantGroups: []group{
+				{"control-plane-a", RoleControlPlane, []string{"us-east-1a"}, 1},
+				{"control-plane-b", RoleControlPlane, []string{"us-east-1b"}, 1},
+				{"control-plane-c", RoleControlPlane, []string{"us-east-1c"}, 1},
+				{"nodes", RoleNode, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, 2},
+			},
+		},
+		{
+			name: "gce zones and project",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
+				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3},
+			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
+				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}},
+			wantGroups: []group{
+				{"control-plane-b", RoleControlPlane, []string{"europe-west1-b"}, 1},
+				{"control-plane-c", RoleControlPlane, []string{"europe-west1-c"}, 1},
+				{"control-plane-d", RoleControlPlane, []string{"europe-west1-d"}, 1},
+			},
+		},
+		{
+			name: "zones whose short names are the same keep their whole name",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
+				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}, ControlPlaneCount: 3},
+			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
+				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}},
+			wantGroups: []group{
+				{"control-plane-us-central1-a", RoleControlPlane, []string{"us-central1-a"}, 1},
+				{"control-plane-us-east1-a", RoleControlPlane, []string{"us-east1-a"}, 1},
+				{"control-plane-b", RoleControlPlane, []string{"us-east1-b"}, 1},
+			},
+		},
+		{
+			name: "numbered local zones",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"zone-1", "zone-2", "zone-3"},
+				ControlPlaneCount: 3},
+			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"zone-1", "zone-2", "zone-3"}},
+			wantGroups: []group{
+				{"control-plane-1", RoleControlPlane, []string{"zone-1"}, 1},
+				{"control-plane-2", RoleControlPlane, []string{"zone-2"}, 1},
+				{"control-plane-3", RoleControlPlane, []string{"zone-3"}, 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, igs, err := NewCluster(tt.opts)
+			if err != nil {
+				t.Fatalf("NewCluster: %v", err)
+			}
+			want := &Cluster{APIVersion: APIVersion, Kind: KindCluster, Metadata: ObjectMeta{Name: tt.opts.Name}, Spec: tt.wantSpec}
+			if diff := cmp.Diff(want, c); diff != "" {
+				t.Errorf("cluster (-want +got):\n%s", diff)
+			}
+			var got []group
+			for _, ig := range igs {
+				if ig.APIVersion != APIVersion || ig.Kind != KindInstanceGroup {
+					t.Errorf("instance group %s is %s %s", ig.Metadata.Name, ig.APIVersion, ig.Kind)
+				}
+				if *ig.Spec.MinSize != *ig.Spec.MaxSize {
+					t.Errorf("instance group %s: minSize %d, maxSize %d", ig.Metadata.Name, *ig.Spec.MinSize, *ig.Spec.MaxSize)
+				}
+				got = append(got, group{ig.Metadata.Name, ig.Spec.Role, ig.Spec.Zones, *ig.Spec.MinSize})
+			}
+			if diff := cmp.Diff(tt.wantGroups, got); diff != "" {
+				t.Errorf("instance groups (-want +got):\n%s", diff)
+			}
+
+			// What create cluster writes is valid once complete, and has one etcd member per control plane.
+			c.Spec.ConfigBase = "file:///tmp/s/" + c.Metadata.Name
+			cc, cigs := Complete(c, igs)
+			if err := Validate("new cluster", cc, cigs); err != nil {
+				t.Errorf("the complete spec is not valid: %v", err)
+			}
+			controlPlanes := 0
+			for _, g := range tt.wantGroups {
+				if g.Role == RoleControlPlane {
+					controlPlanes++
+				}
+			}
+			for _, e := range cc.Spec.EtcdClusters {
+				if len(e.Members) != controlPlanes {
+					t.Errorf("etcd cluster %s has %d members, want %d", e.Name, len(e.Members), controlPlanes)
+				}
+			}
+		})
+	}
+}
+
+func TestNewClusterDoesNotShareZones(t *testing.T) {
+	zones := []string{"a", "b"}
+	c, igs, err := NewCluster(NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: zones, NodeCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones[0] = "changed"
+	igs[len(igs)-1].Spec.Zones[1] = "changed too"
+	if diff := cmp.Diff([]string{"a", "b"}, c.Spec.Zones); diff != "" {
+		t.Errorf("spec.zones (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewClusterErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts NewClusterOptions
+		want string
+	}{
+		{
+			name: "no zones",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal},
+			want: "--zones is required: the zones to run in, for example a,b,c",
+		},
+		{
+			name: "negative control-plane count",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: -1},
+			want: "--control-plane-count -1: must be at least 1",
+		},
+		{
+			name: "negative node count",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, NodeCount: -2},
+			want: "--node-count -2: must not be negative",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := NewCluster(tt.opts)
+			if err == nil {
+				t.Fatalf("NewCluster(%+v) returned no error", tt.opts)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got %q\nwant %q", err, tt.want)
+			}
+		})
+	}
+}
