@@ -3,7 +3,6 @@ package localtasks
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
@@ -60,16 +59,12 @@ var errNoDNS = errors.New("the local cloud has no DNS zone: give it a zone file 
 type noDNS struct{}
 
 func (noDNS) Get(ctx context.Context, name, rrtype string) (*dnstasks.RecordSet, error) {
-	return nil, fmt.Errorf("DNS record %s %s: %w", name, rrtype, errNoDNS)
+	return nil, errNoDNS
 }
 
-func (noDNS) Upsert(ctx context.Context, rs dnstasks.RecordSet) error {
-	return fmt.Errorf("DNS record %s %s: %w", rs.Name, rs.Type, errNoDNS)
-}
+func (noDNS) Upsert(ctx context.Context, rs dnstasks.RecordSet) error { return errNoDNS }
 
-func (noDNS) Delete(ctx context.Context, name, rrtype string) error {
-	return fmt.Errorf("DNS record %s %s: %w", name, rrtype, errNoDNS)
-}
+func (noDNS) Delete(ctx context.Context, name, rrtype string) error { return errNoDNS }
 
 // List has nothing to list: a cloud without DNS manages no records.
 func (noDNS) List(ctx context.Context) ([]dnstasks.RecordSet, error) { return nil, nil }

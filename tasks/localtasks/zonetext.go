@@ -55,7 +55,7 @@ func parseZone(b []byte, origin, path string) (*zone, error) {
 		z.soa = soa
 	}
 	if err := zp.Err(); err != nil {
-		return nil, fmt.Errorf("zone file %s: %w: fix the file or remove it", path, err)
+		return nil, fmt.Errorf("parsing zone file %w: fix the file or remove it", err) // err names the file and line
 	}
 	if z.soa == nil { // a file made by hand: give it the SOA a DNS server needs
 		z.soa = newZone(origin).soa
