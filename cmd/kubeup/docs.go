@@ -12,6 +12,7 @@ import (
 // cliReference renders docs/cli.md from the command tree: every command's synopsis, description, examples and
 // flags, in the tree's order. A test keeps docs/cli.md equal to it (make update-golden rewrites it).
 func cliReference(root *cobra.Command) []byte {
+	root.InitDefaultCompletionCmd() // Execute adds it; the reference is made without executing
 	var b bytes.Buffer
 	b.WriteString("# kubeup command reference\n\n")
 	b.WriteString("<!-- Generated from the cobra commands by `make update-golden` (cmd/kubeup/docs.go); do not edit. -->\n\n")

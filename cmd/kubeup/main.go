@@ -85,6 +85,5 @@ The state store is --state, else $KUBEUP_STATE_STORE, else file://$HOME/.kubeup/
 		newGraphCommand(g),
 		version.Command("kubeup"),
 	)
-	root.InitDefaultCompletionCmd()
 	return root
 }
