@@ -43,9 +43,9 @@ func (r *Record[C]) Deps() []engine.Task { return nil }
 // APIClass puts every DNS record of a graph in one API class, so that a throttling DNS API slows them together.
 func (r *Record[C]) APIClass() string { return "dns" }
 
-// Find reads the record set; nil when it is absent. The provider returns names and values in canonical form,
-// with the values sorted. A name or type that is not valid cannot exist: Find returns nil, and CheckChanges
-// says what is wrong.
+// Find reads the record set; nil when it is absent. It normalises what the provider returns (a provider should
+// already): the name lowercase without the trailing dot, values in canonical form, sorted, without duplicates. A
+// name or type that is not valid cannot exist: Find returns nil, and CheckChanges says what is wrong.
 func (r *Record[C]) Find(ctx context.Context, world C) (*Record[C], error) {
 	if ValidateName(r.Name) != nil || validateType(r.Type) != nil {
 		return nil, nil
@@ -58,10 +58,15 @@ func (r *Record[C]) Find(ctx context.Context, world C) (*Record[C], error) {
 		return nil, nil
 	}
 	ttl := rs.TTL
-	found := &Record[C]{Name: rs.Name, Type: rs.Type, TTL: &ttl, Values: rs.Values, Placeholder: r.Placeholder}
-	if len(found.Values) == 0 {
-		found.Values = nil
+	found := &Record[C]{Name: CanonicalName(rs.Name), Type: rs.Type, TTL: &ttl, Placeholder: r.Placeholder}
+	for _, v := range rs.Values {
+		if c, err := CanonicalValue(rs.Type, v); err == nil {
+			v = c
+		}
+		found.Values = append(found.Values, v)
 	}
+	slices.Sort(found.Values)
+	found.Values = slices.Compact(found.Values)
 	if r.Placeholder {
 		// The record exists: it is no longer ours to change.
 		found.Values = r.Values

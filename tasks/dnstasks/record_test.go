@@ -251,3 +251,20 @@ func TestRecordKey(t *testing.T) {
 func TestDeps(t *testing.T) {
 	enginetest.CheckDeps(t, &Record[*memWorld]{Name: "api.example.com", Type: "A", Values: []string{"10.0.0.1"}})
 }
+
+// A provider that returns names and values as DNS APIs often do (a trailing dot, upper case, unsorted) still
+// compares equal.
+func TestRecordFindNormalises(t *testing.T) {
+	ctx := context.Background()
+	w := newMemWorld()
+	w.dns.sets["api.example.com AAAA"] = RecordSet{Name: "API.example.com.", Type: "AAAA", TTL: 60,
+		Values: []string{"2001:DB8::2", "2001:db8::1", "2001:db8:0::2"}}
+	got, err := (&Record[*memWorld]{Name: "api.example.com", Type: "AAAA"}).Find(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Record[*memWorld]{Name: "api.example.com", Type: "AAAA", TTL: ptr(60), Values: []string{"2001:db8::1", "2001:db8::2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Find (-want +got):\n%s", diff)
+	}
+}
