@@ -92,9 +92,9 @@ update-golden:
 	$(GO) test -count=1 $$pkgs -update; \
 	git status --short -- $$(for p in $$pkgs; do echo "./$${p#kubeup.dev/kubeup/}"; done) || true
 
-## demo: converge a scratch directory with the engine: dry run, apply, dry run again
-demo:
-	$(GO) run ./internal/demo
+## demo: a 3-control-plane cluster on the local provider, in /tmp/kubeup-demo: create, dry run, apply, apply again, a refused spec, delete
+demo: build
+	@bash hack/demo.sh
 
 ## clean: remove what the build and the benchmarks wrote (not .tools/)
 clean:
