@@ -190,8 +190,3 @@ func (n *Node) deviceLock(dev string) *sync.Mutex {
 	}
 	return l
 }
-
-// journalctl returns the last lines the journal of Root holds for unit, for an error message.
-func (n *Node) journalctl(ctx context.Context, unit string) string {
-	return ""
-}

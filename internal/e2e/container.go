@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Container is the cached root filesystem booted with systemd in systemd-nspawn: a machine of its own with its
+// own mount and PID namespaces (and the host's network).
+type Container struct {
+	// Name is the machine name (unique per boot).
+	Name string
+	// PID is the host's process id of the container's init, systemd.
+	PID int
+	// Dir is the booted root directory on the host: an overlay over the cache, or a copy of it. Its /run is not
+	// the container's (nspawn mounts a tmpfs there inside): use Root to see what the container sees.
+	Dir string
+	// Console is the file that holds the container's console output.
+	Console string
+
+	cmd     *exec.Cmd
+	waited  chan error
+	overlay bool
+	tmp     string
+}
+
+// Root is /proc/PID/root: the container's filesystem as its own processes see it, /run and its sockets
+// included. A unix socket path through it reaches the container's systemd from the host.
+func (c *Container) Root() string { return "/proc/" + strconv.Itoa(c.PID) + "/root" }
+
+// Boot boots a fresh container from the cached root filesystem (which it never changes) and waits until its
+// systemd is running. The container is stopped and its files removed in t.Cleanup.
+func Boot(t testing.TB) *Container {
+	t.Helper()
+	RequireRoot(t)
+	RequireTools(t, "systemd-nspawn", "nsenter")
+	rootfs := RootFS(t)
+	tmp, err := os.MkdirTemp("", "kubeup-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	c := &Container{Name: "kubeup-e2e-" + hex.EncodeToString(suffix), Dir: filepath.Join(tmp, "root"),
+		Console: filepath.Join(tmp, "console.log"), tmp: tmp, waited: make(chan error, 1)}
+	t.Cleanup(func() { c.cleanup(t) })
+	if err := c.prepare(rootfs); err != nil {
+		t.Fatal(err)
+	}
+
+	console, err := os.Create(c.Console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer console.Close()
+	c.cmd = exec.Command("systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
+		"--machine="+c.Name, "--directory="+c.Dir)
+	c.cmd.Stdout, c.cmd.Stderr = console, console
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own process group, killed as one
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("starting systemd-nspawn: %v", err)
+	}
+	go func() { c.waited <- c.cmd.Wait() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.waitRunning(ctx); err != nil {
+		t.Fatalf("booting %s: %v\nconsole:\n%s", c.Name, err, tail(c.Console, 30))
+	}
+	return c
+}
+
+// prepare makes the root directory: an overlay whose lower layer is the cache, or a copy when overlayfs is not
+// available.
+func (c *Container) prepare(rootfs string) error {
+	upper, work := filepath.Join(c.tmp, "upper"), filepath.Join(c.tmp, "work")
+	for _, d := range []string{c.Dir, upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", rootfs, upper, work)
+	if err := syscall.Mount("overlay", c.Dir, "overlay", 0, opts); err == nil {
+		c.overlay = true
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := Run(ctx, "cp", "-a", rootfs+"/.", c.Dir)
+	return err
+}
+
+// waitRunning finds the container's init and waits until `systemctl is-system-running` says running (or
+// degraded: a unit failed, which is the business of the test).
+func (c *Container) waitRunning(ctx context.Context) error {
+	var state string
+	for {
+		select {
+		case err := <-c.waited:
+			c.waited <- err
+			return fmt.Errorf("systemd-nspawn exited: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("systemd is %q after %v: %w", state, time.Minute, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if c.PID == 0 {
+			c.PID = findInit(c.cmd.Process.Pid)
+			continue
+		}
+		out, _ := c.Exec(ctx, "systemctl", "is-system-running")
+		if state = strings.TrimSpace(out); state == "running" || state == "degraded" {
+			return nil
+		}
+	}
+}
+
+// findInit returns the process id of the systemd that nspawn started, a descendant of pid; 0 when there is none
+// yet.
+func findInit(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(b)) {
+		child, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "systemd" {
+			return child
+		}
+		if init := findInit(child); init != 0 {
+			return init
+		}
+	}
+	return 0
+}
+
+// Exec runs a command in the container (all its namespaces, through nsenter) and returns its combined output.
+func (c *Container) Exec(ctx context.Context, args ...string) (string, error) {
+	return Run(ctx, "nsenter", append([]string{"-t", strconv.Itoa(c.PID), "-a", "--"}, args...)...)
+}
+
+// MustExec is Exec that fails t on error.
+func (c *Container) MustExec(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := c.Exec(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Show returns a property of a unit, as `systemctl show -p PROPERTY --value UNIT` prints it.
+func (c *Container) Show(t testing.TB, unit, property string) string {
+	t.Helper()
+	return strings.TrimSpace(c.MustExec(t, "systemctl", "show", "-p", property, "--value", unit))
+}
+
+// cleanup stops the container (SIGTERM to nspawn powers it off; SIGKILL to its process group and to its init
+// if that takes too long), then removes its root directory.
+func (c *Container) cleanup(t testing.TB) {
+	if c.cmd != nil && c.cmd.Process != nil {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.waited:
+		case <-time.After(20 * time.Second):
+			t.Logf("%s did not power off in 20s: killing it", c.Name)
+			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			if c.PID != 0 {
+				syscall.Kill(c.PID, syscall.SIGKILL) // init: the whole PID namespace goes with it
+			}
+			<-c.waited
+		}
+	}
+	if c.overlay {
+		if err := syscall.Unmount(c.Dir, 0); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("unmounting the overlay at %s: %v: leaving %s in place", c.Dir, err, c.tmp)
+			return
+		}
+	}
+	if err := os.RemoveAll(c.tmp); err != nil {
+		t.Errorf("removing %s: %v", c.tmp, err)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// LoopDevice attaches a sparse file of size bytes to a free loop device and returns the device ("/dev/loop3").
+// The device is detached in t.Cleanup: unmount what you mounted from it in a cleanup registered after this call
+// (cleanups run last-registered first).
+func LoopDevice(t testing.TB, size int64) string {
+	t.Helper()
+	RequireRoot(t)
+	RequireTools(t, "losetup")
+	img := filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dev := strings.TrimSpace(MustRun(t, "losetup", "--find", "--show", img))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := Run(ctx, "losetup", "-d", dev); err != nil {
+			t.Errorf("detaching %s: %v", dev, err)
+		}
+	})
+	return dev
+}
+
+// Unmount registers the unmount of mountPoint in t.Cleanup, for a test that mounts there. Nothing mounted is
+// fine.
+func Unmount(t testing.TB, mountPoint string) {
+	t.Helper()
+	t.Cleanup(func() {
+		for {
+			b, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil || !strings.Contains(string(b), " "+mountPoint+" ") {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err = Run(ctx, "umount", mountPoint)
+			cancel()
+			if err != nil {
+				t.Errorf("unmounting %s: %v", mountPoint, err)
+				return
+			}
+		}
+	})
+}
