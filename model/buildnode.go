@@ -44,14 +44,12 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 		Path: s.Kubelet.PodManifestPath, Type: ptr("directory"), Mode: ptr(os.FileMode(0o755)),
 	})
 
-	var manifests []engine.Task
 	addManifest := func(pod *nodetasks.Pod) {
-		m := engine.Add(g, &nodetasks.ManifestFile{
+		engine.Add(g, &nodetasks.ManifestFile{
 			Path:  path.Join(s.Kubelet.PodManifestPath, pod.Metadata.Name+".manifest"),
 			Pod:   pod,
 			After: []engine.Task{manifestDir},
 		})
-		manifests = append(manifests, m)
 	}
 	if controlPlane {
 		addManifest(kubeAPIServerPod(s.KubeAPIServer))
@@ -70,8 +68,8 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 		Definition: ptr(kubeletUnit),
 		Enabled:    ptr(true),
 		Running:    ptr(true),
-		// kubelet reads its flags from env; the manifests it picks up by itself, so they order but never restart it.
-		DependsOn: append([]engine.Task{env}, manifests...),
+		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
+		DependsOn: []engine.Task{env},
 	})
 
 	if controlPlane {

@@ -1,0 +1,229 @@
+package model
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// taskList renders a graph's tasks, sorted by key, each with the keys of its dependencies: what a builder's
+// golden file holds.
+func taskList(t *testing.T, tasks []engine.Task) []byte {
+	t.Helper()
+	lines := make([]string, 0, len(tasks))
+	for _, task := range tasks {
+		enginetest.CheckDeps(t, task)
+		line := task.Key().String()
+		var deps []string
+		for _, d := range task.Deps() {
+			deps = append(deps, d.Key().String())
+		}
+		if len(deps) > 0 {
+			slices.Sort(deps)
+			line += "\n    after " + strings.Join(deps, "\n    after ")
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+func TestBuildLocalCloudGraph(t *testing.T) {
+	for _, controlPlanes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
+			c, igs := completeSpec(t, CloudLocal, controlPlanes)
+			if err := Validate("test", c, igs); err != nil {
+				t.Fatal(err)
+			}
+			g, err := BuildLocalCloudGraph(c, igs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Validate(engine.Apply); err != nil {
+				t.Fatal(err)
+			}
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-local-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+
+			volumes := 0
+			for _, task := range g.Tasks() {
+				if task.Key().Type == "LocalVolume" {
+					volumes++
+				}
+			}
+			if want := 2 * controlPlanes; volumes != want {
+				t.Errorf("%d volumes, want %d (main and events, one per member)", volumes, want)
+			}
+		})
+	}
+}
+
+func TestBuildLocalCloudGraphRefusesOtherClouds(t *testing.T) {
+	c, igs := completeSpec(t, CloudAWS, 1)
+	if _, err := BuildLocalCloudGraph(c, igs); err == nil {
+		t.Error("BuildLocalCloudGraph accepted an aws cluster")
+	}
+}
+
+func TestEtcdVolumeTags(t *testing.T) {
+	c, _ := completeSpec(t, CloudLocal, 3)
+	e := c.Spec.EtcdClusters[1]
+	got := EtcdVolumeTags(c.Metadata.Name, e, e.Members[1])
+	want := map[string]string{
+		"k8s.io/etcd/events":                     "b/a,b,c",
+		"k8s.io/role/control-plane":              "1",
+		"kubernetes.io/cluster/demo.example.com": "owned",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("EtcdVolumeTags = %v, want %v", got, want)
+	}
+	if got := EtcdVolumeName(c.Metadata.Name, e, e.Members[1]); got != "b.etcd-events.demo.example.com" {
+		t.Errorf("EtcdVolumeName = %q", got)
+	}
+}
+
+func nodeGraph(t *testing.T, controlPlanes int, group string) (*NodeConfig, *engine.Graph[*nodetasks.Node]) {
+	t.Helper()
+	c, igs := completeSpec(t, CloudLocal, controlPlanes)
+	ig := findInstanceGroup(igs, group)
+	if ig == nil {
+		t.Fatalf("no instance group %s", group)
+	}
+	nc := NewNodeConfig(c, ig)
+	g, err := BuildNodeGraph(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(engine.Apply); err != nil {
+		t.Fatal(err)
+	}
+	return nc, g
+}
+
+func TestBuildNodeGraph(t *testing.T) {
+	for _, tt := range []struct {
+		controlPlanes int
+		group         string
+		manifests     int
+		protokube     bool
+	}{
+		{1, "control-plane-a", 4, true},
+		{1, "nodes", 1, false},
+		{3, "control-plane-b", 4, true},
+		{3, "nodes", 1, false},
+	} {
+		t.Run(fmt.Sprintf("%d control planes %s", tt.controlPlanes, tt.group), func(t *testing.T) {
+			_, g := nodeGraph(t, tt.controlPlanes, tt.group)
+			golden.Assert(t, fmt.Sprintf("testdata/build-node-%d-%s.golden", tt.controlPlanes, tt.group), taskList(t, g.Tasks()))
+			manifests := 0
+			for _, task := range g.Tasks() {
+				if task.Key().Type == "ManifestFile" {
+					manifests++
+				}
+			}
+			if manifests != tt.manifests {
+				t.Errorf("%d manifests, want %d", manifests, tt.manifests)
+			}
+			if _, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: "kubelet.service"}); !ok {
+				t.Error("no kubelet.service")
+			}
+			if _, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: "protokube.service"}); ok != tt.protokube {
+				t.Errorf("protokube.service in the graph: %v, want %v", ok, tt.protokube)
+			}
+		})
+	}
+}
+
+// TestNodeFiles pins what the node graph writes: the kube-apiserver manifest, kubelet's flags and protokube's
+// configuration on a control-plane node of the 3-control-plane cluster.
+func TestNodeFiles(t *testing.T) {
+	_, g := nodeGraph(t, 3, "control-plane-b")
+	for _, tt := range []struct {
+		key    engine.Key
+		golden string
+	}{
+		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-apiserver.manifest"}, "testdata/build-node-kube-apiserver.manifest.golden"},
+		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-proxy.manifest"}, "testdata/build-node-kube-proxy.manifest.golden"},
+		{engine.Key{Type: "File", Name: kubeletEnvFile}, "testdata/build-node-kubelet.env.golden"},
+		{engine.Key{Type: "File", Name: protokubeConfFile}, "testdata/build-node-protokube.yaml.golden"},
+		{engine.Key{Type: "SystemdService", Name: "kubelet.service"}, "testdata/build-node-kubelet.service.golden"},
+	} {
+		t.Run(tt.key.String(), func(t *testing.T) {
+			task, ok := g.Lookup(tt.key)
+			if !ok {
+				t.Fatalf("no task %s", tt.key)
+			}
+			var got string
+			switch task := task.(type) {
+			case *nodetasks.ManifestFile:
+				y, err := task.Pod.YAML()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = y
+			case *nodetasks.File:
+				got = *task.Contents
+			case *nodetasks.SystemdService:
+				got = *task.Definition
+			}
+			golden.Assert(t, tt.golden, []byte(got))
+		})
+	}
+}
+
+func TestKubeletFlagsUserWins(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	c.Spec.Kubelet.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule"}
+	c.Spec.Kubelet.NodeLabels = map[string]string{"kubeup.dev/instancegroup": "mine"}
+	flags := strings.Join(kubeletFlags(c.Spec.Kubelet, findInstanceGroup(igs, "control-plane-a")), " ")
+	for _, want := range []string{"--register-with-taints=dedicated=etcd:NoSchedule", "kubeup.dev/instancegroup=mine", "node-role.kubernetes.io/control-plane="} {
+		if !strings.Contains(flags, want) {
+			t.Errorf("kubelet flags lack %q: %s", want, flags)
+		}
+	}
+	if strings.Contains(flags, ":NoSchedule,") || strings.Contains(flags, "control-plane=:NoSchedule") {
+		t.Errorf("the default taint was added over the user's: %s", flags)
+	}
+}
+
+func TestNodeConfigRoundTrip(t *testing.T) {
+	nc, _ := nodeGraph(t, 3, "control-plane-a")
+	data, sum, err := nc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data2, sum2, _ := nc.Marshal()
+	if string(data) != string(data2) || sum != sum2 {
+		t.Error("Marshal is not byte-stable")
+	}
+	got, err := DecodeNodeConfig("conf", data, sum+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, _, _ := got.Marshal(); string(back) != string(data) {
+		t.Error("decode then marshal changed the configuration")
+	}
+	if got.Protokube == nil || len(got.Protokube.EtcdClusters) != 2 || len(got.Protokube.EtcdClusters[0].Members) != 3 {
+		t.Errorf("protokube's configuration: %+v", got.Protokube)
+	}
+
+	changed := []byte(strings.Replace(string(data), "logLevel: 2", "logLevel: 3", 1))
+	if _, err := DecodeNodeConfig("conf", changed, sum); err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("a changed byte: %v, want a sha256 error", err)
+	}
+	unknown := []byte(strings.Replace(string(data), "kind: NodeConfig", "kind: NodeConfig\ncolour: red", 1))
+	if _, err := DecodeNodeConfig("conf", unknown, sha(unknown)); err == nil || !strings.Contains(err.Error(), "colour: unknown field") {
+		t.Errorf("an unknown field: %v", err)
+	}
+	if _, err := DecodeNodeConfig("conf", []byte("a: [\n"), sha([]byte("a: [\n"))); err == nil || !strings.Contains(err.Error(), "malformed YAML") {
+		t.Errorf("malformed YAML: %v", err)
+	}
+}
+
+func sha(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
