@@ -29,7 +29,6 @@ type Node struct {
 	http        *http.Client
 	diskByID    string
 	startSettle time.Duration
-	journal     func(ctx context.Context, unit string) string
 
 	reloadMu sync.Mutex             // one unit-file write and daemon-reload at a time
 	devMu    sync.Mutex             // guards devLock
@@ -91,7 +90,6 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 	if n.startSettle <= 0 {
 		n.startSettle = time.Second
 	}
-	n.journal = n.journalctl
 	if opts.Systemd == SystemdNone {
 		return n, nil
 	}

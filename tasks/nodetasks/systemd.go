@@ -114,7 +114,7 @@ func (n *Node) startJob(ctx context.Context, unit string, restart bool) error {
 		return nil
 	}
 	return engine.Terminal(fmt.Errorf("%s %s: job %s, the unit is %s; last journal lines:\n%s",
-		verb, unit, result, st, n.journal(ctx, unit)))
+		verb, unit, result, st, n.journalctl(ctx, unit)))
 }
 
 // journalctl returns the last lines the journal of Root holds for unit, indented, for an error message. The
