@@ -1,5 +1,15 @@
-// Package nodeup is the node's side of kubeup: loading the node config, the local target (a filesystem root and
-// systemd over D-Bus), and the pipeline that builds the node task graph and converges the machine.
+// Package nodeup is the node's side of kubeup: it loads the node configuration that `kubeup update cluster`
+// wrote (a file, or an object in an s3:// or gs:// state store), verifies it against its sha256, builds the
+// node task graph with model.BuildNodeGraph and converges the node with the engine: a dry run that prints the
+// plan, or an apply. Its world is a nodetasks.Node: a filesystem root and, when a systemd runs there, its D-Bus
+// connection.
 //
-// nodeup must not import cloudup, protokube or cmd.
+// A bad configuration (missing, damaged, undecodable) is a *ConfigError returned before anything under the
+// root is read or written; it is never retried. Any other failure is retried as Options.Retries says.
+//
+// With InstallSystemdUnit, nodeup also installs itself (Executable, its one task type) and the oneshot unit
+// kubeup-nodeup.service that runs it at every boot, in the same graph: idempotent and dry-runnable like the rest.
+//
+// nodeup imports the engine, model, tasks/nodetasks and cloudup/statestore (to read the state store). It must
+// not import the rest of cloudup, protokube or cmd.
 package nodeup

@@ -2,33 +2,105 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"kubeup.dev/kubeup/model"
 )
 
-func TestCommands(t *testing.T) {
+// writeConf writes the node configuration of a local cluster's control-plane group, as `kubeup update cluster`
+// does, and returns its path.
+func writeConf(t *testing.T) string {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/demo.example.com"
+	c, igs = model.Complete(c, igs)
+	data, sum, err := model.NewNodeConfig(c, igs[0]).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), igs[0].Metadata.Name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p+".sha256", []byte(sum+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRun(t *testing.T) {
+	conf := writeConf(t)
+	changed := filepath.Join(filepath.Dir(conf), "changed")
+	data, _ := os.ReadFile(conf)
+	sum, _ := os.ReadFile(conf + ".sha256")
+	os.WriteFile(changed, append(data, '\n'), 0o600)
+	os.WriteFile(changed+".sha256", sum, 0o600)
+
 	tests := []struct {
-		name    string
-		args    []string
-		want    string
-		wantErr bool
+		name       string
+		args       []string // "ROOT" is replaced by a fresh directory
+		wantCode   int
+		wantOut    string // in stdout
+		wantErr    string // in stderr
+		wantNoOut  bool
+		wantNoRoot bool // nothing is written under ROOT
 	}{
-		{name: "version", args: []string{"version"}, want: "nodeup version dev\n"},
-		{name: "root prints help", args: nil, want: "Usage:\n  nodeup [command]"},
+		{name: "version", args: []string{"version"}, wantOut: "nodeup version dev\n"},
+		{name: "help", args: []string{"--help"}, wantOut: "--install-systemd-unit"},
+		{name: "no --conf", args: nil, wantCode: 1, wantErr: "Error: --conf is required", wantNoOut: true},
+		{name: "unknown flag", args: []string{"--yes"}, wantCode: 1, wantErr: "Error: unknown flag: --yes", wantNoOut: true},
+		{name: "bad --retries", args: []string{"--conf", conf, "--retries", "x"}, wantCode: 1, wantErr: `Error: invalid argument "x" for "--retries"`, wantNoOut: true},
+		{
+			name: "dry run", args: []string{"--conf", conf, "--root", "ROOT", "--dryrun"},
+			wantOut: "SystemdService/kubelet.service", wantErr: "nodeup: no systemd runs in", wantNoRoot: true,
+		},
+		{
+			name: "unit, configuration outside the root", args: []string{"--conf=file://" + conf, "--root=ROOT", "--dryrun", "--install-systemd-unit"},
+			wantCode: 1, wantErr: "which cannot see --conf " + conf, wantNoOut: true, wantNoRoot: true,
+		},
+		{name: "apply", args: []string{"--conf", conf, "--root", "ROOT", "--retries", "2"}, wantOut: "Applied 9 change(s):\n", wantErr: "level=INFO"},
+		{
+			name: "missing", args: []string{"--conf", conf + "-missing", "--root", "ROOT"},
+			wantCode: 1, wantErr: "Error: node configuration " + conf + "-missing does not exist", wantNoOut: true, wantNoRoot: true,
+		},
+		{
+			name: "sha256 mismatch", args: []string{"--conf", changed, "--root", "ROOT", "--retries", "-1"},
+			wantCode: 1, wantErr: "Error: " + changed + ": sha256 is", wantNoOut: true, wantNoRoot: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			cmd := newRootCommand()
-			cmd.SetOut(&out)
-			cmd.SetErr(&out)
-			cmd.SetArgs(tt.args)
-			err := cmd.Execute()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Execute(%q) error = %v, want error: %v\n%s", tt.args, err, tt.wantErr, &out)
+			root := t.TempDir()
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = strings.ReplaceAll(a, "ROOT", root)
 			}
-			if !strings.Contains(out.String(), tt.want) {
-				t.Errorf("Execute(%q) printed:\n%s\nwant it to contain %q", tt.args, &out, tt.want)
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), args, &out, &errOut)
+			if code != tt.wantCode {
+				t.Errorf("nodeup %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, tt.wantCode, &out, &errOut)
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("nodeup %q printed on stdout:\n%s\nwant it to contain %q", args, &out, tt.wantOut)
+			}
+			if tt.wantNoOut && out.Len() > 0 {
+				t.Errorf("nodeup %q printed on stdout:\n%s\nwant nothing", args, &out)
+			}
+			if !strings.Contains(errOut.String(), tt.wantErr) {
+				t.Errorf("nodeup %q printed on stderr:\n%s\nwant it to contain %q", args, &errOut, tt.wantErr)
+			}
+			if code != 0 && strings.Count(errOut.String(), "Error: ") != 1 {
+				t.Errorf("nodeup %q printed on stderr:\n%s\nwant one Error: line", args, &errOut)
+			}
+			if entries, _ := os.ReadDir(root); tt.wantNoRoot && len(entries) > 0 {
+				t.Errorf("nodeup %q wrote under the root: %v", args, entries)
 			}
 		})
 	}

@@ -1,0 +1,183 @@
+package nodeup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// Executable is a program on the node copied from a file of this machine: nodeup installing itself. It is
+// compared by sha256 (the dry run shows hashes, not a diff of binary contents). A nodetasks.File cannot carry it
+// (its contents would print as text) nor a nodetasks.Asset (it downloads over HTTP only).
+type Executable struct {
+	// Path is the absolute path on the node, such as /usr/local/bin/nodeup, and the task's name.
+	Path string
+	// Source is the file to copy, on this machine (not under the node root).
+	Source string `kubeup:"-"`
+	// SHA256 is the hex sha256 of Source: required. The copy is checked against it before it replaces Path.
+	SHA256 string
+	// Mode is the permission bits (0755 when nil).
+	Mode *os.FileMode
+}
+
+var (
+	_ engine.Resource[*Executable, *nodetasks.Node] = (*Executable)(nil)
+	_ engine.Renderer[*Executable, *nodetasks.Node] = (*Executable)(nil)
+)
+
+func (e *Executable) Key() engine.Key     { return engine.Key{Type: "Executable", Name: e.Path} }
+func (e *Executable) Deps() []engine.Task { return nil }
+
+// Find hashes the file at Path under the node root; nil when there is none. Paths are resolved with os.Root:
+// nothing outside the node root is read, even through a symbolic link.
+func (e *Executable) Find(ctx context.Context, n *nodetasks.Node) (*Executable, error) {
+	root, rel, err := openRoot(n, e.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	st, err := root.Stat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, engine.Terminal(fmt.Errorf("%s: %w", e.Path, err))
+	}
+	mode := st.Mode()
+	actual := &Executable{Path: e.Path, Source: e.Source, Mode: ptr(mode.Perm())}
+	if !mode.IsRegular() {
+		return nil, engine.Terminal(fmt.Errorf("%s is not a regular file (%s): remove it", e.Path, mode.Type()))
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("hashing %s: %w", e.Path, err)
+	}
+	actual.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return actual, nil
+}
+
+func (e *Executable) CheckChanges(actual, expected, changes *Executable) error {
+	if !path.IsAbs(expected.Path) || path.Clean(expected.Path) != expected.Path || expected.Path == "/" {
+		return fmt.Errorf("field Path: %q is not a clean absolute path of a file", expected.Path)
+	}
+	if b, err := hex.DecodeString(expected.SHA256); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("field SHA256: %q is not a sha256 in hex", expected.SHA256)
+	}
+	if expected.Source == "" {
+		return errors.New("field Source is required: the file to copy")
+	}
+	return nil
+}
+
+// Render copies Source to a temporary file beside Path, checks its hash, syncs it and renames it over Path. A
+// mode change alone is made in place.
+func (e *Executable) Render(ctx context.Context, n *nodetasks.Node, actual, expected, changes *Executable) error {
+	root, rel, err := openRoot(n, expected.Path)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	mode := os.FileMode(0o755)
+	if expected.Mode != nil {
+		mode = *expected.Mode
+	}
+	if actual != nil && changes.SHA256 == "" {
+		if err := root.Chmod(rel, mode); err != nil {
+			return fmt.Errorf("changing the mode of %s: %w", expected.Path, err)
+		}
+		return nil
+	}
+	dir := path.Dir(rel)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", path.Dir(expected.Path), err)
+	}
+	tmp := path.Join(dir, "."+path.Base(rel)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := copyChecked(root, tmp, expected.Source, expected.SHA256, mode); err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("copying %s to %s: %w", expected.Source, expected.Path, err)
+	}
+	if err := root.Rename(tmp, rel); err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("copying %s to %s: %w", expected.Source, expected.Path, err)
+	}
+	if d, err := root.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	engine.Logger(ctx).Info("installed executable", "path", expected.Path, "source", expected.Source, "sha256", expected.SHA256)
+	return nil
+}
+
+// copyChecked writes source to name under root with mode, and fails unless its sha256 is want.
+func copyChecked(root *os.Root, name, source, want string, mode os.FileMode) error {
+	in, err := os.Open(source)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return engine.Terminal(fmt.Errorf("sha256 is %s, want %s: the file changed while nodeup ran", got, want))
+	}
+	if err := out.Chmod(mode); err != nil { // the umask narrowed the mode of the new file
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+// openRoot opens the node root and returns p relative to it.
+func openRoot(n *nodetasks.Node, p string) (*os.Root, string, error) {
+	rel := strings.TrimPrefix(path.Clean(p), "/")
+	if !path.IsAbs(p) || rel == "" {
+		return nil, "", engine.Terminal(fmt.Errorf("%q is not an absolute path of a file", p))
+	}
+	root, err := os.OpenRoot(n.Root)
+	if err != nil {
+		return nil, "", fmt.Errorf("opening the node root: %w", err)
+	}
+	return root, rel, nil
+}
+
+// fileSHA256 hashes a file of this machine.
+func fileSHA256(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func ptr[T any](v T) *T { return &v }

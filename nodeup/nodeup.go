@@ -1,0 +1,241 @@
+package nodeup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// Options are nodeup's flags and where it writes.
+type Options struct {
+	// Conf is the node configuration: a path, file:///abs/path, s3://bucket/key or gs://bucket/key. Its sha256
+	// is read from the same place with ".sha256" appended.
+	Conf string
+	// Root is the node's filesystem root ("/" when empty). A root that does not exist is created by an apply; a
+	// dry run plans as for an empty tree.
+	Root string
+	// DryRun prints the plan and changes nothing.
+	DryRun bool
+	// Retries is how many more times a failed run is tried, with backoff (-1: until it succeeds or ctx ends).
+	// A bad configuration (*ConfigError) and an invalid task graph are never retried.
+	Retries int
+	// InstallSystemdUnit also installs nodeup itself as a oneshot unit that runs it with Conf at every boot.
+	InstallSystemdUnit bool
+
+	// Out receives the results: the plan of a dry run, the changes an apply made. Err receives the one-line
+	// notes and, unless Logger is set, the logs.
+	Out, Err io.Writer
+	// Logger receives the structured logs (default: text to Err).
+	Logger *slog.Logger
+
+	// RetryBackoff is the delay before the first retry (default 5s); it doubles each time, up to a minute.
+	RetryBackoff time.Duration
+	// Executable is the nodeup binary --install-systemd-unit installs (default: the running one).
+	Executable string
+	// Node adjusts the Node world (how systemd is reached).
+	Node nodetasks.NodeOptions
+}
+
+const maxRetryBackoff = time.Minute
+
+// Run loads the node configuration, verifies its sha256, builds the node's task graph and converges the node
+// under Root with the engine, or with DryRun prints what it would change. A bad configuration is a *ConfigError
+// returned before anything under Root is touched.
+func Run(ctx context.Context, o Options) error {
+	o.defaults()
+	src, err := parseConf(o.Conf)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return &ConfigError{Err: fmt.Errorf("--root %q: %w", o.Root, err)}
+	}
+	var self *selfInstall
+	if o.InstallSystemdUnit {
+		if self, err = o.selfInstall(src, root); err != nil {
+			return err
+		}
+	}
+	backoff := o.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		err := o.runOnce(ctx, src, root, self)
+		if err == nil || !retryable(err) || (o.Retries >= 0 && attempt >= o.Retries) || ctx.Err() != nil {
+			return err
+		}
+		o.Logger.Warn("nodeup failed; retrying", "attempt", attempt+1, "retries", o.Retries, "delay", backoff, "error", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (retries stopped: %w)", err, context.Cause(ctx))
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, max(maxRetryBackoff, o.RetryBackoff))
+	}
+}
+
+func (o *Options) defaults() {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(o.Err, nil))
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 5 * time.Second
+	}
+}
+
+// retryable says whether another run might succeed: not after a bad configuration, an invalid graph or a
+// cancellation.
+func retryable(err error) bool {
+	var ce *ConfigError
+	var ve *engine.ValidationError
+	return !errors.As(err, &ce) && !errors.As(err, &ve) && !errors.Is(err, context.Canceled)
+}
+
+// selfInstall is what --install-systemd-unit installs: this binary and the configuration the unit names.
+type selfInstall struct {
+	executable, sha256, conf string
+}
+
+func (o *Options) selfInstall(src *confSource, root string) (*selfInstall, error) {
+	conf, err := src.nodePath(root)
+	if err != nil {
+		return nil, err
+	}
+	exe := o.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("--install-systemd-unit: finding the nodeup binary: %w", err)
+		}
+	}
+	sum, err := fileSHA256(exe)
+	if err != nil {
+		return nil, fmt.Errorf("--install-systemd-unit: reading the nodeup binary: %w", err)
+	}
+	return &selfInstall{executable: exe, sha256: sum, conf: conf}, nil
+}
+
+// runOnce is one attempt: load, build, converge.
+func (o *Options) runOnce(ctx context.Context, src *confSource, root string, self *selfInstall) error {
+	nc, err := src.load(ctx)
+	if err != nil {
+		return err
+	}
+	g, err := model.BuildNodeGraph(nc)
+	if err != nil {
+		return &ConfigError{Err: fmt.Errorf("%s: %w", src.name, err)}
+	}
+	if self != nil {
+		addSelfUnit(g, self.executable, self.sha256, self.conf, o.Retries)
+	}
+
+	st, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && o.DryRun:
+		// Plan against an empty tree: everything would be created.
+		empty, err := os.MkdirTemp("", "nodeup-dryrun-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(empty)
+		fmt.Fprintf(o.Err, "nodeup: %s does not exist yet: planning as for an empty tree, without systemd\n", root)
+		return o.converge(ctx, g, empty, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone}, nc)
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("creating the node root: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("node root: %w", err)
+	case !st.IsDir():
+		return &ConfigError{Err: fmt.Errorf("--root %s is not a directory", root)}
+	}
+	return o.converge(ctx, g, root, o.Node, nc)
+}
+
+// converge runs g against the node at root: a dry run that prints the plan, or an apply that prints what it
+// changed.
+func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node], root string, nopts nodetasks.NodeOptions, nc *model.NodeConfig) error {
+	node, err := nodetasks.NewNode(ctx, root, nopts)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	if node.Systemd == nil && nopts.Systemd != nodetasks.SystemdNone {
+		fmt.Fprintf(o.Err, "nodeup: no systemd runs in %s: managing unit files only (services are not started, stopped or restarted)\n", root)
+	}
+	log := o.Logger.With("instanceGroup", nc.InstanceGroup.Metadata.Name, "cluster", nc.Cluster.Metadata.Name)
+	if o.DryRun {
+		res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.DryRun, Logger: log})
+		if err != nil {
+			return err
+		}
+		return writePlan(o.Out, res.Plan)
+	}
+	log.Info("converging the node", "root", root, "tasks", g.Len())
+	res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.Apply, Logger: log, Progress: o.Err})
+	if res != nil {
+		if werr := writeApplied(o.Out, res.Plan, err == nil); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// writePlan prints the dry run's report, whose last line says how to apply it.
+func writePlan(w io.Writer, p *engine.Plan) error {
+	var b bytes.Buffer
+	if err := p.WriteText(&b); err != nil {
+		return err
+	}
+	// The engine's report ends with the advice of `kubeup update cluster`; nodeup applies without --dryrun.
+	text, found := strings.CutSuffix(b.String(), "Must specify --yes to apply changes\n")
+	if found {
+		text += "Run nodeup without --dryrun to apply these changes\n"
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+// writeApplied prints the changes an apply made: one line per object.
+func writeApplied(w io.Writer, p *engine.Plan, ok bool) error {
+	var b strings.Builder
+	switch {
+	case p.Empty() && ok:
+		b.WriteString("No changes were needed\n")
+	case p.Empty():
+	default:
+		fmt.Fprintf(&b, "Applied %d change(s):\n", len(p.Changes))
+		for _, c := range p.Changes {
+			if c.Action != engine.Modify {
+				b.WriteString("  created  " + c.Key.String() + "\n")
+				continue
+			}
+			names := make([]string, len(c.Fields))
+			for i, f := range c.Fields {
+				names[i] = f.Name
+			}
+			b.WriteString("  modified " + c.Key.String() + ": " + strings.Join(names, ", ") + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

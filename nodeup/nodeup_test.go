@@ -1,0 +1,436 @@
+package nodeup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/golden"
+)
+
+// controlPlaneFiles are what a control-plane node holds after nodeup, under its root.
+var controlPlaneFiles = []string{
+	"etc/default/kubelet",
+	"etc/systemd/system/kubelet.service",
+	"etc/systemd/system/protokube.service",
+	"etc/kubeup/protokube.yaml",
+	"etc/kubernetes/manifests/kube-apiserver.manifest",
+	"etc/kubernetes/manifests/kube-controller-manager.manifest",
+	"etc/kubernetes/manifests/kube-scheduler.manifest",
+	"etc/kubernetes/manifests/kube-proxy.manifest",
+}
+
+// TestControlPlane is the acceptance path: a dry run lists the kubelet unit and the static pods and writes
+// nothing; an apply writes them; the next dry run has nothing to do, and so has the next apply.
+func TestControlPlane(t *testing.T) {
+	data, sum := nodeConfig(t, "control-plane-a")
+	conf := writeConf(t, t.TempDir(), "control-plane-a", data, sum)
+	root := t.TempDir()
+	empty := treeHash(t, root)
+
+	r := run(t, Options{Conf: conf, Root: root, DryRun: true})
+	if r.runErr != nil {
+		t.Fatalf("dry run: %v\n%s", r.runErr, r.err)
+	}
+	for _, want := range []string{"Will create resources:", "SystemdService/kubelet.service", "SystemdService/protokube.service",
+		"File//etc/default/kubelet", "Run nodeup without --dryrun to apply these changes\n"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("dry run printed:\n%s\nwant it to contain %q", r.out, want)
+		}
+	}
+	if n := strings.Count(r.out, "  ManifestFile//etc/kubernetes/manifests/"); n < 3 {
+		t.Errorf("dry run lists %d static-pod manifests, want at least 3:\n%s", n, r.out)
+	}
+	if strings.Contains(r.out, "--yes") {
+		t.Errorf("dry run mentions --yes, which nodeup does not have:\n%s", r.out)
+	}
+	wantNote := "nodeup: no systemd runs in " + root + ": managing unit files only (services are not started, stopped or restarted)\n"
+	if r.err != wantNote {
+		t.Errorf("dry run printed on stderr:\n%s\nwant exactly the one line:\n%s", r.err, wantNote)
+	}
+	if got := treeHash(t, root); got != empty {
+		t.Fatalf("the dry run changed the tree:\n%s", got)
+	}
+
+	r = run(t, Options{Conf: conf, Root: root})
+	if r.runErr != nil {
+		t.Fatalf("apply: %v\n%s", r.runErr, r.err)
+	}
+	if !strings.HasPrefix(r.out, "Applied ") || !strings.Contains(r.out, "  created  SystemdService/kubelet.service\n") {
+		t.Errorf("apply printed:\n%s\nwant the list of changes", r.out)
+	}
+	for _, f := range controlPlaneFiles {
+		if st, err := os.Stat(filepath.Join(root, f)); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("after apply: %s: %v", f, err)
+		}
+	}
+	applied := treeHash(t, root)
+
+	r = run(t, Options{Conf: conf, Root: root, DryRun: true})
+	if r.runErr != nil || r.out != "No changes need to be applied\n" {
+		t.Errorf("dry run after apply: err %v, printed:\n%s\nwant: No changes need to be applied", r.runErr, r.out)
+	}
+	r = run(t, Options{Conf: conf, Root: root})
+	if r.runErr != nil || r.out != "No changes were needed\n" {
+		t.Errorf("second apply: err %v, printed:\n%s\nwant: No changes were needed", r.runErr, r.out)
+	}
+	if got := treeHash(t, root); got != applied {
+		t.Errorf("the second apply changed the tree:\nbefore:\n%s\nafter:\n%s", applied, got)
+	}
+}
+
+func TestWorkerNode(t *testing.T) {
+	data, sum := nodeConfig(t, "nodes")
+	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+	root := t.TempDir()
+	r := run(t, Options{Conf: "file://" + conf, Root: root})
+	if r.runErr != nil {
+		t.Fatalf("apply: %v\n%s", r.runErr, r.err)
+	}
+	for _, f := range []string{"etc/systemd/system/kubelet.service", "etc/kubernetes/manifests/kube-proxy.manifest"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Errorf("after apply: %v", err)
+		}
+	}
+	for _, f := range []string{"etc/systemd/system/protokube.service", "etc/kubernetes/manifests/kube-apiserver.manifest"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			t.Errorf("after apply: a worker node has %s", f)
+		}
+	}
+}
+
+// TestDryRunMissingRoot: a dry run of a root that does not exist plans everything and creates nothing; the apply
+// creates the root.
+func TestDryRunMissingRoot(t *testing.T) {
+	data, sum := nodeConfig(t, "control-plane-a")
+	conf := writeConf(t, t.TempDir(), "conf", data, sum)
+	root := filepath.Join(t.TempDir(), "n")
+	r := run(t, Options{Conf: conf, Root: root, DryRun: true})
+	if r.runErr != nil {
+		t.Fatalf("dry run: %v", r.runErr)
+	}
+	if !strings.Contains(r.out, "SystemdService/kubelet.service") {
+		t.Errorf("dry run printed:\n%s\nwant kubelet.service", r.out)
+	}
+	if strings.Count(r.err, "\n") != 1 || !strings.Contains(r.err, "does not exist yet") {
+		t.Errorf("dry run printed on stderr:\n%s\nwant one line saying the root does not exist yet", r.err)
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the dry run created the root: %v", err)
+	}
+	if r := run(t, Options{Conf: conf, Root: root}); r.runErr != nil {
+		t.Fatalf("apply: %v", r.runErr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/systemd/system/kubelet.service")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBadConfiguration: whatever is wrong with the configuration, nodeup refuses it with a message that names
+// the file and the fix, never retries, and changes nothing under the root.
+func TestBadConfiguration(t *testing.T) {
+	data, sum := nodeConfig(t, "control-plane-a")
+	withSum := func(b []byte) ([]byte, string) { return b, sha256Of(b) }
+	changedByte := append([]byte(nil), data...)
+	changedByte[len(changedByte)/2] ^= 0x01
+
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns --conf
+		want  []string
+	}{
+		{
+			name:  "missing",
+			setup: func(t *testing.T, dir string) string { return filepath.Join(dir, "absent") },
+			want:  []string{"absent does not exist", "kubeup update cluster --yes"},
+		},
+		{
+			name: "missing sha256",
+			setup: func(t *testing.T, dir string) string {
+				p := writeConf(t, dir, "conf", data, sum)
+				os.Remove(p + ".sha256")
+				return p
+			},
+			want: []string{"conf.sha256 does not exist", "kubeup update cluster --yes"},
+		},
+		{
+			name:  "one byte changed",
+			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", changedByte, sum) },
+			want:  []string{"conf: sha256 is " + sha256Of(changedByte), "conf.sha256 says", "kubeup update cluster --yes"},
+		},
+		{
+			name:  "truncated",
+			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", data[:len(data)-10], sum) },
+			want:  []string{"sha256 is", "changed or truncated"},
+		},
+		{
+			name: "malformed",
+			setup: func(t *testing.T, dir string) string {
+				b, s := withSum([]byte("apiVersion: [\n"))
+				return writeConf(t, dir, "conf", b, s)
+			},
+			want: []string{"conf: malformed YAML", "same version as the kubeup"},
+		},
+		{
+			name: "unknown field",
+			setup: func(t *testing.T, dir string) string {
+				b, s := withSum(append(append([]byte(nil), data...), "futureField: 1\n"...))
+				return writeConf(t, dir, "conf", b, s)
+			},
+			want: []string{"conf: futureField", "same version as the kubeup"},
+		},
+		{
+			name: "not a node configuration",
+			setup: func(t *testing.T, dir string) string {
+				b, s := withSum([]byte(strings.Replace(string(data), "kind: NodeConfig", "kind: Cluster", 1)))
+				return writeConf(t, dir, "conf", b, s)
+			},
+			want: []string{"conf: kind \"Cluster\""},
+		},
+		{
+			name:  "a directory",
+			setup: func(t *testing.T, dir string) string { return dir },
+			want:  []string{"reading the node configuration", "check --conf"},
+		},
+		{
+			name:  "no --conf",
+			setup: func(t *testing.T, dir string) string { return "" },
+			want:  []string{"--conf is required"},
+		},
+		{
+			name:  "unsupported scheme",
+			setup: func(t *testing.T, dir string) string { return "https://example.com/conf" },
+			want:  []string{`unsupported scheme "https"`},
+		},
+		{
+			name:  "s3 without key",
+			setup: func(t *testing.T, dir string) string { return "s3://bucket" },
+			want:  []string{"want s3://bucket/key"},
+		},
+	}
+	for _, tt := range tests {
+		for _, dryRun := range []bool{false, true} {
+			name := tt.name
+			if dryRun {
+				name += " dry run"
+			}
+			t.Run(name, func(t *testing.T) {
+				root := t.TempDir()
+				dir := filepath.Join(root, "etc/kubeup") // under the root, for --install-systemd-unit
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				conf := tt.setup(t, dir)
+				if err := os.MkdirAll(filepath.Join(root, "etc/kubernetes"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "etc/hostname"), []byte("node\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				before := treeHash(t, root)
+				var logs bytes.Buffer
+				r := run(t, Options{
+					Conf: conf, Root: root, DryRun: dryRun, Retries: -1, RetryBackoff: time.Millisecond,
+					InstallSystemdUnit: true, Executable: smallExecutable(t),
+					Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				})
+				var ce *ConfigError
+				if !errors.As(r.runErr, &ce) {
+					t.Fatalf("Run error = %v, want a *ConfigError", r.runErr)
+				}
+				for _, want := range tt.want {
+					if !strings.Contains(r.runErr.Error(), want) {
+						t.Errorf("error:\n%v\nwant it to contain %q", r.runErr, want)
+					}
+				}
+				if strings.Contains(logs.String(), "retrying") {
+					t.Errorf("a bad configuration was retried:\n%s", &logs)
+				}
+				if r.out != "" {
+					t.Errorf("printed on stdout:\n%s", r.out)
+				}
+				if got := treeHash(t, root); got != before {
+					t.Errorf("the tree changed:\nbefore:\n%s\nafter:\n%s", before, got)
+				}
+			})
+		}
+	}
+}
+
+// TestRetries: a failed apply is tried again, each retry logged, until it succeeds or the retries run out; a
+// cancelled context stops the retries.
+func TestRetries(t *testing.T) {
+	data, sum := nodeConfig(t, "nodes")
+	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+
+	// /etc/default is a file: /etc/default/kubelet cannot be written.
+	brokenRoot := func(t *testing.T) string {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "etc/default"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+
+	t.Run("retries run out", func(t *testing.T) {
+		var logs bytes.Buffer
+		r := run(t, Options{Conf: conf, Root: brokenRoot(t), Retries: 2, RetryBackoff: time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		var runErr *engine.RunError
+		if !errors.As(r.runErr, &runErr) {
+			t.Fatalf("Run error = %v, want an *engine.RunError", r.runErr)
+		}
+		if !strings.Contains(r.runErr.Error(), "/etc/default/kubelet") {
+			t.Errorf("error %v does not name /etc/default/kubelet", r.runErr)
+		}
+		if n := strings.Count(logs.String(), `msg="nodeup failed; retrying"`); n != 2 {
+			t.Errorf("logged %d retries, want 2:\n%s", n, &logs)
+		}
+	})
+
+	t.Run("fixed between retries", func(t *testing.T) {
+		root := brokenRoot(t)
+		var logs bytes.Buffer
+		fixer := &fixOnRetry{w: &logs, fix: func() { os.Remove(filepath.Join(root, "etc/default")) }}
+		r := run(t, Options{Conf: conf, Root: root, Retries: 3, RetryBackoff: time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(fixer, nil))})
+		if r.runErr != nil {
+			t.Fatalf("Run: %v\n%s", r.runErr, &logs)
+		}
+		if n := strings.Count(logs.String(), `msg="nodeup failed; retrying"`); n != 1 {
+			t.Errorf("logged %d retries, want 1:\n%s", n, &logs)
+		}
+		if _, err := os.Stat(filepath.Join(root, "etc/default/kubelet")); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("cancelled while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		logger := slog.New(slog.NewTextHandler(&fixOnRetry{w: &bytes.Buffer{}, fix: cancel}, nil))
+		err := Run(ctx, Options{Conf: conf, Root: brokenRoot(t), Retries: -1, RetryBackoff: time.Hour, Logger: logger})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run error = %v, want it to wrap context.Canceled", err)
+		}
+	})
+}
+
+// fixOnRetry writes logs to w and calls fix once, when nodeup logs its first retry.
+type fixOnRetry struct {
+	w     *bytes.Buffer
+	fix   func()
+	fixed bool
+}
+
+func (f *fixOnRetry) Write(p []byte) (int, error) {
+	if !f.fixed && bytes.Contains(p, []byte("retrying")) {
+		f.fixed = true
+		f.fix()
+	}
+	return f.w.Write(p)
+}
+
+// TestInstallSystemdUnit: nodeup installs itself and the unit that runs it at boot, with the same engine: a dry
+// run shows it, an apply writes it, a second run has nothing to do.
+func TestInstallSystemdUnit(t *testing.T) {
+	data, sum := nodeConfig(t, "control-plane-a")
+	root := t.TempDir()
+	conf := writeConf(t, filepath.Join(root, "etc/kubeup"), "nodeup.conf", data, sum)
+	exe := smallExecutable(t)
+	o := Options{Conf: conf, Root: root, Retries: 5, InstallSystemdUnit: true, Executable: exe}
+
+	dry := o
+	dry.DryRun = true
+	before := treeHash(t, root)
+	r := run(t, dry)
+	if r.runErr != nil {
+		t.Fatalf("dry run: %v", r.runErr)
+	}
+	for _, want := range []string{"  Executable//usr/local/bin/nodeup\n", "  SystemdService/kubeup-nodeup.service\n", "SystemdService/kubelet.service"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("dry run printed:\n%s\nwant it to contain %q", r.out, want)
+		}
+	}
+	if got := treeHash(t, root); got != before {
+		t.Fatalf("the dry run changed the tree")
+	}
+
+	if r := run(t, o); r.runErr != nil {
+		t.Fatalf("apply: %v", r.runErr)
+	}
+	unit, err := os.ReadFile(filepath.Join(root, "etc/systemd/system", UnitName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "testdata/kubeup-nodeup.service.golden", unit)
+	bin := filepath.Join(root, InstalledBinary)
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o755 {
+		t.Errorf("%s has mode %v, want 0755", InstalledBinary, st.Mode().Perm())
+	}
+	got, _ := os.ReadFile(bin)
+	want, _ := os.ReadFile(exe)
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not a copy of the running nodeup", InstalledBinary)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/systemd/system/multi-user.target.wants", UnitName)); err != nil {
+		t.Errorf("the unit is not enabled: %v", err)
+	}
+
+	if r := run(t, dry); r.runErr != nil || r.out != "No changes need to be applied\n" {
+		t.Errorf("dry run after apply: err %v, printed:\n%s", r.runErr, r.out)
+	}
+
+	// A new nodeup binary replaces the installed one.
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho nodeup v2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, o)
+	if r.runErr != nil || r.out != "Applied 1 change(s):\n  modified Executable//usr/local/bin/nodeup: SHA256\n" {
+		t.Errorf("apply of a new binary: err %v, printed:\n%s", r.runErr, r.out)
+	}
+}
+
+func TestInstallSystemdUnitConfOutsideRoot(t *testing.T) {
+	data, sum := nodeConfig(t, "nodes")
+	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+	root := t.TempDir()
+	r := run(t, Options{Conf: conf, Root: root, InstallSystemdUnit: true, Executable: smallExecutable(t)})
+	var ce *ConfigError
+	if !errors.As(r.runErr, &ce) || !strings.Contains(r.runErr.Error(), "cannot see --conf "+conf) {
+		t.Fatalf("Run error = %v, want a *ConfigError saying the node cannot see the configuration", r.runErr)
+	}
+	if got := treeHash(t, root); got != treeHash(t, t.TempDir()) {
+		t.Errorf("the tree changed:\n%s", got)
+	}
+}
+
+func TestSelfUnit(t *testing.T) {
+	tests := []struct {
+		conf    string
+		retries int
+		want    string
+	}{
+		{"/etc/kubeup/nodeup.conf", 0, "ExecStart=/usr/local/bin/nodeup --conf=/etc/kubeup/nodeup.conf\n"},
+		{"s3://state/demo/nodeup/nodes", -1, "ExecStart=/usr/local/bin/nodeup --conf=s3://state/demo/nodeup/nodes --retries=-1\n"},
+		{"/etc/kube up/100%$x\"", 2, `ExecStart=/usr/local/bin/nodeup "--conf=/etc/kube up/100%%$$x\"" --retries=2` + "\n"},
+	}
+	for _, tt := range tests {
+		if got := selfUnit(tt.conf, tt.retries); !strings.Contains(got, tt.want) {
+			t.Errorf("selfUnit(%q, %d):\n%s\nwant it to contain %q", tt.conf, tt.retries, got, tt.want)
+		}
+	}
+}
