@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -65,6 +66,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
+// createdLines is how many lines of a created multi-line value the text report shows.
+const createdLines = 10
+
 func writeChange(w *bufio.Writer, c Change) {
 	w.WriteString("  " + c.Key.String() + "\n")
 	width := 0
@@ -76,7 +80,13 @@ func writeChange(w *bufio.Writer, c Change) {
 		newText, newMulti := textOf(f.New)
 		if oldMulti || newMulti {
 			w.WriteString("    " + f.Name + "\n")
-			for _, line := range lineDiff(oldText, newText) {
+			lines := lineDiff(oldText, newText)
+			if c.Action == Create && len(lines) > createdLines+2 {
+				// A new file's whole text adds nothing a reviewer reads past its start; the JSON plan has it all.
+				rest := len(lines) - createdLines
+				lines = append(lines[:createdLines:createdLines], fmt.Sprintf("  ... (%d more lines)", rest))
+			}
+			for _, line := range lines {
 				w.WriteString("      ")
 				w.WriteString(line)
 				w.WriteByte('\n')

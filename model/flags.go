@@ -72,14 +72,19 @@ func flagValue(f reflect.Value) (value string, set bool) {
 		if f.Len() == 0 {
 			return "", false
 		}
-		parts := make([]string, 0, f.Len())
+		type pair struct{ k, v string }
+		pairs := make([]pair, 0, f.Len())
 		iter := f.MapRange()
 		for iter.Next() {
 			k, _ := flagValue(iter.Key())
 			val, _ := flagValue(iter.Value())
-			parts = append(parts, k+"="+val)
+			pairs = append(pairs, pair{k, val})
 		}
-		slices.Sort(parts)
+		slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+		parts := make([]string, len(pairs))
+		for i, p := range pairs {
+			parts[i] = p.k + "=" + p.v
+		}
 		return strings.Join(parts, ","), true
 	}
 	panic(fmt.Sprintf("model.Flags: field of kind %s has no flag form", f.Kind()))
