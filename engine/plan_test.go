@@ -126,3 +126,31 @@ func TestSecretNeverPrints(t *testing.T) {
 		t.Error("Reveal does not return the value")
 	}
 }
+
+// TestWriteTextAbbreviatesCreatedText checks that a created multi-line value shows its first lines and a count
+// of the rest, and that a modification of it still shows the change.
+func TestWriteTextAbbreviatesCreatedText(t *testing.T) {
+	var text strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&text, "line %d\n", i)
+	}
+	long := text.String()
+	changed := strings.Replace(long, "line 25\n", "line twenty-five\n", 1)
+	p := &engine.Plan{Changes: []engine.Change{
+		{Key: engine.Key{Type: "File", Name: "new"}, Action: engine.Create, Fields: []engine.FieldChange{{Name: "Contents", New: long}}},
+		{Key: engine.Key{Type: "File", Name: "old"}, Action: engine.Modify, Fields: []engine.FieldChange{{Name: "Contents", Old: long, New: changed}}},
+	}}
+	var out strings.Builder
+	if err := p.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"+ line 9\n", "  ... (20 more lines)\n", "- line 25\n", "+ line twenty-five\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "+ line 10\n") {
+		t.Errorf("report shows the 11th created line:\n%s", got)
+	}
+}
