@@ -1,0 +1,204 @@
+package statestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+	storage "google.golang.org/api/storage/v1"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// EnvStorageEmulatorHost names the environment variable that points the gs:// store at an emulator
+// (host:port or http://host:port), without authentication: the variable the Google Cloud client libraries use.
+const EnvStorageEmulatorHost = "STORAGE_EMULATOR_HOST"
+
+// gsStore keeps each object at bucket/prefix/path. The object's generation number is the generation.
+type gsStore struct {
+	svc      *storage.Service
+	bucket   string
+	prefix   string // no leading or trailing slash; may be empty
+	pageSize int64  // for objects.list; 0 lets GCS choose (1000). Tests make it small.
+}
+
+var _ Store = (*gsStore)(nil)
+
+// newGSStore builds the client with the application default credentials, or for the emulator named by
+// STORAGE_EMULATOR_HOST.
+func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
+	var opts []option.ClientOption
+	if host := os.Getenv(EnvStorageEmulatorHost); host != "" {
+		if !strings.Contains(host, "://") {
+			host = "http://" + host
+		}
+		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(host, "/")+"/storage/v1/"), option.WithoutAuthentication())
+	}
+	svc, err := storage.NewService(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("state store gs://%s: creating the storage client: %w", bucket, err)
+	}
+	return &gsStore{svc: svc, bucket: bucket, prefix: prefix}, nil
+}
+
+func (s *gsStore) URL() string { return location("gs://"+s.bucket, s.prefix) }
+
+func (s *gsStore) loc(p string) string { return location(s.URL(), p) }
+
+func (s *gsStore) key(p string) string {
+	if s.prefix == "" {
+		return p
+	}
+	return s.prefix + "/" + p
+}
+
+func (s *gsStore) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	data, _, err := s.Read(ctx, p)
+	return data, err
+}
+
+// Read downloads the object in one request: the generation of what it returns is in its X-Goog-Generation
+// header.
+func (s *gsStore) Read(ctx context.Context, p string) ([]byte, Generation, error) {
+	if err := checkPath(p); err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.URL(), err)
+	}
+	res, err := s.svc.Objects.Get(s.bucket, s.key(p)).Context(ctx).Download()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), gsError(err))
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), engine.Retryable(err))
+	}
+	gen := res.Header.Get("X-Goog-Generation")
+	if _, err := strconv.ParseInt(gen, 10, 64); err != nil {
+		return nil, "", fmt.Errorf("reading %s: the response has no valid X-Goog-Generation header (%q)", s.loc(p), gen)
+	}
+	return data, Generation(gen), nil
+}
+
+func (s *gsStore) WriteFile(ctx context.Context, p string, data []byte) error {
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("writing %s: %w", s.URL(), err)
+	}
+	_, err := s.insert(ctx, p, data, nil)
+	return err
+}
+
+func (s *gsStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Generation) (Generation, error) {
+	if err := checkPath(p); err != nil {
+		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
+	}
+	var want int64 // 0: the object must not exist
+	if ifGen != Absent {
+		n, err := strconv.ParseInt(string(ifGen), 10, 64)
+		if err != nil || n <= 0 {
+			return "", fmt.Errorf("writing %s: %q is not a generation of a gs:// object", s.loc(p), ifGen)
+		}
+		want = n
+	}
+	gen, err := s.insert(ctx, p, data, &want)
+	if errors.Is(err, ErrConflict) {
+		return "", conflict(s.loc(p), ifGen)
+	}
+	return gen, err
+}
+
+func (s *gsStore) insert(ctx context.Context, p string, data []byte, ifGen *int64) (Generation, error) {
+	call := s.svc.Objects.Insert(s.bucket, &storage.Object{Name: s.key(p)}).Context(ctx).
+		// One multipart request, which can be resent because the whole object is buffered: the chunk is larger
+		// than the data.
+		Media(bytes.NewReader(data), googleapi.ContentType("application/octet-stream"),
+			googleapi.ChunkSize(max(googleapi.DefaultUploadChunkSize, len(data)+1))).
+		Fields("generation")
+	if ifGen != nil {
+		call = call.IfGenerationMatch(*ifGen)
+	}
+	obj, err := call.Do()
+	if err != nil {
+		err = gsError(err)
+		if errors.Is(err, ErrConflict) {
+			return "", err
+		}
+		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+	}
+	return Generation(strconv.FormatInt(obj.Generation, 10)), nil
+}
+
+func (s *gsStore) Delete(ctx context.Context, p string) error {
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("deleting %s: %w", s.URL(), err)
+	}
+	err := gsError(s.svc.Objects.Delete(s.bucket, s.key(p)).Context(ctx).Do())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("deleting %s: %w", s.loc(p), err)
+	}
+	return nil
+}
+
+func (s *gsStore) List(ctx context.Context, prefix string) ([]string, error) {
+	prefix, err := checkPrefix(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
+	}
+	root := ""
+	if s.prefix != "" {
+		root = s.prefix + "/"
+	}
+	keyPrefix := root
+	if prefix != "" {
+		keyPrefix += prefix + "/"
+	}
+	call := s.svc.Objects.List(s.bucket).Prefix(keyPrefix).Fields("items(name)", "nextPageToken")
+	if s.pageSize > 0 {
+		call = call.MaxResults(s.pageSize)
+	}
+	var paths []string
+	err = call.Pages(ctx, func(page *storage.Objects) error {
+		for _, obj := range page.Items {
+			rel, ok := strings.CutPrefix(obj.Name, root)
+			if !ok || checkPath(rel) != nil {
+				continue // not an object this store could have written
+			}
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.loc(prefix), gsError(err))
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// gsError maps the API's errors to the store's and the engine's: 404 to fs.ErrNotExist, 412 to ErrConflict, 401
+// and 403 to engine.ErrAccessDenied, 429 and 5xx to engine.Retryable. Anything else is returned as is.
+func gsError(err error) error {
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return err
+	}
+	switch {
+	case ge.Code == http.StatusNotFound:
+		return errNoSuchObject
+	case ge.Code == http.StatusPreconditionFailed:
+		return ErrConflict
+	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
+		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
+	case ge.Code == http.StatusTooManyRequests || ge.Code >= 500:
+		return engine.Retryable(err)
+	}
+	return err
+}

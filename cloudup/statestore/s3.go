@@ -1,0 +1,238 @@
+package statestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// EnvS3PathStyle names the environment variable that, set to 1, makes the s3:// store address buckets in the
+// path (https://endpoint/bucket/key) rather than the host name. It is implied by an endpoint override.
+const EnvS3PathStyle = "KUBEUP_S3_PATH_STYLE"
+
+const defaultS3Region = "us-east-1"
+
+// s3Store keeps each object at bucket/prefix/path. The ETag is the generation.
+type s3Store struct {
+	client   *s3.Client
+	bucket   string
+	prefix   string // no leading or trailing slash; may be empty
+	pageSize int32  // for ListObjectsV2; 0 lets S3 choose (1000). Tests make it small.
+}
+
+var _ Store = (*s3Store)(nil)
+
+// newS3Store builds the client from the SDK's default chain: credentials, region (us-east-1 when none is
+// configured), and the endpoint override AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, with which buckets are
+// addressed by path.
+func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("state store s3://%s: loading AWS configuration: %w", bucket, err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = defaultS3Region
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// The options already hold any endpoint override from the environment or the shared config files.
+		if o.BaseEndpoint != nil || os.Getenv(EnvS3PathStyle) == "1" {
+			o.UsePathStyle = true
+		}
+	})
+	return &s3Store{client: client, bucket: bucket, prefix: prefix}, nil
+}
+
+func (s *s3Store) URL() string { return location("s3://"+s.bucket, s.prefix) }
+
+func (s *s3Store) loc(p string) string { return location(s.URL(), p) }
+
+func (s *s3Store) key(p string) string {
+	if s.prefix == "" {
+		return p
+	}
+	return s.prefix + "/" + p
+}
+
+func (s *s3Store) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	data, _, err := s.Read(ctx, p)
+	return data, err
+}
+
+func (s *s3Store) Read(ctx context.Context, p string) ([]byte, Generation, error) {
+	if err := checkPath(p); err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.URL(), err)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), s3Error(err))
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), engine.Retryable(err))
+	}
+	return data, Generation(aws.ToString(out.ETag)), nil
+}
+
+func (s *s3Store) WriteFile(ctx context.Context, p string, data []byte) error {
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("writing %s: %w", s.URL(), err)
+	}
+	_, err := s.put(ctx, p, data, nil)
+	return err
+}
+
+// WriteIf checks the precondition twice: first with a HeadObject, because some S3-compatible servers ignore
+// conditional writes, then with PutObject's If-Match / If-None-Match, which S3 evaluates atomically.
+func (s *s3Store) WriteIf(ctx context.Context, p string, data []byte, ifGen Generation) (Generation, error) {
+	if err := checkPath(p); err != nil {
+		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
+	}
+	var cur Generation
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	switch err = s3Error(err); {
+	case err == nil:
+		cur = Generation(aws.ToString(head.ETag))
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+	}
+	if !sameETag(cur, ifGen) {
+		return "", conflict(s.loc(p), ifGen)
+	}
+	return s.put(ctx, p, data, func(in *s3.PutObjectInput) {
+		if ifGen == Absent {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(string(ifGen))
+		}
+	})
+}
+
+func (s *s3Store) put(ctx context.Context, p string, data []byte, cond func(*s3.PutObjectInput)) (Generation, error) {
+	in := &s3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           aws.String(s.key(p)),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	}
+	if cond != nil {
+		cond(in)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		err = s3Error(err)
+		if errors.Is(err, ErrConflict) {
+			return "", conflict(s.loc(p), Generation(aws.ToString(in.IfMatch)))
+		}
+		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+	}
+	if out.ETag != nil {
+		return Generation(*out.ETag), nil
+	}
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: in.Key})
+	if err != nil {
+		return "", fmt.Errorf("writing %s: reading back its ETag: %w", s.loc(p), s3Error(err))
+	}
+	return Generation(aws.ToString(head.ETag)), nil
+}
+
+func (s *s3Store) Delete(ctx context.Context, p string) error {
+	if err := checkPath(p); err != nil {
+		return fmt.Errorf("deleting %s: %w", s.URL(), err)
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	if err = s3Error(err); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("deleting %s: %w", s.loc(p), err)
+	}
+	return nil
+}
+
+func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
+	prefix, err := checkPrefix(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
+	}
+	root := ""
+	if s.prefix != "" {
+		root = s.prefix + "/"
+	}
+	keyPrefix := root
+	if prefix != "" {
+		keyPrefix += prefix + "/"
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(keyPrefix)}
+	if s.pageSize > 0 {
+		in.MaxKeys = aws.Int32(s.pageSize)
+	}
+	var paths []string
+	for pages := s3.NewListObjectsV2Paginator(s.client, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", s.loc(prefix), s3Error(err))
+		}
+		for _, obj := range page.Contents {
+			key := aws.ToString(obj.Key)
+			rel, ok := strings.CutPrefix(key, root)
+			if !ok || checkPath(rel) != nil {
+				continue // not an object this store could have written (e.g. "a//b", "dir/" markers)
+			}
+			paths = append(paths, rel)
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// sameETag compares ETags with or without their quotes: S3 quotes them, some servers do not.
+func sameETag(a, b Generation) bool {
+	return strings.Trim(string(a), `"`) == strings.Trim(string(b), `"`)
+}
+
+// s3Error maps the SDK's errors to the store's and the engine's: 404 to fs.ErrNotExist (except a missing
+// bucket, which is a configuration error), 412 to ErrConflict, 403 to engine.ErrAccessDenied, throttling and 5xx
+// to engine.Retryable. Anything else is returned as is.
+func s3Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := ""
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	status := 0
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch {
+	case code == "NoSuchBucket":
+		return fmt.Errorf("bucket does not exist: %w", err)
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return errNoSuchObject
+	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
+		return ErrConflict
+	case code == "AccessDenied" || status == http.StatusForbidden:
+		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
+	case code == "ConditionalRequestConflict", // a concurrent conditional write is in flight: retry
+		code == "SlowDown", code == "Throttling", code == "ThrottlingException", code == "RequestTimeout",
+		status == http.StatusTooManyRequests, status >= 500:
+		return engine.Retryable(err)
+	}
+	return err
+}

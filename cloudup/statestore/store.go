@@ -1,0 +1,168 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Generation is an opaque version of one object, returned by Read and WriteIf and passed back to WriteIf as its
+// precondition. What it holds depends on the backend: the hex sha256 of the content (file://), the ETag (s3://),
+// the generation number (gs://). Compare generations only for equality, and only from the same store.
+type Generation string
+
+// Absent is the precondition "the object must not exist yet", for a WriteIf that creates.
+const Absent Generation = ""
+
+// ErrConflict is wrapped by the error of a WriteIf whose precondition no longer holds: the object was created,
+// changed or deleted by someone else since the caller read it. Re-read, re-apply the change, write again.
+var ErrConflict = errors.New("conflicting change")
+
+// Store is a state store: a flat namespace of objects addressed by relative, slash-separated paths under one
+// root (a directory or a bucket prefix). Every method is safe for concurrent use.
+type Store interface {
+	// URL is the canonical URL of the store's root, as Open understands it: file:///abs/dir, s3://bucket/prefix,
+	// gs://bucket/prefix.
+	URL() string
+	// ReadFile returns the object's contents; an absent object is an error that matches fs.ErrNotExist.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile replaces the object atomically and unconditionally: a reader sees the old contents or the new,
+	// never a mix.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Read returns the object's contents and generation; an absent object is an error that matches
+	// fs.ErrNotExist.
+	Read(ctx context.Context, path string) ([]byte, Generation, error)
+	// WriteIf replaces the object atomically if its generation is still ifGen (Absent: if it does not exist),
+	// and returns the new generation. Otherwise nothing is written and the error, which names the object,
+	// matches ErrConflict.
+	WriteIf(ctx context.Context, path string, data []byte, ifGen Generation) (Generation, error)
+	// Delete removes the object. An absent object is not an error.
+	Delete(ctx context.Context, path string) error
+	// List returns the path of every object under the directory prefix (at any depth), sorted, relative to the
+	// store's root: List(ctx, "demo") returns "demo/config" and "demo/instancegroup/nodes", never "demo2/config".
+	// The empty prefix lists the whole store. A prefix with no object under it gives an empty list.
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// EnvStateStore names the environment variable that holds the default state store URL.
+const EnvStateStore = "KUBEUP_STATE_STORE"
+
+// DefaultURL returns the state store to use when none is given: $KUBEUP_STATE_STORE if set, else
+// file://$HOME/.kubeup/state.
+func DefaultURL() (string, error) {
+	if u := os.Getenv(EnvStateStore); u != "" {
+		return u, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("default state store: %w (set %s)", err, EnvStateStore)
+	}
+	return "file://" + filepath.ToSlash(filepath.Join(home, ".kubeup", "state")), nil
+}
+
+// Open returns the store at rawURL: file:///abs/dir (or a bare absolute path), s3://bucket/prefix or
+// gs://bucket/prefix. It checks the URL and sets up the client; it does not contact the cloud, so a missing
+// bucket or permission shows on first use.
+func Open(ctx context.Context, rawURL string) (Store, error) {
+	if strings.HasPrefix(rawURL, "/") {
+		rawURL = "file://" + rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("state store URL %q: %w", rawURL, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("state store URL %q: unexpected user, query or fragment", rawURL)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("state store URL %q: file URLs name a local directory: file:///abs/dir", rawURL)
+		}
+		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
+			return nil, fmt.Errorf("state store URL %q: the directory must be an absolute path: file:///abs/dir", rawURL)
+		}
+		return newFileStore(filepath.Clean(filepath.FromSlash(u.Path))), nil
+	case "s3", "gs":
+		if u.Host == "" {
+			return nil, fmt.Errorf("state store URL %q: missing bucket: %s://bucket/prefix", rawURL, u.Scheme)
+		}
+		prefix := strings.Trim(u.Path, "/")
+		if prefix != "" {
+			if err := checkPath(prefix); err != nil {
+				return nil, fmt.Errorf("state store URL %q: prefix: %w", rawURL, err)
+			}
+		}
+		if u.Scheme == "s3" {
+			return newS3Store(ctx, u.Host, prefix)
+		}
+		return newGSStore(ctx, u.Host, prefix)
+	case "":
+		return nil, fmt.Errorf("state store URL %q: not a URL nor an absolute path (file:///abs/dir, s3://bucket/prefix, gs://bucket/prefix)", rawURL)
+	}
+	return nil, fmt.Errorf("state store URL %q: unsupported scheme %q (file, s3 or gs)", rawURL, u.Scheme)
+}
+
+// checkPath refuses what is not a relative, slash-separated object path: absolute paths, empty segments, "." and
+// ".." and any segment starting with a dot (reserved for the file store's temporary and lock files), NUL.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is absolute: paths are relative to the store's root", p)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("path %q contains a NUL byte", p)
+	case strings.ContainsRune(p, '\\'):
+		return fmt.Errorf("path %q contains a backslash: use forward slashes", p)
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		switch {
+		case seg == "":
+			return fmt.Errorf("path %q has an empty segment", p)
+		case seg == "." || seg == "..":
+			return fmt.Errorf("path %q contains %q", p, seg)
+		case strings.HasPrefix(seg, "."):
+			return fmt.Errorf("path %q has a segment starting with a dot (reserved)", p)
+		}
+	}
+	return nil
+}
+
+// checkPrefix is checkPath for List: the empty prefix (the whole store) is allowed, and so is one trailing slash.
+func checkPrefix(prefix string) (string, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		return "", nil
+	}
+	return prefix, checkPath(prefix)
+}
+
+// location is how errors name an object: the store's URL joined with the path.
+func location(root, p string) string {
+	if p == "" {
+		return root
+	}
+	return strings.TrimSuffix(root, "/") + "/" + p
+}
+
+// errNoSuchObject is how the cloud stores say that an object is absent: it matches fs.ErrNotExist.
+var errNoSuchObject error = noSuchObject{}
+
+type noSuchObject struct{}
+
+func (noSuchObject) Error() string        { return "no such object" }
+func (noSuchObject) Is(target error) bool { return target == fs.ErrNotExist }
+
+// conflict is the error of a failed precondition.
+func conflict(loc string, ifGen Generation) error {
+	if ifGen == Absent {
+		return fmt.Errorf("writing %s: %w: it already exists", loc, ErrConflict)
+	}
+	return fmt.Errorf("writing %s: %w: it was changed or deleted since it was read", loc, ErrConflict)
+}
