@@ -65,7 +65,7 @@ func (s *fileStore) WriteFile(ctx context.Context, p string, data []byte) error 
 	if err := checkPath(p); err != nil {
 		return fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
-	return s.locked(func() error {
+	return s.locked(ctx, func() error {
 		if err := writeAtomic(s.file(p), data); err != nil {
 			return fmt.Errorf("writing %s: %w", s.loc(p), err)
 		}
@@ -77,7 +77,7 @@ func (s *fileStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Ge
 	if err := checkPath(p); err != nil {
 		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		_, cur, err := s.read(p, "writing")
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -100,7 +100,7 @@ func (s *fileStore) Delete(ctx context.Context, p string) error {
 	if err := checkPath(p); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.URL(), err)
 	}
-	return s.locked(func() error {
+	return s.locked(ctx, func() error {
 		name := s.file(p)
 		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
 			return nil // a directory is not an object: nothing to delete
@@ -164,8 +164,9 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]string, error) {
 	return paths, nil
 }
 
-// locked runs fn holding the store's exclusive lock, creating the root if needed.
-func (s *fileStore) locked(fn func() error) error {
+// locked runs fn holding the store's exclusive lock, creating the root if needed. Waiting for the lock does not
+// end with ctx (holders only write one file), but fn does not run if ctx ended meanwhile.
+func (s *fileStore) locked(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(s.root, dirMode); err != nil {
 		return fmt.Errorf("creating state store %s: %w", s.URL(), err)
 	}
@@ -174,6 +175,9 @@ func (s *fileStore) locked(fn func() error) error {
 		return fmt.Errorf("locking state store %s: %w", s.URL(), err)
 	}
 	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state store %s: %w", s.URL(), err)
+	}
 	return fn()
 }
 

@@ -209,3 +209,15 @@ func tree(t *testing.T, root string) []string {
 	sort.Strings(got)
 	return got
 }
+
+func TestFileCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st := mustOpen(t, t.TempDir())
+	if err := st.WriteFile(ctx, "demo/config", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("WriteFile with a cancelled context = %v, want context.Canceled", err)
+	}
+	if _, err := st.ReadFile(context.Background(), "demo/config"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after a cancelled write, ReadFile = %v, want fs.ErrNotExist", err)
+	}
+}

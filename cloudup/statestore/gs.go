@@ -46,7 +46,7 @@ func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 	}
 	svc, err := storage.NewService(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("state store gs://%s: creating the storage client: %w", bucket, err)
+		return nil, fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err)
 	}
 	return &gsStore{svc: svc, bucket: bucket, prefix: prefix}, nil
 }

@@ -43,7 +43,7 @@ var _ Store = (*s3Store)(nil)
 func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("state store s3://%s: loading AWS configuration: %w", bucket, err)
+		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", location("s3://"+bucket, prefix), err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = defaultS3Region

@@ -66,11 +66,19 @@ func DefaultURL() (string, error) {
 }
 
 // Open returns the store at rawURL: file:///abs/dir (or a bare absolute path), s3://bucket/prefix or
-// gs://bucket/prefix. It checks the URL and sets up the client; it does not contact the cloud, so a missing
-// bucket or permission shows on first use.
+// gs://bucket/prefix. It checks the URL and sets up the client, finding credentials (gs:// fails here when there
+// are none); it does not contact the storage service, so a missing bucket or permission shows on first use.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	if strings.HasPrefix(rawURL, "/") {
 		rawURL = "file://" + rawURL
+	}
+	// A file URL's path is taken literally, not percent-decoded, so that URL() round-trips for any directory.
+	if rest, ok := strings.CutPrefix(rawURL, "file://"); ok {
+		dir := strings.TrimPrefix(rest, "localhost")
+		if !strings.HasPrefix(dir, "/") {
+			return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
+		}
+		return newFileStore(filepath.Clean(filepath.FromSlash(dir))), nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -81,13 +89,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	}
 	switch u.Scheme {
 	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("state store URL %q: file URLs name a local directory: file:///abs/dir", rawURL)
-		}
-		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return nil, fmt.Errorf("state store URL %q: the directory must be an absolute path: file:///abs/dir", rawURL)
-		}
-		return newFileStore(filepath.Clean(filepath.FromSlash(u.Path))), nil
+		return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
 	case "s3", "gs":
 		if u.Host == "" {
 			return nil, fmt.Errorf("state store URL %q: missing bucket: %s://bucket/prefix", rawURL, u.Scheme)

@@ -302,6 +302,7 @@ func TestOpen(t *testing.T) {
 		{url: "file:///var/lib/../lib/kubeup", want: "file:///var/lib/kubeup"},
 		{url: "file://localhost/srv/state", want: "file:///srv/state"},
 		{url: "file:///", want: "file:///"},
+		{url: "file:///srv/a b%20c#d", want: "file:///srv/a b%20c#d"}, // taken literally: URL() round-trips
 		{url: "s3://bucket", want: "s3://bucket"},
 		{url: "s3://bucket/", want: "s3://bucket"},
 		{url: "s3://bucket/a/b/", want: "s3://bucket/a/b"},
@@ -314,6 +315,7 @@ func TestOpen(t *testing.T) {
 		{url: "s3://bucket/a/../b", wantErr: `contains ".."`},
 		{url: "s3://bucket/a//b", wantErr: "empty segment"},
 		{url: "s3://bucket/a?region=x", wantErr: "query"},
+		{url: "s3:bucket", wantErr: "missing bucket"},
 		{url: "ftp://host/x", wantErr: `unsupported scheme "ftp"`},
 		{url: "", wantErr: "not a URL"},
 	} {
