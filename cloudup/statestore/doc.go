@@ -11,7 +11,8 @@
 //	s3://bucket/prefix    an S3 bucket, or any S3-compatible server
 //	gs://bucket/prefix    a Google Cloud Storage bucket
 //
-// The prefix is optional. URL returns the canonical form: cleaned, no trailing slash. DefaultURL is the store to
+// The prefix is optional. A file URL's path is taken literally, without percent-decoding. URL returns the
+// canonical form: cleaned, no trailing slash. DefaultURL is the store to
 // use when the operator names none.
 //
 // Object paths are relative to the store's root and use forward slashes. Paths that are empty, absolute, hold an
