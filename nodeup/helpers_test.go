@@ -23,6 +23,12 @@ const testCluster = "demo.example.com"
 // "nodes") of a local cluster in one zone, and its sha256.
 func nodeConfig(t testing.TB, group string) (data []byte, sum string) {
 	t.Helper()
+	return nodeConfigWith(t, group, nil)
+}
+
+// nodeConfigWith is nodeConfig with the complete spec changed by mutate first.
+func nodeConfigWith(t testing.TB, group string, mutate func(*model.Cluster)) (data []byte, sum string) {
+	t.Helper()
 	c, igs, err := model.NewCluster(model.NewClusterOptions{
 		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, NodeCount: 1,
 	})
@@ -31,6 +37,9 @@ func nodeConfig(t testing.TB, group string) (data []byte, sum string) {
 	}
 	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + testCluster
 	c, igs = model.Complete(c, igs)
+	if mutate != nil {
+		mutate(c)
+	}
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 		return writePlan(o.Out, res.Plan)
 	}
 	log.Info("converging the node", "root", root, "tasks", g.Len())
-	res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.Apply, Logger: log, Progress: o.Err})
+	res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.Apply, Logger: log})
 	if res != nil {
 		if werr := writeApplied(o.Out, res.Plan, err == nil); werr != nil && err == nil {
 			err = werr

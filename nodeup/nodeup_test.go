@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // controlPlaneFiles are what a control-plane node holds after nodeup, under its root.
@@ -433,4 +436,33 @@ func TestSelfUnit(t *testing.T) {
 			t.Errorf("selfUnit(%q, %d):\n%s\nwant it to contain %q", tt.conf, tt.retries, got, tt.want)
 		}
 	}
+}
+
+// TestApplyChangesWhatTheDryRunAnnounced: the node graph with nodeup's own unit, through the engine's common
+// check: the apply changes exactly what the dry run announced, and leaves no perpetual diff.
+func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
+	ctx := context.Background()
+	data, sum := nodeConfig(t, "control-plane-a")
+	nc, err := model.DecodeNodeConfig("conf", data, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := smallExecutable(t)
+	exeSum, err := fileSHA256(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nodetasks.NewNode(ctx, t.TempDir(), nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	enginetest.ApplyThenNoChanges(t, ctx, n, func() *engine.Graph[*nodetasks.Node] {
+		g, err := model.BuildNodeGraph(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addSelfUnit(g, exe, exeSum, "/etc/kubeup/nodeup.conf", 0)
+		return g
+	})
 }
