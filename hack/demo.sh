@@ -49,5 +49,6 @@ echo "(state store unchanged)" >&2
 say "Delete the cluster: its volumes, DNS records and state"
 run delete cluster "$NAME" --yes | tail -3
 [ ! -e "$DEMO_DIR/state-local" ] || fail "volumes or records are left"
+[ -z "$(find "$DEMO_DIR/state" -type f)" ] || fail "state files are left: $(find "$DEMO_DIR/state" -type f)"
 
 say "Done. Everything ran in $DEMO_DIR"

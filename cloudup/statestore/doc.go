@@ -37,7 +37,7 @@
 // operators who read the same generation and both write: the first wins, the second gets ErrConflict and must
 // read again. How each backend makes this atomic:
 //
-//   - file:// holds an exclusive flock on <root>/.lock while it compares the current content's hash and writes,
+//   - file:// holds an exclusive flock on the root directory while it compares the current content's hash and writes,
 //     so WriteIf is race-free between goroutines and processes on one machine (not across machines sharing a
 //     network file system whose flock is not coherent). WriteFile and Delete hold the same lock.
 //   - s3:// sends PutObject with If-Match: <etag> or If-None-Match: *, which S3 evaluates atomically. Because

@@ -17,11 +17,10 @@ import (
 const (
 	fileMode = 0o600 // objects may hold secrets: readable by the owner only
 	dirMode  = 0o755
-	lockName = ".lock" // in the root; hidden, like the temporary files, so never listed
 )
 
 // fileStore keeps each object in a file under root. Reads take no lock (a rename is atomic); every change
-// (WriteFile, WriteIf, Delete) holds an exclusive flock on root/.lock, so that a WriteIf's compare and write are
+// (WriteFile, WriteIf, Delete) holds an exclusive flock on the root directory itself, so that a WriteIf's compare and write are
 // one step for every process on the machine, and so that Delete's removal of empty directories never races a
 // write that is creating them.
 type fileStore struct {
@@ -170,7 +169,7 @@ func (s *fileStore) locked(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(s.root, dirMode); err != nil {
 		return fmt.Errorf("creating state store %s: %w", s.URL(), err)
 	}
-	unlock, err := lockFile(filepath.Join(s.root, lockName))
+	unlock, err := lockDir(s.root)
 	if err != nil {
 		return fmt.Errorf("locking state store %s: %w", s.URL(), err)
 	}

@@ -7,7 +7,7 @@ import (
 	"runtime"
 )
 
-// lockFile fails: the file:// store needs flock to make WriteIf safe between processes.
-func lockFile(name string) (unlock func(), err error) {
+// lockDir fails: the file:// store needs flock to make WriteIf safe between processes.
+func lockDir(dir string) (unlock func(), err error) {
 	return nil, fmt.Errorf("file:// state stores need flock, which %s does not have", runtime.GOOS)
 }

@@ -7,10 +7,11 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on name, creating it, and returns the function that releases it. flock
-// excludes other processes and, since each call opens its own file description, other goroutines too.
-func lockFile(name string) (unlock func(), err error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, fileMode)
+// lockDir takes an exclusive flock on the directory dir itself (no lock file, so a store emptied by deleting
+// its clusters leaves nothing behind) and returns the function that releases it. flock excludes other
+// processes and, since each call opens its own file description, other goroutines too.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}

@@ -224,11 +224,8 @@ spec:
 		t.Errorf("delete without --yes changed something")
 	}
 	mustKubeup(t, state, "delete", "cluster", name, "--yes")
-	left := treeSums(t, base)
-	for p := range left {
-		if filepath.Base(p) != ".lock" {
-			t.Errorf("left after delete: %s", p)
-		}
+	for p := range treeSums(t, base) {
+		t.Errorf("left after delete: %s", p)
 	}
 	if _, err := os.Stat(filepath.Join(base, "s-local")); !os.IsNotExist(err) {
 		t.Errorf("the local provider's directory is left after delete: %v", err)
