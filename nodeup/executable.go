@@ -55,11 +55,10 @@ func (e *Executable) Find(ctx context.Context, n *nodetasks.Node) (*Executable, 
 	if err != nil {
 		return nil, engine.Terminal(fmt.Errorf("%s: %w", e.Path, err))
 	}
-	mode := st.Mode()
-	actual := &Executable{Path: e.Path, Source: e.Source, Mode: ptr(mode.Perm())}
-	if !mode.IsRegular() {
-		return nil, engine.Terminal(fmt.Errorf("%s is not a regular file (%s): remove it", e.Path, mode.Type()))
+	if !st.Mode().IsRegular() {
+		return nil, engine.Terminal(fmt.Errorf("%s is not a regular file (%s): remove it", e.Path, st.Mode().Type()))
 	}
+	actual := &Executable{Path: e.Path, Source: e.Source, Mode: ptr(st.Mode().Perm())}
 	f, err := root.Open(rel)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", e.Path, err)
