@@ -81,6 +81,15 @@ func (n *Node) startJob(ctx context.Context, unit string, restart bool) error {
 	if restart {
 		verb, call = "restarting", n.Systemd.RestartUnitContext
 	}
+	// A unit that failed (a crash loop that hit its start limit, say) refuses a new start until its failed
+	// state is reset, as `systemctl reset-failed` does: nodeup is asked to start it, so it is given a fresh
+	// start limit.
+	if st, err := n.unitState(ctx, unit); err == nil && st.ActiveState == "failed" {
+		if err := n.Systemd.ResetFailedUnitContext(ctx, unit); err != nil {
+			return fmt.Errorf("%s %s: resetting its failed state: %w", verb, unit, err)
+		}
+		engine.Logger(ctx).Info("reset the unit's failed state before starting it", "unit", unit, "was", st.String())
+	}
 	done := make(chan string, 1)
 	if _, err := call(ctx, unit, "replace", done); err != nil {
 		return fmt.Errorf("%s %s: %w", verb, unit, err)

@@ -138,4 +138,29 @@ func TestSystemdServiceE2E(t *testing.T) {
 			t.Errorf("a failed start should be terminal: %v", engine.ClassOf(runErr.Failed[0].Err))
 		}
 	})
+
+	t.Run("a unit past its start limit starts once fixed", func(t *testing.T) {
+		// One start allowed per minute: after a failed start, systemd refuses the next one ("start request
+		// repeated too quickly") until the failed state is reset. A fixed unit must start all the same.
+		limit := "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=1\n[Service]\n"
+		converge := func(execStart string) error {
+			g := engine.NewGraph[*Node]()
+			engine.Add(g, &SystemdService{Name: "limited.service", Running: ptr(true),
+				Definition: ptr(limit + "ExecStart=" + execStart + "\n")})
+			_, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply})
+			return err
+		}
+		if err := converge("/bin/false"); err == nil {
+			t.Fatal("a unit that exits 1 started")
+		}
+		if got := c.Show(t, "limited.service", "ActiveState"); got != "failed" {
+			t.Fatalf("limited.service: ActiveState %q after a failed start, want failed", got)
+		}
+		if err := converge("/bin/sleep infinity"); err != nil {
+			t.Fatalf("the fixed unit did not start: %v", err)
+		}
+		if got := c.Show(t, "limited.service", "ActiveState"); got != "active" {
+			t.Errorf("limited.service: ActiveState %q, want active", got)
+		}
+	})
 }
