@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,25 +141,28 @@ func TestSystemdServiceE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("a unit past its start limit starts once fixed", func(t *testing.T) {
+	t.Run("a unit past its start limit starts once its binary is there", func(t *testing.T) {
 		// One start allowed per minute: after a failed start, systemd refuses the next one ("start request
-		// repeated too quickly") until the failed state is reset. A fixed unit must start all the same.
-		limit := "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=1\n[Service]\n"
-		converge := func(execStart string) error {
+		// repeated too quickly") until the failed state is reset. The unit does not change (a changed unit would
+		// reset the limit on reload); its missing binary appears, as when an operator fixes the image.
+		const binary = "/usr/local/bin/kubeup-e2e-limited"
+		build := func() *engine.Graph[*Node] {
 			g := engine.NewGraph[*Node]()
 			engine.Add(g, &SystemdService{Name: "limited.service", Running: ptr(true),
-				Definition: ptr(limit + "ExecStart=" + execStart + "\n")})
-			_, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply})
-			return err
+				Definition: ptr("[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=1\n[Service]\nExecStart=" + binary + "\n")})
+			return g
 		}
-		if err := converge("/bin/false"); err == nil {
-			t.Fatal("a unit that exits 1 started")
+		if _, err := engine.Run(ctx, build(), n, engine.Options{Target: engine.Apply}); err == nil {
+			t.Fatal("a unit without its binary started")
 		}
 		if got := c.Show(t, "limited.service", "ActiveState"); got != "failed" {
 			t.Fatalf("limited.service: ActiveState %q after a failed start, want failed", got)
 		}
-		if err := converge("/bin/sleep infinity"); err != nil {
-			t.Fatalf("the fixed unit did not start: %v", err)
+		if err := os.WriteFile(filepath.Join(c.Root(), binary), []byte("#!/bin/sh\nexec sleep infinity\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := engine.Run(ctx, build(), n, engine.Options{Target: engine.Apply}); err != nil {
+			t.Fatalf("the unit did not start once its binary was there: %v", err)
 		}
 		if got := c.Show(t, "limited.service", "ActiveState"); got != "active" {
 			t.Errorf("limited.service: ActiveState %q, want active", got)
