@@ -182,13 +182,32 @@ func TestKubeletFlagsUserWins(t *testing.T) {
 	c.Spec.Kubelet.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule"}
 	c.Spec.Kubelet.NodeLabels = map[string]string{"kubeup.dev/instancegroup": "mine"}
 	flags := strings.Join(kubeletFlags(c.Spec.Kubelet, findInstanceGroup(igs, "control-plane-a")), " ")
-	for _, want := range []string{"--register-with-taints=dedicated=etcd:NoSchedule", "kubeup.dev/instancegroup=mine", "node-role.kubernetes.io/control-plane="} {
+	for _, want := range []string{"--register-with-taints=dedicated=etcd:NoSchedule", "kubeup.dev/instancegroup=mine"} {
 		if !strings.Contains(flags, want) {
 			t.Errorf("kubelet flags lack %q: %s", want, flags)
 		}
 	}
 	if strings.Contains(flags, ":NoSchedule,") || strings.Contains(flags, "control-plane=:NoSchedule") {
 		t.Errorf("the default taint was added over the user's: %s", flags)
+	}
+}
+
+// TestKubeletLabelsAllowed checks that kubelet's --node-labels hold only labels kubelet accepts: it refuses to
+// start with node-role.kubernetes.io/control-plane and other kubernetes.io labels outside its allowed set.
+func TestKubeletLabelsAllowed(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 3)
+	for _, ig := range igs {
+		for _, f := range kubeletFlags(c.Spec.Kubelet, ig) {
+			labels, ok := strings.CutPrefix(f, "--node-labels=")
+			if !ok {
+				continue
+			}
+			for _, l := range strings.Split(labels, ",") {
+				if key, _, _ := strings.Cut(l, "="); !kubeletLabelAllowed(key) {
+					t.Errorf("%s: kubelet would refuse to start with --node-labels %s", ig.Metadata.Name, key)
+				}
+			}
+		}
 	}
 }
 

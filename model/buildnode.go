@@ -21,7 +21,6 @@ const (
 	protokubeConfFile  = "/etc/kubeup/protokube.yaml"
 	systemdUnitDir     = "/etc/systemd/system"
 	controlPlaneTaint  = "node-role.kubernetes.io/control-plane=:NoSchedule"
-	controlPlaneLabel  = "node-role.kubernetes.io/control-plane"
 	instanceGroupLabel = "kubeup.dev/instancegroup"
 )
 
@@ -95,11 +94,15 @@ func ptr[T any](v T) *T { return &v }
 
 // kubeletFlags adds what the instance group implies (its node label; the control plane's taint) to the spec's
 // kubelet flags. A value the user set for the same flag wins.
+//
+// The control plane's node-role.kubernetes.io/control-plane label is not among them: kubelet refuses to start
+// with a --node-labels key in the kubernetes.io or k8s.io namespaces outside the few it may set on itself
+// (kubeletLabelAllowed), and the NodeRestriction admission plugin would refuse it anyway. That label is set on
+// the Node object once it has registered, as kops-controller does; its taint is allowed here.
 func kubeletFlags(k *KubeletConfig, ig *InstanceGroup) []string {
 	cfg := *k
 	labels := map[string]string{instanceGroupLabel: ig.Metadata.Name}
 	if ig.Spec.Role == RoleControlPlane {
-		labels[controlPlaneLabel] = ""
 		if cfg.RegisterWithTaints == nil {
 			cfg.RegisterWithTaints = []string{controlPlaneTaint}
 		}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"path"
@@ -335,6 +336,13 @@ func validateComponents(ps *problems, s *ClusterSpec) {
 		if k.MaxPods != nil && *k.MaxPods < 1 {
 			ps.add("spec.kubelet.maxPods", "%d: must be at least 1", *k.MaxPods)
 		}
+		for _, key := range slices.Sorted(maps.Keys(k.NodeLabels)) {
+			if !kubeletLabelAllowed(key) {
+				ps.add("spec.kubelet.nodeLabels["+key+"]", "kubelet refuses to start with a label in the kubernetes.io or k8s.io namespaces "+
+					"unless it is in node.kubernetes.io/ or kubelet.kubernetes.io/, or one of %v: use your own prefix, or label the Node once it has registered",
+					slices.Sorted(maps.Keys(kubeletLabels)))
+			}
+		}
 	}
 	if a := s.KubeAPIServer; a != nil {
 		image("spec.kubeAPIServer.image", a.Image)
@@ -366,6 +374,40 @@ func validateComponents(ps *problems, s *ClusterSpec) {
 			ps.add("spec.kubeProxy.proxyMode", "%q is not one of iptables, ipvs, nftables", p.ProxyMode)
 		}
 	}
+}
+
+// kubeletLabels are the labels in the kubernetes.io and k8s.io namespaces that kubelet may set on its own Node
+// (k8s.io/kubelet/pkg/apis.IsKubeletLabel), besides those in kubeletLabelNamespaces.
+var kubeletLabels = map[string]bool{
+	"kubernetes.io/hostname":                   true,
+	"kubernetes.io/os":                         true,
+	"kubernetes.io/arch":                       true,
+	"beta.kubernetes.io/os":                    true,
+	"beta.kubernetes.io/arch":                  true,
+	"beta.kubernetes.io/instance-type":         true,
+	"node.kubernetes.io/instance-type":         true,
+	"topology.kubernetes.io/region":            true,
+	"topology.kubernetes.io/zone":              true,
+	"failure-domain.beta.kubernetes.io/region": true,
+	"failure-domain.beta.kubernetes.io/zone":   true,
+}
+
+var kubeletLabelNamespaces = []string{"kubelet.kubernetes.io", "node.kubernetes.io"}
+
+// kubeletLabelAllowed reports whether kubelet accepts a --node-labels key: any key outside the kubernetes.io
+// and k8s.io namespaces, and within them only kubeletLabels and kubeletLabelNamespaces. Any other is refused
+// when kubelet starts ("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels").
+func kubeletLabelAllowed(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	ns = strings.ToLower(ns)
+	under := func(domain string) bool { return ns == domain || strings.HasSuffix(ns, "."+domain) }
+	if !under("kubernetes.io") && !under("k8s.io") {
+		return true
+	}
+	return kubeletLabels[strings.ToLower(key)] || slices.ContainsFunc(kubeletLabelNamespaces, under)
 }
 
 func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {

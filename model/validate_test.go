@@ -486,6 +486,20 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "kubelet node labels it refuses to start with",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				c.Spec.Kubelet = &KubeletConfig{NodeLabels: map[string]string{
+					"node-role.kubernetes.io/control-plane": "", "k8s.io/x": "1", // refused
+					"node.kubernetes.io/pool": "a", "topology.kubernetes.io/zone": "a", "example.com/team": "b", "plain": "c", // allowed
+				}}
+				return igs
+			},
+			want: []wantProblem{
+				{"spec.kubelet.nodeLabels[k8s.io/x]", "kubelet refuses to start with a label in the kubernetes.io or k8s.io namespaces"},
+				{"spec.kubelet.nodeLabels[node-role.kubernetes.io/control-plane]", "label the Node once it has registered"},
+			},
+		},
+		{
 			name: "component images",
 			complete: func(c *Cluster, _ []*InstanceGroup) {
 				c.Spec.KubeAPIServer.Image = ""
