@@ -192,6 +192,20 @@ func TestKubeletFlagsUserWins(t *testing.T) {
 	}
 }
 
+// TestKubeAPIServerProbeIsAnonymous checks that kube-apiserver's liveness probe, which kubelet sends without
+// credentials, is there only when kube-apiserver answers anonymous requests: otherwise every probe gets 401 and
+// kubelet restarts kube-apiserver forever.
+func TestKubeAPIServerProbeIsAnonymous(t *testing.T) {
+	c, _ := completeSpec(t, CloudLocal, 1)
+	if a := c.Spec.KubeAPIServer; a.AnonymousAuth == nil || !*a.AnonymousAuth || kubeAPIServerPod(a).Spec.Containers[0].LivenessProbe == nil {
+		t.Errorf("by default, kube-apiserver should allow anonymous requests and have a liveness probe: anonymousAuth %v", a.AnonymousAuth)
+	}
+	c.Spec.KubeAPIServer.AnonymousAuth = ptr(false)
+	if p := kubeAPIServerPod(c.Spec.KubeAPIServer).Spec.Containers[0].LivenessProbe; p != nil {
+		t.Errorf("anonymousAuth false: the anonymous liveness probe %+v would always get 401", p.HTTPGet)
+	}
+}
+
 // TestKubeletLabelsAllowed checks that kubelet's --node-labels hold only labels kubelet accepts: it refuses to
 // start with node-role.kubernetes.io/control-plane and other kubernetes.io labels outside its allowed set.
 func TestKubeletLabelsAllowed(t *testing.T) {

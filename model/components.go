@@ -57,7 +57,8 @@ type KubeAPIServerConfig struct {
 	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty" flag:"service-cluster-ip-range"`
 	// AllowPrivileged allows privileged containers.
 	AllowPrivileged *bool `json:"allowPrivileged,omitempty" flag:"allow-privileged"`
-	// AnonymousAuth allows anonymous requests.
+	// AnonymousAuth allows anonymous requests (RBAC limits them to the health and version endpoints). With false,
+	// the static pod has no liveness probe: kubelet's probe is anonymous.
 	AnonymousAuth *bool `json:"anonymousAuth,omitempty" flag:"anonymous-auth"`
 	// AuthorizationMode is a comma-separated list of authorizers: Node,RBAC.
 	AuthorizationMode string `json:"authorizationMode,omitempty" flag:"authorization-mode"`

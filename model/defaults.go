@@ -261,7 +261,10 @@ func completeComponents(c *Cluster) {
 	setDefault(&a.StorageBackend, "etcd3")
 	setDefault(&a.ServiceClusterIPRange, n.ServiceClusterIPRange)
 	ptrDefault(&a.AllowPrivileged, true)
-	ptrDefault(&a.AnonymousAuth, false)
+	// Anonymous requests stay allowed, as kube-apiserver's own default and kubeadm have it: RBAC lets them read
+	// only /livez, /readyz, /healthz and /version, and the liveness probe (an unauthenticated GET of /livez) needs
+	// them. With false, every probe would get 401 and kubelet would restart kube-apiserver forever.
+	ptrDefault(&a.AnonymousAuth, true)
 	setDefault(&a.AuthorizationMode, "Node,RBAC")
 	if a.EnableAdmissionPlugins == nil {
 		a.EnableAdmissionPlugins = []string{"NodeRestriction"}

@@ -19,7 +19,11 @@ func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
 	p := staticPod("kube-apiserver", a.Image, "/usr/local/bin/kube-apiserver", Flags(a), "150m")
 	c := &p.Spec.Containers[0]
 	c.Ports = []nodetasks.ContainerPort{{Name: "https", ContainerPort: port, HostPort: port}}
-	c.LivenessProbe = httpsProbe("/livez", port)
+	// kubelet's probe carries no credentials: with anonymous requests refused it would get 401 every time and
+	// restart kube-apiserver in a loop.
+	if a.AnonymousAuth == nil || *a.AnonymousAuth {
+		c.LivenessProbe = httpsProbe("/livez", port)
+	}
 	mountHostPaths(p, srvKubernetes, "/etc/ssl/certs")
 	return p
 }
