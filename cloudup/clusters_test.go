@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -243,3 +244,47 @@ func TestLifecycleOnS3(t *testing.T) {
 		t.Errorf("left beside it: %v", entries)
 	}
 }
+
+// interfering is a store in which another operator replaces the cluster's "nodes" instance group (and only
+// that: config is written back unchanged) the first time the update's dry run reads an object.
+type interfering struct {
+	statestore.Store
+	interfere func()
+	once      sync.Once
+}
+
+func (s *interfering) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	s.once.Do(s.interfere) // the dry run's tasks read concurrently: the others wait for it
+	return s.Store.ReadFile(ctx, p)
+}
+
+func TestUpdateRefusesASpecChangedSinceItsDryRun(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs := newDemo(t, 1)
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	st := &interfering{Store: cs.Store, interfere: func() {
+		other, err := cs.Get(ctx, demo)
+		if err != nil {
+			t.Error(err) // not Fatal: this runs in one of the engine's goroutines
+			return
+		}
+		nodes := *other.InstanceGroups[1]
+		nodes.Spec.MaxSize = ptr[int32](5)
+		if err := cs.Replace(ctx, "other.yaml", other, other.Cluster, []*model.InstanceGroup{&nodes}); err != nil {
+			t.Error(err)
+		}
+	}}
+	var out bytes.Buffer
+	_, err := (&Clusters{Store: st}).Update(ctx, demo, UpdateOptions{Out: &out, Apply: true})
+	if err == nil || !strings.Contains(err.Error(), "changed by someone else while this update was planned") {
+		t.Fatalf("update --yes over an instance group replaced after its dry run: %v, want it refused", err)
+	}
+	if _, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(demo)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused update wrote the complete spec: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,11 +1,13 @@
 package cloudup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -73,10 +75,8 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 
 	// The spec must still be the one this plan was made from: another operator may have replaced it meanwhile.
 	name := stored.Cluster.Metadata.Name
-	if _, gen, err := cs.Store.Read(ctx, model.ConfigPath(name)); err != nil {
+	if err := cs.checkUnchanged(ctx, stored); err != nil {
 		return nil, err
-	} else if gen != stored.gens[model.ConfigPath(name)] {
-		return nil, fmt.Errorf("cluster %s was changed by someone else while this update was planned: nothing was applied; run the update again", name)
 	}
 
 	g, err = build() // a fresh graph: the dry run's tasks hold outputs of what it found
@@ -101,6 +101,22 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 	}
 	fmt.Fprintln(o.Out, "Cluster is up to date: `kubeup update cluster "+name+"` now reports no changes.")
 	return applied.Plan, nil
+}
+
+// checkUnchanged refuses when the cluster's specs in the store are no longer those stored holds: its config or
+// any instance group changed, appeared or went. Every object is compared, not only config's generation: a
+// replace that changes only instance groups writes config back unchanged, and a content-hash generation
+// (file://, and the ETag of s3://) does not change with it.
+func (cs *Clusters) checkUnchanged(ctx context.Context, stored *Stored) error {
+	name := stored.Cluster.Metadata.Name
+	now, err := cs.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !maps.EqualFunc(now.raw, stored.raw, bytes.Equal) {
+		return fmt.Errorf("cluster %s was changed by someone else while this update was planned: nothing was applied; run the update again", name)
+	}
+	return nil
 }
 
 func writePlan(o UpdateOptions, p *engine.Plan) error {
