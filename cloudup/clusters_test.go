@@ -288,3 +288,34 @@ func TestUpdateRefusesASpecChangedSinceItsDryRun(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDeleteKeepsTheRecordsOfANestedCluster deletes prod.example.com beside eu.prod.example.com, in the same
+// zone file: eu's API records are eu's, not prod's.
+func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	var out bytes.Buffer
+	for _, name := range []string{"prod.example.com", "eu.prod.example.com"} {
+		c, igs, err := model.NewCluster(model.NewClusterOptions{Name: name, CloudProvider: model.CloudLocal, Zones: []string{"a"}, DNSZone: "example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Create(ctx, "create", c, igs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.Update(ctx, name, UpdateOptions{Out: &out, Apply: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.Reset()
+	if err := cs.Delete(ctx, "prod.example.com", true, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "eu.prod") {
+		t.Errorf("deleting prod.example.com touched eu.prod.example.com:\n%s", &out)
+	}
+	out.Reset()
+	if plan, err := cs.Update(ctx, "eu.prod.example.com", UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
+		t.Errorf("eu.prod.example.com after prod.example.com was deleted: %v\n%s", err, &out)
+	}
+}

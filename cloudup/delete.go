@@ -35,11 +35,17 @@ func (cs *Clusters) Delete(ctx context.Context, name string, apply bool, out io.
 		if err != nil {
 			return err
 		}
-		if cloudKeys, err = cloud.DeleteOwned(ctx, name, true); err != nil {
+		// The DNS records of another cluster named under this one (eu.prod.example.com under prod.example.com)
+		// are that cluster's.
+		others, err := cs.List(ctx)
+		if err != nil {
+			return err
+		}
+		if cloudKeys, err = cloud.DeleteOwned(ctx, name, others, true); err != nil {
 			return err
 		}
 		cleanup = func() error {
-			if _, err := cloud.DeleteOwned(ctx, name, false); err != nil {
+			if _, err := cloud.DeleteOwned(ctx, name, others, false); err != nil {
 				return err
 			}
 			removeEmptyDirs(filepath.FromSlash(c.Spec.Local.PoolDir), filepath.FromSlash(filepath.Dir(c.Spec.Local.ZoneFile)))

@@ -124,6 +124,8 @@ func TestCloudDeleteOwned(t *testing.T) {
 	mustUpsert(t, c.Zone, dnstasks.RecordSet{Name: "www.example.com", Type: "A", TTL: 60, Values: []string{"192.0.2.1"}})
 	mustUpsert(t, c.Zone, dnstasks.RecordSet{Name: "notdemo.example.com", Type: "A", TTL: 60, Values: []string{"192.0.2.2"}})
 	mustUpsert(t, c.Zone, dnstasks.RecordSet{Name: "demo.example.com", Type: "TXT", TTL: 60, Values: []string{"owner=demo"}})
+	// eu.demo.example.com is another cluster, named under this one: its records are its own.
+	mustUpsert(t, c.Zone, dnstasks.RecordSet{Name: "api.eu.demo.example.com", Type: "A", TTL: 60, Values: []string{"192.0.2.3"}})
 
 	want := []string{
 		"DNSRecord/api.demo.example.com/A",
@@ -136,8 +138,9 @@ func TestCloudDeleteOwned(t *testing.T) {
 		"LocalVolume/c.etcd-events.demo.example.com",
 		"LocalVolume/c.etcd-main.demo.example.com",
 	}
+	clusters := []string{"demo.example.com", "eu.demo.example.com", "other.example.com"}
 	for _, dryRun := range []bool{true, false} {
-		got, err := c.DeleteOwned(ctx, "demo.example.com", dryRun)
+		got, err := c.DeleteOwned(ctx, "demo.example.com", clusters, dryRun)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +148,7 @@ func TestCloudDeleteOwned(t *testing.T) {
 			t.Errorf("DeleteOwned(dryRun=%v) (-want +got):\n%s", dryRun, diff)
 		}
 	}
-	if got, err := c.DeleteOwned(ctx, "demo.example.com", false); err != nil || got != nil {
+	if got, err := c.DeleteOwned(ctx, "demo.example.com", clusters, false); err != nil || got != nil {
 		t.Errorf("DeleteOwned again: %v, %v; want nothing left", got, err)
 	}
 
@@ -162,11 +165,11 @@ func TestCloudDeleteOwned(t *testing.T) {
 		t.Errorf("pool files left: %v, want the two volumes' images and sidecars", entries)
 	}
 	_, rrs := parsed(t, c.Zone)
-	if diff := cmp.Diff([]string{"notdemo.example.com. 60 IN A 192.0.2.2", "www.example.com. 60 IN A 192.0.2.1"}, rrs); diff != "" {
+	if diff := cmp.Diff([]string{"api.eu.demo.example.com. 60 IN A 192.0.2.3", "notdemo.example.com. 60 IN A 192.0.2.2", "www.example.com. 60 IN A 192.0.2.1"}, rrs); diff != "" {
 		t.Errorf("records left (-want +got):\n%s", diff)
 	}
 
-	for _, rs := range []string{"notdemo.example.com", "www.example.com"} {
+	for _, rs := range []string{"api.eu.demo.example.com", "notdemo.example.com", "www.example.com"} {
 		if err := c.Zone.Delete(ctx, rs, "A"); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +181,7 @@ func TestCloudDeleteOwned(t *testing.T) {
 	// The zone file goes with the cluster's last record.
 	c2 := newCloud(t)
 	enginetest.ApplyThenNoChanges(t, ctx, c2, clusterGraph("demo.example.com"))
-	if _, err := c2.DeleteOwned(ctx, "demo.example.com", false); err != nil {
+	if _, err := c2.DeleteOwned(ctx, "demo.example.com", nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(c2.Zone.Path())); len(entries) != 0 {
@@ -192,7 +195,7 @@ func TestCloudDeleteOwned(t *testing.T) {
 func TestCloudDeleteOwnedRefusesBadClusterName(t *testing.T) {
 	c := newCloud(t)
 	for _, name := range []string{"", "Demo.example.com", "demo.example.com."} {
-		if _, err := c.DeleteOwned(context.Background(), name, true); err == nil {
+		if _, err := c.DeleteOwned(context.Background(), name, nil, true); err == nil {
 			t.Errorf("DeleteOwned(%q) accepted the name", name)
 		}
 	}
@@ -207,7 +210,7 @@ func TestCloudWithoutDNS(t *testing.T) {
 	r := &dnstasks.Record[*Cloud]{Name: "api.example.com", Type: "A", Values: []string{placeholder}}
 	_, err = r.Find(ctx, c)
 	checkErr(t, "Find", err, "the local cloud has no DNS zone")
-	if got, err := c.DeleteOwned(ctx, "demo.example.com", false); err != nil || got != nil {
+	if got, err := c.DeleteOwned(ctx, "demo.example.com", nil, false); err != nil || got != nil {
 		t.Errorf("DeleteOwned without DNS: %v, %v", got, err)
 	}
 	if _, err := NewCloud(t.TempDir(), "", "example.com", nil); err == nil {
