@@ -39,6 +39,9 @@ With --dry-run, print the spec (-o yaml or json) instead of writing it.`,
 			if o.CloudProvider == "" {
 				return fmt.Errorf("--cloud is required: local, aws or gce")
 			}
+			if err := checkOutput(output, "yaml", "json"); err != nil {
+				return err
+			}
 			c, igs, err := model.NewCluster(o)
 			if err != nil {
 				return err
@@ -53,7 +56,7 @@ With --dry-run, print the spec (-o yaml or json) instead of writing it.`,
 				if err := model.Validate("create cluster", full, fullIGs); err != nil {
 					return err
 				}
-				return printObjects(cmd.OutOrStdout(), output, c, igs)
+				return printObjects(cmd.OutOrStdout(), output, false, objects(c, igs)...)
 			}
 			if err := cs.Create(ctx, "create cluster "+o.Name, c, igs); err != nil {
 				return err

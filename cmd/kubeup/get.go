@@ -32,6 +32,9 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
@@ -42,7 +45,8 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 			} else if names, err = cs.List(ctx); err != nil {
 				return err
 			}
-			var clusters []*model.Cluster
+			clusters := []any{}
+			var rows [][]string
 			for _, name := range names {
 				s, err := cs.Get(ctx, name)
 				if err != nil {
@@ -55,23 +59,15 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 					}
 				}
 				clusters = append(clusters, c)
+				// The table shows the version the cluster runs: the complete spec's, defaulted when the user
+				// spec leaves it out.
+				complete, _ := model.Complete(s.Cluster, s.InstanceGroups)
+				rows = append(rows, []string{c.Metadata.Name, c.Spec.CloudProvider, strings.Join(c.Spec.Zones, ","), complete.Spec.KubernetesVersion})
 			}
 			if output == "table" {
-				var rows [][]string
-				for _, c := range clusters {
-					rows = append(rows, []string{c.Metadata.Name, c.Spec.CloudProvider, strings.Join(c.Spec.Zones, ","), c.Spec.KubernetesVersion})
-				}
 				return table(cmd.OutOrStdout(), []string{"NAME", "CLOUD", "ZONES", "KUBERNETES"}, rows)
 			}
-			for i, c := range clusters {
-				if i > 0 && output == "yaml" {
-					fmt.Fprintln(cmd.OutOrStdout(), "---")
-				}
-				if err := printObjects(cmd.OutOrStdout(), output, c, nil); err != nil {
-					return err
-				}
-			}
-			return nil
+			return printObjects(cmd.OutOrStdout(), output, len(args) == 1, clusters...)
 		},
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete spec, with every default filled in")
@@ -92,6 +88,9 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required: the cluster whose instance groups to list")
 			}
+			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
@@ -107,7 +106,7 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 				}
 			}
 			if output != "table" {
-				return printObjects(cmd.OutOrStdout(), output, nil, igs)
+				return printObjects(cmd.OutOrStdout(), output, false, objects(nil, igs)...)
 			}
 			var rows [][]string
 			for _, ig := range igs {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kubeup.dev/kubeup/model"
 )
 
 // kubeup runs the command in-process against the state store dir and returns its stdout and stderr.
@@ -232,5 +235,39 @@ spec:
 	}
 	if _, _, err := kubeup(t, state, "get", "cluster", name); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("get after delete: %v", err)
+	}
+}
+
+// TestGetOutput checks the forms of get: a JSON list for a listing (so that two clusters are valid JSON), one
+// object for a named cluster, the version a cluster runs in the table, and an unknown -o refused even when
+// there is nothing to print.
+func TestGetOutput(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	if _, _, err := kubeup(t, state, "get", "clusters", "-o", "xml"); err == nil || !strings.Contains(err.Error(), `-o "xml": want table, yaml or json`) {
+		t.Errorf("get clusters -o xml in an empty store: %v", err)
+	}
+	if out := mustKubeup(t, state, "get", "clusters", "-o", "json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("get clusters -o json in an empty store printed %q, want []", out)
+	}
+	for _, name := range []string{"a.example.com", "b.example.com"} {
+		mustKubeup(t, state, "create", "cluster", "--name", name, "--cloud", "local", "--zones", "a")
+	}
+	var list []model.Cluster
+	if err := json.Unmarshal([]byte(mustKubeup(t, state, "get", "clusters", "-o", "json")), &list); err != nil || len(list) != 2 {
+		t.Errorf("get clusters -o json: %v, %d clusters; want a JSON list of 2", err, len(list))
+	}
+	var one model.Cluster
+	if err := json.Unmarshal([]byte(mustKubeup(t, state, "get", "cluster", "a.example.com", "-o", "json")), &one); err != nil || one.Metadata.Name != "a.example.com" {
+		t.Errorf("get cluster a.example.com -o json: %v, %q; want the cluster as one object", err, one.Metadata.Name)
+	}
+	var igs []model.InstanceGroup
+	if err := json.Unmarshal([]byte(mustKubeup(t, state, "get", "instancegroups", "--name", "a.example.com", "-o", "json")), &igs); err != nil || len(igs) != 2 {
+		t.Errorf("get instancegroups -o json: %v, %d groups; want a JSON list of 2", err, len(igs))
+	}
+	if out := mustKubeup(t, state, "get", "clusters"); !strings.Contains(out, "a.example.com  local  a      "+model.DefaultKubernetesVersion) {
+		t.Errorf("get clusters does not show the version the cluster runs:\n%s", out)
+	}
+	if _, _, err := kubeup(t, state, "create", "cluster", "--name", "c.example.com", "--cloud", "local", "--zones", "a", "--dry-run", "-o", "table"); err == nil || !strings.Contains(err.Error(), `want yaml or json`) {
+		t.Errorf("create --dry-run -o table: %v", err)
 	}
 }

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"kubeup.dev/kubeup/model"
 )
 
-// printObjects writes a cluster and its instance groups as YAML documents or a JSON list.
-func printObjects(w io.Writer, format string, c *model.Cluster, igs []*model.InstanceGroup) error {
+// objects lists a cluster (if any) and its instance groups, in that order.
+func objects(c *model.Cluster, igs []*model.InstanceGroup) []any {
 	objs := []any{}
 	if c != nil {
 		objs = append(objs, c)
@@ -19,6 +20,21 @@ func printObjects(w io.Writer, format string, c *model.Cluster, igs []*model.Ins
 	for _, ig := range igs {
 		objs = append(objs, ig)
 	}
+	return objs
+}
+
+// checkOutput refuses an -o value that is not one of formats.
+func checkOutput(output string, formats ...string) error {
+	if !slices.Contains(formats, output) {
+		return fmt.Errorf("-o %q: want %s or %s", output, strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1])
+	}
+	return nil
+}
+
+// printObjects writes objects as YAML documents separated by "---", or as JSON: one object when single (a
+// command that shows one named object), else a list, even of one or none, so that a program reading it need not
+// guess.
+func printObjects(w io.Writer, format string, single bool, objs ...any) error {
 	switch format {
 	case "yaml":
 		b, err := model.Encode(objs...)
@@ -29,7 +45,7 @@ func printObjects(w io.Writer, format string, c *model.Cluster, igs []*model.Ins
 		return err
 	case "json":
 		var v any = objs
-		if len(objs) == 1 {
+		if single && len(objs) == 1 {
 			v = objs[0]
 		}
 		b, err := json.MarshalIndent(v, "", "  ")
