@@ -57,8 +57,8 @@
 // The file:// store writes a temporary file in the object's directory, syncs it, renames it over the object and
 // syncs the directory. Objects are created 0600, because the state will hold secrets; directories 0755 (the
 // umask applies), so cluster names are visible to other users, their content is not. Delete removes the
-// directories it leaves empty, up to but never including the root. Hidden files (the lock, temporary files left
-// by a crash) are never listed. The root is created on the first write.
+// directories it leaves empty, up to but never including the root. Hidden files (temporary files left by a
+// crash) are never listed. The root is created on the first write.
 //
 // # Errors
 //

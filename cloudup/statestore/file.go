@@ -140,7 +140,7 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]string, error) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
-			return nil // the lock and temporary files
+			return nil // temporary files
 		}
 		if d.IsDir() || !d.Type().IsRegular() {
 			return nil

@@ -111,7 +111,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 }
 
 // checkPath refuses what is not a relative, slash-separated object path: absolute paths, empty segments, "." and
-// ".." and any segment starting with a dot (reserved for the file store's temporary and lock files), NUL.
+// ".." and any segment starting with a dot (reserved for the file store's temporary files), NUL.
 func checkPath(p string) error {
 	switch {
 	case p == "":
