@@ -319,3 +319,41 @@ func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
 		t.Errorf("eu.prod.example.com after prod.example.com was deleted: %v\n%s", err, &out)
 	}
 }
+
+// TestDeleteOfAClusterNeverApplied deletes an aws cluster's spec: kubeup cannot update aws clusters yet, so it
+// owns nothing in the cloud, and its state must not be stuck in the store.
+func TestDeleteOfAClusterNeverApplied(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudAWS, Zones: []string{"us-east-1a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := cs.Delete(ctx, demo, false, &out); err != nil || !strings.Contains(out.String(), "StoreFile/"+model.ConfigPath(demo)) {
+		t.Fatalf("delete dry run: %v\n%s", err, &out)
+	}
+	if err := cs.Delete(ctx, demo, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
+		t.Errorf("left in the store: %v", left)
+	}
+
+	// Applied (by a kubeup that could): refused, nothing deleted.
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Store.WriteFile(ctx, model.CompletedSpecPath(demo), []byte("applied")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Delete(ctx, demo, true, &out); err == nil || !strings.Contains(err.Error(), "cannot delete aws resources yet") {
+		t.Errorf("delete of an applied aws cluster: %v, want it refused", err)
+	}
+	if _, err := cs.Get(ctx, demo); err != nil {
+		t.Errorf("the refused delete removed the cluster: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,8 +53,18 @@ func (cs *Clusters) Delete(ctx context.Context, name string, apply bool, out io.
 			return nil
 		}
 	default:
-		return fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot delete %s resources yet (its provider is a later issue)",
-			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
+		// kubeup cannot update such a cluster yet, so a cluster it never applied (no complete spec in the store)
+		// owns nothing in the cloud: its state alone is deleted. One that was applied, by a kubeup that could,
+		// is refused rather than have its cloud resources forgotten.
+		_, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name))
+		if err == nil {
+			return fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot delete %s resources yet (its provider is a later issue), and %s was applied: use the kubeup that applied it",
+				name, c.Spec.CloudProvider, c.Spec.CloudProvider, name)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		cleanup = func() error { return nil }
 	}
 
 	files, err := cs.Store.List(ctx, name)
