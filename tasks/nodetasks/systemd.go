@@ -81,14 +81,14 @@ func (n *Node) startJob(ctx context.Context, unit string, restart bool) error {
 	if restart {
 		verb, call = "restarting", n.Systemd.RestartUnitContext
 	}
-	// A unit that failed (a crash loop that hit its start limit, say) refuses a new start until its failed
-	// state is reset, as `systemctl reset-failed` does: nodeup is asked to start it, so it is given a fresh
-	// start limit.
-	if st, err := n.unitState(ctx, unit); err == nil && st.ActiveState == "failed" {
+	// A unit in a crash loop (failed, or waiting to restart) counts its starts against its start limit, and past
+	// it refuses a new start ("start request repeated too quickly") until the count is reset, as
+	// `systemctl reset-failed` does. nodeup is asked to start it, presumably because what made it fail has
+	// changed: it gets a fresh start limit. A running unit is left as it is.
+	if st, err := n.unitState(ctx, unit); err == nil && !st.running() {
 		if err := n.Systemd.ResetFailedUnitContext(ctx, unit); err != nil {
-			return fmt.Errorf("%s %s: resetting its failed state: %w", verb, unit, err)
+			engine.Logger(ctx).Warn("could not reset the unit's failed state and start limit", "unit", unit, "err", err)
 		}
-		engine.Logger(ctx).Info("reset the unit's failed state before starting it", "unit", unit, "was", st.String())
 	}
 	done := make(chan string, 1)
 	if _, err := call(ctx, unit, "replace", done); err != nil {
