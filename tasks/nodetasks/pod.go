@@ -45,6 +45,13 @@ type Container struct {
 	LivenessProbe  *Probe               `json:"livenessProbe,omitempty"`
 	ReadinessProbe *Probe               `json:"readinessProbe,omitempty"`
 	StartupProbe   *Probe               `json:"startupProbe,omitempty"`
+	// SecurityContext is set for containers that need privileges, such as kube-proxy writing iptables rules.
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+}
+
+// SecurityContext holds a container's privileges.
+type SecurityContext struct {
+	Privileged *bool `json:"privileged,omitempty"`
 }
 
 // EnvVar is an environment variable with a literal value.
