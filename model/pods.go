@@ -49,7 +49,8 @@ func kubeProxyPod(k *KubeProxyConfig) *nodetasks.Pod {
 		InitialDelaySeconds: 15, TimeoutSeconds: 15,
 	}
 	p.Spec.Tolerations = []nodetasks.Toleration{{Operator: "Exists"}} // every node, tainted or not
-	privileged := true                                                // it writes the node's iptables rules and conntrack settings
+	// It writes the node's iptables rules and conntrack settings.
+	privileged := true
 	p.Spec.Containers[0].SecurityContext = &nodetasks.SecurityContext{Privileged: &privileged}
 	mountHostPaths(p, path.Dir(k.Kubeconfig), "/lib/modules", "/run/xtables.lock")
 	return p
