@@ -26,10 +26,9 @@ const EnvStorageEmulatorHost = "STORAGE_EMULATOR_HOST"
 
 // gsStore keeps each object at bucket/prefix/path. The object's generation number is the generation.
 type gsStore struct {
-	svc      *storage.Service
-	bucket   string
-	prefix   string // no leading or trailing slash; may be empty
-	pageSize int64  // for objects.list; 0 lets GCS choose (1000). Tests make it small.
+	svc *storage.Service
+	bucketRoot
+	pageSize int64 // for objects.list; 0 lets GCS choose (1000). Tests make it small.
 }
 
 var _ Store = (*gsStore)(nil)
@@ -48,18 +47,7 @@ func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err)
 	}
-	return &gsStore{svc: svc, bucket: bucket, prefix: prefix}, nil
-}
-
-func (s *gsStore) URL() string { return location("gs://"+s.bucket, s.prefix) }
-
-func (s *gsStore) loc(p string) string { return location(s.URL(), p) }
-
-func (s *gsStore) key(p string) string {
-	if s.prefix == "" {
-		return p
-	}
-	return s.prefix + "/" + p
+	return &gsStore{svc: svc, bucketRoot: bucketRoot{scheme: "gs", bucket: bucket, prefix: prefix}}, nil
 }
 
 func (s *gsStore) ReadFile(ctx context.Context, p string) ([]byte, error) {

@@ -29,10 +29,9 @@ const defaultS3Region = "us-east-1"
 
 // s3Store keeps each object at bucket/prefix/path. The ETag is the generation.
 type s3Store struct {
-	client   *s3.Client
-	bucket   string
-	prefix   string // no leading or trailing slash; may be empty
-	pageSize int32  // for ListObjectsV2; 0 lets S3 choose (1000). Tests make it small.
+	client *s3.Client
+	bucketRoot
+	pageSize int32 // for ListObjectsV2; 0 lets S3 choose (1000). Tests make it small.
 }
 
 var _ Store = (*s3Store)(nil)
@@ -54,18 +53,7 @@ func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 			o.UsePathStyle = true
 		}
 	})
-	return &s3Store{client: client, bucket: bucket, prefix: prefix}, nil
-}
-
-func (s *s3Store) URL() string { return location("s3://"+s.bucket, s.prefix) }
-
-func (s *s3Store) loc(p string) string { return location(s.URL(), p) }
-
-func (s *s3Store) key(p string) string {
-	if s.prefix == "" {
-		return p
-	}
-	return s.prefix + "/" + p
+	return &s3Store{client: client, bucketRoot: bucketRoot{scheme: "s3", bucket: bucket, prefix: prefix}}, nil
 }
 
 func (s *s3Store) ReadFile(ctx context.Context, p string) ([]byte, error) {

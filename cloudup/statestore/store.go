@@ -168,3 +168,25 @@ func conflict(loc string, ifGen Generation) error {
 	}
 	return fmt.Errorf("writing %s: %w: it was changed or deleted since it was read", loc, ErrConflict)
 }
+
+// bucketRoot is where a bucket store's objects live: a bucket and a key prefix. The s3:// and gs:// stores embed
+// it for their URL and their object keys.
+type bucketRoot struct {
+	scheme string // s3 or gs
+	bucket string
+	prefix string // no leading or trailing slash; may be empty
+}
+
+// URL is the store's canonical URL: scheme://bucket/prefix.
+func (r bucketRoot) URL() string { return location(r.scheme+"://"+r.bucket, r.prefix) }
+
+// loc is an object's URL, for messages.
+func (r bucketRoot) loc(p string) string { return location(r.URL(), p) }
+
+// key is an object's key in the bucket.
+func (r bucketRoot) key(p string) string {
+	if r.prefix == "" {
+		return p
+	}
+	return r.prefix + "/" + p
+}
