@@ -22,9 +22,17 @@ type compiled[C any] struct {
 	order      []int32 // a topological order: dependencies first
 }
 
+// Validator is a task with rules that need no look at the world: a path that must be absolute, a field that is
+// required, a value's syntax. The engine calls Validate on every task that has it before any task's Find, so one
+// bad task stops the whole run before anything changed (a half-converged node is worse than an untouched one).
+// The error names the field and the fix; the engine adds the task's key.
+type Validator interface {
+	Validate() error
+}
+
 // Validate checks g for target without touching the world: duplicate keys, dependencies that are not in the
-// graph, tasks that cannot render to target, and cycles. It reports every problem it finds, except that a cycle
-// is only looked for in an otherwise valid graph.
+// graph, tasks that cannot render to target, each task's own Validate (see Validator), and cycles. It reports
+// every problem it finds, except that a cycle is only looked for in an otherwise valid graph.
 func (g *Graph[C]) Validate(target Target) error {
 	_, err := g.compile(target)
 	return err
@@ -45,6 +53,11 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 		key := nd.task.Key()
 		lc := g.lifecycleOf(nd)
 		c.lifecycles[i] = lc
+		if v, ok := nd.task.(Validator); ok {
+			if err := v.Validate(); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", key, err))
+			}
+		}
 		if target == Apply && lc.renders() && !nd.runner.canRender() {
 			problems = append(problems, fmt.Sprintf("%s cannot render to target %s: %T has no method Render(ctx, world, actual, expected, changes) "+
 				"(give it one, or a lifecycle that does not render)", key, target, nd.task))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -241,4 +242,65 @@ func TestBadTagPanicsAtAdd(t *testing.T) {
 		}
 	}()
 	engine.Add(engine.NewGraph[*World](), &badTag{Name: "x"})
+}
+
+// Pathed is a task with a static rule: its path must be absolute. It records every Find and Render.
+type Pathed struct {
+	Path string
+}
+
+var (
+	_ engine.Resource[*Pathed, *World] = (*Pathed)(nil)
+	_ engine.Renderer[*Pathed, *World] = (*Pathed)(nil)
+	_ engine.Validator                 = (*Pathed)(nil)
+)
+
+func (p *Pathed) Key() engine.Key     { return engine.Key{Type: "Pathed", Name: p.Path} }
+func (p *Pathed) Deps() []engine.Task { return nil }
+func (p *Pathed) Validate() error {
+	if !strings.HasPrefix(p.Path, "/") {
+		return fmt.Errorf("field Path: %q is not absolute: start it with /", p.Path)
+	}
+	return nil
+}
+func (p *Pathed) Find(ctx context.Context, w *World) (*Pathed, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finds[p.Path]++
+	return nil, nil
+}
+func (p *Pathed) CheckChanges(actual, expected, changes *Pathed) error { return nil }
+func (p *Pathed) Render(ctx context.Context, w *World, actual, expected, changes *Pathed) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.renders[p.Path]++
+	return nil
+}
+
+// One task whose static rules fail stops the whole graph before any task is read or changed, and every such
+// task is named.
+func TestValidatorStopsTheRunBeforeAnything(t *testing.T) {
+	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
+		world := newWorld()
+		g := engine.NewGraph[*World]()
+		engine.Add(g, &Pathed{Path: "/etc/good"})
+		engine.Add(g, &Pathed{Path: "relative"})
+		engine.Add(g, &Pathed{Path: "../up"})
+		engine.Add(g, &Item{Name: "independent", Size: ptr(1)})
+		_, err := engine.Run(context.Background(), g, world, engine.Options{Target: target})
+		var ve *engine.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: err = %v, want a *ValidationError", target, err)
+		}
+		want := []string{
+			`Pathed/relative: field Path: "relative" is not absolute: start it with /`,
+			`Pathed/../up: field Path: "../up" is not absolute: start it with /`,
+		}
+		if diff := cmp.Diff(want, ve.Problems); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", target, diff)
+		}
+		if n := world.total(world.finds) + world.total(world.renders); n != 0 {
+			t.Errorf("%s: %d Find/Render calls on a graph with an invalid task, want 0", target, n)
+		}
+	}
 }
