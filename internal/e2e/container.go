@@ -33,6 +33,7 @@ type Container struct {
 	waited  chan error
 	overlay bool
 	tmp     string
+	unreg   []func() // cross the container out of the leftover registry (see reap.go) once it is gone
 }
 
 // Root is /proc/PID/root: the container's filesystem as its own processes see it, /run and its sockets
@@ -54,6 +55,7 @@ func Boot(t testing.TB) *Container {
 	rand.Read(suffix)
 	c := &Container{Name: "kubeup-e2e-" + hex.EncodeToString(suffix), Dir: filepath.Join(tmp, "root"),
 		Console: filepath.Join(tmp, "console.log"), tmp: tmp, waited: make(chan error, 1)}
+	c.unreg = append(c.unreg, register(t, record{Kind: kindDir, Path: tmp}), register(t, record{Kind: kindMount, Path: c.Dir}))
 	t.Cleanup(func() { c.cleanup(t) })
 	if err := c.prepare(rootfs); err != nil {
 		t.Fatal(err)
@@ -72,11 +74,18 @@ func Boot(t testing.TB) *Container {
 		t.Fatalf("starting systemd-nspawn: %v", err)
 	}
 	go func() { c.waited <- c.cmd.Wait() }()
+	if start, err := processStart(c.cmd.Process.Pid); err == nil {
+		c.unreg = append(c.unreg, register(t, record{Kind: kindProcess, PID: c.cmd.Process.Pid, Start: start, Group: true}))
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.waitRunning(ctx); err != nil {
 		t.Fatalf("booting %s: %v\nconsole:\n%s", c.Name, err, tail(c.Console, 30))
+	}
+	// The container's init is in a session of its own: killing nspawn's process group does not end it.
+	if start, err := processStart(c.PID); err == nil {
+		c.unreg = append(c.unreg, register(t, record{Kind: kindProcess, PID: c.PID, Start: start}))
 	}
 	return c
 }
@@ -194,6 +203,10 @@ func (c *Container) cleanup(t testing.TB) {
 	}
 	if err := os.RemoveAll(c.tmp); err != nil {
 		t.Errorf("removing %s: %v", c.tmp, err)
+		return
+	}
+	for _, unreg := range c.unreg {
+		unreg()
 	}
 }
 

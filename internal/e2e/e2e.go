@@ -1,7 +1,9 @@
 // Package e2e is the harness of kubeup's end-to-end tests (build tag e2e): it boots the cached Debian root
 // filesystem with systemd in systemd-nspawn, attaches loop devices over sparse files, and skips a test loudly
-// when the machine cannot run it (not root, a tool missing, no cached root filesystem). Everything it starts or
-// attaches is undone in t.Cleanup, by process id or device, never by name.
+// when the machine cannot run it (not root, a tool missing, no cached root filesystem) — or, under CI=true,
+// fails it: a green CI means the e2e tests ran. Everything it starts or attaches is undone in t.Cleanup, by
+// process id or device, never by name; and because a test binary killed by -timeout or a signal runs no cleanup,
+// each of those things is also recorded in a registry under /run that the next run reaps (see reap.go).
 //
 // It imports only the standard library, so that any package's tests can use it.
 package e2e
@@ -23,12 +25,33 @@ const RootFSEnv = "KUBEUP_E2E_ROOTFS"
 // DefaultRootFS is where `make e2e-deps` puts the root filesystem when RootFSEnv is not set.
 const DefaultRootFS = "/var/cache/kubeup/rootfs-bookworm"
 
-// RequireRoot skips t, loudly, unless the test runs as root.
+// CIEnv names the environment variable that CI sets to "true": then a test that cannot run fails.
+const CIEnv = "CI"
+
+// InCI reports whether the tests run under CI (CI=true, as CI services set it).
+func InCI() bool {
+	v := strings.ToLower(os.Getenv(CIEnv))
+	return v != "" && v != "false" && v != "0"
+}
+
+// CannotRun stops t because the machine cannot run it: a loud skip, or under CI=true a failure, so that a green
+// CI always means the test ran. Tests outside this package that depend on a tool use it too.
+func CannotRun(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if InCI() {
+		t.Fatalf("CANNOT RUN under %s=true (a CI run must run every test): %s", CIEnv, msg)
+	}
+	t.Skip("SKIPPED: " + msg)
+}
+
+// RequireRoot skips t, loudly, unless the test runs as root (under CI=true: fails it).
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED (e2e): this test needs root; run `sudo make test` on a machine that can")
+		CannotRun(t, "(e2e) this test needs root; run `sudo make test` on a machine that can")
 	}
+	reapOnce(t)
 }
 
 // RequireTools skips t, loudly, when one of the commands is not installed.
@@ -41,7 +64,7 @@ func RequireTools(t testing.TB, tools ...string) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("SKIPPED (e2e): %s not installed; `make e2e-deps` installs what the e2e tests need", strings.Join(missing, ", "))
+		CannotRun(t, "(e2e) %s not installed; `make e2e-deps` installs what the e2e tests need", strings.Join(missing, ", "))
 	}
 }
 
@@ -53,7 +76,7 @@ func RootFS(t testing.TB) string {
 		dir = DefaultRootFS
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lib/systemd/systemd")); err != nil {
-		t.Skipf("SKIPPED (e2e): no root filesystem with systemd at %s (%v); `make e2e-deps` builds it", dir, err)
+		CannotRun(t, "(e2e) no root filesystem with systemd at %s (%v); `make e2e-deps` builds it", dir, err)
 	}
 	return dir
 }

@@ -16,7 +16,16 @@ func LoopDevice(t testing.TB, size int64) string {
 	t.Helper()
 	RequireRoot(t)
 	RequireTools(t, "losetup")
-	img := filepath.Join(t.TempDir(), "disk.img")
+	dir, err := os.MkdirTemp("", "kubeup-e2e-loop-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unregDir := register(t, record{Kind: kindDir, Path: dir})
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		unregDir()
+	})
+	img := filepath.Join(dir, "disk.img")
 	f, err := os.Create(img)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +35,9 @@ func LoopDevice(t testing.TB, size int64) string {
 	}
 	f.Close()
 	dev := strings.TrimSpace(MustRun(t, "losetup", "--find", "--show", img))
+	unregLoop := register(t, record{Kind: kindLoop, Dev: dev, Path: img})
 	t.Cleanup(func() {
+		defer unregLoop()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := Run(ctx, "losetup", "-d", dev); err != nil {
@@ -40,7 +51,9 @@ func LoopDevice(t testing.TB, size int64) string {
 // fine.
 func Unmount(t testing.TB, mountPoint string) {
 	t.Helper()
+	unreg := register(t, record{Kind: kindMount, Path: mountPoint})
 	t.Cleanup(func() {
+		defer unreg()
 		for {
 			b, err := os.ReadFile("/proc/self/mountinfo")
 			if err != nil || !strings.Contains(string(b), " "+mountPoint+" ") {

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A test binary that -timeout kills (it panics), or that a signal ends, runs none of its t.Cleanup functions:
+// its loop devices, mounts and containers would stay behind for good. So each of them is also written down in a
+// registry, one directory per test process, and the first e2e helper a later test process calls undoes what
+// dead processes left, by the process ids, devices and paths written down, never by a name pattern.
+//
+// The registry lives under /run, a tmpfs that a reboot empties just as it detaches loop devices and ends
+// mounts and processes.
+
+// RegistryDirEnv overrides where the registry is kept (tests of the reaper itself).
+const RegistryDirEnv = "KUBEUP_E2E_REGISTRY"
+
+const defaultRegistryDir = "/run/kubeup-e2e"
+
+func registryDir() string {
+	if d := os.Getenv(RegistryDirEnv); d != "" {
+		return d
+	}
+	return defaultRegistryDir
+}
+
+// Record kinds, in the order a reap undoes them: processes first (they may hold mounts busy), then mounts,
+// then loop devices, then directories.
+const (
+	kindProcess = "process" // PID with its start time: a process id alone may have been reused
+	kindMount   = "mount"   // Path
+	kindLoop    = "loop"    // Dev, attached to the file Path
+	kindDir     = "dir"     // Path, removed once nothing is mounted under it
+)
+
+var kindOrder = map[string]int{kindProcess: 0, kindMount: 1, kindLoop: 2, kindDir: 3}
+
+// record is one thing a test process made that must not outlive it.
+type record struct {
+	Kind  string `json:"kind"`
+	PID   int    `json:"pid,omitempty"`
+	Start uint64 `json:"start,omitempty"` // the process's start time, in clock ticks since boot (/proc/PID/stat)
+	Group bool   `json:"group,omitempty"` // kill PID's process group too
+	Dev   string `json:"dev,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+var (
+	regMu   sync.Mutex
+	regSelf string // this process's registry directory
+	regSeq  int
+)
+
+// register writes rec down for this process and returns the function that crosses it out again, for the
+// t.Cleanup that undoes the thing. A failure to write the registry fails t: an unrecorded leftover is the
+// problem this exists to prevent.
+func register(t testing.TB, rec record) (done func()) {
+	t.Helper()
+	regMu.Lock()
+	defer regMu.Unlock()
+	if regSelf == "" {
+		start, err := processStart(os.Getpid())
+		if err != nil {
+			t.Fatalf("e2e registry: %v", err)
+		}
+		regSelf = filepath.Join(registryDir(), fmt.Sprintf("%d-%d", os.Getpid(), start))
+		if err := os.MkdirAll(regSelf, 0o700); err != nil {
+			t.Fatalf("e2e registry: %v", err)
+		}
+	}
+	regSeq++
+	path := filepath.Join(regSelf, fmt.Sprintf("%06d-%s.json", regSeq, rec.Kind))
+	b, _ := json.Marshal(rec)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatalf("e2e registry: %v", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatalf("e2e registry: %v", err)
+	}
+	return func() { os.Remove(path) }
+}
+
+var reaped sync.Once
+
+// reapOnce reaps what dead test processes left, once per test process, logging what it undid to t.
+func reapOnce(t testing.TB) {
+	t.Helper()
+	reaped.Do(func() {
+		for _, line := range Reap() {
+			t.Log("e2e: undid a leftover of an earlier run: " + line)
+		}
+	})
+}
+
+// Reap undoes what the registered test processes that are no longer alive left behind, and returns one line per
+// thing it undid or could not undo. Live processes' records (other packages' tests run at the same time) are
+// left alone.
+func Reap() []string {
+	dir := registryDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return []string{fmt.Sprintf("reading the e2e registry %s: %v", dir, err)}
+	}
+	var report []string
+	for _, e := range entries {
+		pidStr, startStr, ok := strings.Cut(e.Name(), "-")
+		pid, err1 := strconv.Atoi(pidStr)
+		start, err2 := strconv.ParseUint(startStr, 10, 64)
+		if !e.IsDir() || !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		if alive(pid, start) {
+			continue
+		}
+		owner := filepath.Join(dir, e.Name())
+		recs, err := readRecords(owner)
+		if err != nil {
+			report = append(report, fmt.Sprintf("reading %s: %v", owner, err))
+			continue
+		}
+		failed := false
+		for _, r := range recs {
+			msg, err := undo(r)
+			if err != nil {
+				failed = true
+				report = append(report, fmt.Sprintf("%s (left by pid %d): %v", msg, pid, err))
+			} else if msg != "" {
+				report = append(report, fmt.Sprintf("%s (left by pid %d)", msg, pid))
+			}
+		}
+		if !failed {
+			os.RemoveAll(owner)
+		}
+	}
+	return report
+}
+
+func readRecords(dir string) ([]record, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var recs []record
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		recs = append(recs, r)
+	}
+	// Undo in kind order; within a kind, the last made first (a mount made on top of another comes off first).
+	sort.SliceStable(recs, func(i, j int) bool {
+		if kindOrder[recs[i].Kind] != kindOrder[recs[j].Kind] {
+			return kindOrder[recs[i].Kind] < kindOrder[recs[j].Kind]
+		}
+		return i > j
+	})
+	return recs, nil
+}
+
+// undo undoes one record if it is still there; msg says what it did ("" when there was nothing to do).
+func undo(r record) (msg string, err error) {
+	switch r.Kind {
+	case kindProcess:
+		if !alive(r.PID, r.Start) {
+			return "", nil
+		}
+		if r.Group {
+			syscall.Kill(-r.PID, syscall.SIGKILL)
+		}
+		syscall.Kill(r.PID, syscall.SIGKILL)
+		for deadline := time.Now().Add(20 * time.Second); alive(r.PID, r.Start); {
+			if time.Now().After(deadline) {
+				return "killing process " + strconv.Itoa(r.PID), errors.New("still running 20s after SIGKILL")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return "killed process " + strconv.Itoa(r.PID), nil
+	case kindMount:
+		n := 0
+		for mounted(r.Path) {
+			if err := syscall.Unmount(r.Path, 0); err != nil {
+				if err := syscall.Unmount(r.Path, syscall.MNT_DETACH); err != nil {
+					return "unmounting " + r.Path, err
+				}
+			}
+			n++
+		}
+		if n == 0 {
+			return "", nil
+		}
+		return "unmounted " + r.Path, nil
+	case kindLoop:
+		backing, err := os.ReadFile("/sys/block/" + filepath.Base(r.Dev) + "/loop/backing_file")
+		if err != nil || strings.TrimSpace(string(backing)) != r.Path {
+			return "", nil // detached already, or reused for another file: not ours any more
+		}
+		for _, mp := range mountsOfDevice(r.Dev) {
+			if err := syscall.Unmount(mp, 0); err != nil {
+				if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+					return "unmounting " + mp + " (from " + r.Dev + ")", err
+				}
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := Run(ctx, "losetup", "-d", r.Dev); err != nil {
+			return "detaching " + r.Dev, err
+		}
+		os.Remove(r.Path)
+		return "detached " + r.Dev + " (" + r.Path + ")", nil
+	case kindDir:
+		if _, err := os.Lstat(r.Path); errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if mp := mountUnder(r.Path); mp != "" {
+			return "removing " + r.Path, fmt.Errorf("%s is still mounted: not removing what it holds", mp)
+		}
+		if err := os.RemoveAll(r.Path); err != nil {
+			return "removing " + r.Path, err
+		}
+		return "removed " + r.Path, nil
+	}
+	return "", fmt.Errorf("unknown record kind %q", r.Kind)
+}
+
+// processStart returns a process's start time in clock ticks since boot: field 22 of /proc/PID/stat.
+func processStart(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22 overall; f[0] is field 3
+}
+
+// alive reports whether the process pid runs and is the one that started at start (not a reuse of its id).
+// A zombie counts as dead.
+func alive(pid int, start uint64) bool {
+	got, err := processStart(pid)
+	if err != nil || got != start {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// mountinfoEntries returns the mount points and device numbers of this mount namespace.
+func mountinfoEntries() [][2]string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out [][2]string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, [2]string{unescapeMountinfo(f[4]), f[2]})
+	}
+	return out
+}
+
+func mounted(path string) bool {
+	for _, e := range mountinfoEntries() {
+		if e[0] == path {
+			return true
+		}
+	}
+	return false
+}
+
+// mountUnder returns a mount point at or below dir, or "".
+func mountUnder(dir string) string {
+	dir = filepath.Clean(dir)
+	for _, e := range mountinfoEntries() {
+		if e[0] == dir || strings.HasPrefix(e[0], dir+"/") {
+			return e[0]
+		}
+	}
+	return ""
+}
+
+// mountsOfDevice returns where the block device dev is mounted, the last mounted first.
+func mountsOfDevice(dev string) []string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return nil
+	}
+	majmin := fmt.Sprintf("%d:%d", uint64(st.Rdev)>>8&0xfff, uint64(st.Rdev)&0xff|(uint64(st.Rdev)>>12)&0xfff00)
+	var out []string
+	for _, e := range mountinfoEntries() {
+		if e[1] == majmin {
+			out = append([]string{e[0]}, out...)
+		}
+	}
+	return out
+}
+
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
