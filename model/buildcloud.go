@@ -21,7 +21,9 @@ func InstanceGroupPath(cluster, ig string) string { return path.Join(cluster, "i
 // CompletedSpecPath is the complete spec the last `update cluster --yes` applied.
 func CompletedSpecPath(cluster string) string { return path.Join(cluster, "cluster-completed.spec") }
 
-// NodeConfigPath is an instance group's node configuration; its sha256 is at NodeConfigPath + ".sha256".
+// NodeConfigPath is an instance group's node configuration: one object, the YAML of a NodeConfig after a first
+// line "# sha256:<hex of the rest>" (NodeConfig.Encode, DecodeNodeConfigObject). kubeup writes it in one atomic
+// write; there is no separate .sha256 object to be out of step with it.
 func NodeConfigPath(cluster, ig string) string { return path.Join(cluster, "nodeup", ig) }
 
 // cloudWorld is what every cloud's world offers besides its own API: DNS and the state store.
@@ -76,18 +78,12 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec))})
 
 	for _, ig := range igs {
-		data, sum, err := NewNodeConfig(c, ig).Marshal()
+		// One object per group, its sha256 on its first line: one atomic write, nothing to tear.
+		obj, err := NewNodeConfig(c, ig).Encode()
 		if err != nil {
 			return err
 		}
-		conf := engine.Add(g, &storetasks.File[C]{
-			Path: NodeConfigPath(name, ig.Metadata.Name), Contents: ptr(string(data)),
-		})
-		// The sha256 is written after the configuration: a node never sees a hash without its file.
-		engine.Add(g, &storetasks.File[C]{
-			Path: NodeConfigPath(name, ig.Metadata.Name) + ".sha256", Contents: ptr(sum + "\n"),
-			After: []engine.Task{conf},
-		})
+		engine.Add(g, &storetasks.File[C]{Path: NodeConfigPath(name, ig.Metadata.Name), Contents: ptr(string(obj))})
 	}
 	return nil
 }

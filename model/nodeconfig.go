@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -146,25 +147,112 @@ func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {
 	return p
 }
 
-// Marshal renders the node configuration as YAML, byte-stable, and its sha256 in hex.
+// nodeConfigSumPrefix starts the first line of a stored node configuration; the sha256 of the rest follows in
+// lower-case hex.
+const nodeConfigSumPrefix = "# sha256:"
+
+// Marshal renders the node configuration as YAML, byte-stable, and its sha256 in hex. What kubeup stores is
+// Encode's object, which carries this sha256 on its first line.
 func (nc *NodeConfig) Marshal() (data []byte, sha string, err error) {
 	data, err = yaml.Marshal(nc)
 	if err != nil {
 		return nil, "", fmt.Errorf("encoding the node configuration: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	return data, hex.EncodeToString(sum[:]), nil
+	return data, sha256Hex(data), nil
 }
 
-// DecodeNodeConfig reads a node configuration strictly (an unknown field is a problem with its path) and checks
-// it against the sha256 that was written beside it (hex, surrounding space ignored). source names the input in
-// errors.
-func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfig, error) {
+// Encode renders the node configuration as the one object kubeup stores and nodeup reads: a first line
+// "# sha256:<hex>" holding the sha256 of everything after it, then the YAML of Marshal. The check travels in
+// the same object, written in one atomic write, so no second object can be out of step with it; the first line
+// is a YAML comment, and `tail -n +2 FILE | sha256sum` checks the object by hand.
+func (nc *NodeConfig) Encode() ([]byte, error) {
+	data, sum, err := nc.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	obj := make([]byte, 0, len(nodeConfigSumPrefix)+len(sum)+1+len(data))
+	obj = append(obj, nodeConfigSumPrefix+sum+"\n"...)
+	return append(obj, data...), nil
+}
+
+// NodeConfigSumError is a node configuration whose content does not match the sha256 on its first line, or that
+// has no complete first line yet: a copy still being written, a truncated or damaged one. Whether to read it
+// again is the caller's choice; trusting it never is.
+type NodeConfigSumError struct {
+	// Source names the configuration.
+	Source string
+	// Want is the sha256 the first line names ("" when there is no complete first line); Got is the sha256 of the
+	// content after it.
+	Want, Got string
+}
+
+func (e *NodeConfigSumError) Error() string {
+	if e.Want == "" {
+		return fmt.Sprintf("%s: incomplete: no complete first line %q<sha256> yet (a copy still being written, or truncated)", e.Source, nodeConfigSumPrefix)
+	}
+	return fmt.Sprintf("%s: content does not match its sha256: the first line says %s, the content after it hashes to %s "+
+		"(check by hand: tail -n +2 FILE | sha256sum)", e.Source, e.Want, e.Got)
+}
+
+// DecodeNodeConfigObject reads the object Encode wrote: it checks the content against the sha256 of its first
+// line (a mismatch, or no complete first line, is a *NodeConfigSumError), then decodes and validates the rest
+// as DecodeNodeConfig does. source names the object in errors.
+func DecodeNodeConfigObject(source string, obj []byte) (*NodeConfig, error) {
+	first, rest, complete := bytes.Cut(obj, []byte("\n"))
+	if !complete {
+		if isPrefixOfSumLine(first) {
+			return nil, &NodeConfigSumError{Source: source, Got: sha256Hex(rest)}
+		}
+		return nil, notAnObjectError(source)
+	}
+	want, ok := strings.CutPrefix(string(first), nodeConfigSumPrefix)
+	if !ok || !isSHA256Hex(want) {
+		return nil, notAnObjectError(source)
+	}
+	return DecodeNodeConfig(source, rest, want)
+}
+
+func notAnObjectError(source string) error {
+	return fmt.Errorf("%s: the first line is not %q followed by a sha256 in lower-case hex: this is not a node configuration "+
+		"written by this kubeup (an older kubeup kept the sha256 in a separate .sha256 object); write it again with "+
+		"`kubeup update cluster --yes`", source, nodeConfigSumPrefix)
+}
+
+// isPrefixOfSumLine reports whether b could be the start of a first line still being written.
+func isPrefixOfSumLine(b []byte) bool {
+	if len(b) <= len(nodeConfigSumPrefix) {
+		return strings.HasPrefix(nodeConfigSumPrefix, string(b))
+	}
+	hexPart := string(b[len(nodeConfigSumPrefix):])
+	return strings.HasPrefix(string(b), nodeConfigSumPrefix) && len(hexPart) <= 2*sha256.Size && isLowerHex(hexPart)
+}
+
+func isSHA256Hex(s string) bool { return len(s) == 2*sha256.Size && isLowerHex(s) }
+
+func isLowerHex(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
-	got := hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:])
+}
+
+// DecodeNodeConfig reads the YAML of a node configuration strictly (an unknown field is a problem with its
+// path), after checking it against wantSHA256 (hex, surrounding space ignored; a mismatch is a
+// *NodeConfigSumError), and validates the spec it holds (an *InvalidError with field paths): a node converges
+// nothing from a configuration kubeup would not have written. source names the input in errors. A stored object
+// is read with DecodeNodeConfigObject.
+func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfig, error) {
+	got := sha256Hex(data)
 	want := strings.ToLower(strings.TrimSpace(wantSHA256))
 	if got != want {
-		return nil, fmt.Errorf("%s: sha256 is %s, but %s.sha256 says %q: the file was changed or truncated after kubeup wrote it; run `kubeup update cluster --yes` to write it again", source, got, source, want)
+		return nil, &NodeConfigSumError{Source: source, Want: want, Got: got}
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -191,6 +279,54 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	if nc.Cluster == nil || nc.InstanceGroup == nil {
 		return nil, fmt.Errorf("%s: cluster and instanceGroup are required", source)
 	}
-	// The spec was validated by kubeup before it wrote this file, and the sha256 shows it is unchanged.
+	// The sha256 shows the file is the one written, not that what wrote it was right: a hand-made or older
+	// configuration is held to the rules kubeup applies before it writes one.
+	if err := validateNodeConfig(source, nc); err != nil {
+		return nil, err
+	}
 	return nc, nil
+}
+
+// validateNodeConfig validates the cluster and the instance group of a node configuration as Validate does.
+// The configuration holds one instance group; each other group an etcd member names stands in as a ControlPlane
+// group in the member's zones, and the stand-ins' own problems are dropped, so that only what the configuration
+// holds is judged.
+func validateNodeConfig(source string, nc *NodeConfig) error {
+	own := nc.InstanceGroup
+	igs := []*InstanceGroup{own}
+	standIns := map[string]*InstanceGroup{}
+	for _, e := range nc.Cluster.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			if m.InstanceGroup == "" || m.InstanceGroup == own.Metadata.Name {
+				continue
+			}
+			ig := standIns[m.InstanceGroup]
+			if ig == nil {
+				ig = &InstanceGroup{
+					APIVersion: own.APIVersion, Kind: own.Kind,
+					Metadata: ObjectMeta{Name: m.InstanceGroup},
+					Spec:     InstanceGroupSpec{Role: RoleControlPlane, MachineType: "stand-in", Image: "stand-in"},
+				}
+				standIns[m.InstanceGroup] = ig
+				igs = append(igs, ig)
+			}
+			if m.Zone != "" && !slices.Contains(ig.Spec.Zones, m.Zone) {
+				ig.Spec.Zones = append(ig.Spec.Zones, m.Zone)
+			}
+		}
+	}
+	err := Validate(source, nc.Cluster, igs)
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	// A stand-in's own problems are not the configuration's.
+	ps := slices.DeleteFunc(slices.Clone(invalid.Problems), func(p Problem) bool {
+		name, _, ok := strings.Cut(strings.TrimPrefix(p.Path, "instancegroup/"), ": ")
+		return ok && strings.HasPrefix(p.Path, "instancegroup/") && standIns[name] != nil
+	})
+	if len(ps) == 0 {
+		return nil
+	}
+	return &InvalidError{Source: invalid.Source, Problems: ps}
 }
