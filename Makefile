@@ -38,8 +38,9 @@ build:
 test: lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e ./...
 
-## lint: gofmt, go vet and staticcheck, with and without the e2e build tag
+## lint: go.mod and go.sum tidy, gofmt, go vet and staticcheck, with and without the e2e build tag
 lint: $(STATICCHECK)
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change these files:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
