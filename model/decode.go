@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -25,10 +27,57 @@ type Objects struct {
 // docSeparator is a "---" line, with or without a comment, ending in "\n" or "\r\n".
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#[^\r\n]*)?\r?$`)
 
+// MaxSpecBytes is the largest spec kubeup reads: 1 MiB. A cluster's spec, with its instance groups, is a few
+// KiB; a larger input is refused before it is parsed (a 57 MB one took minutes and gigabytes to parse).
+const MaxSpecBytes = 1 << 20
+
+// errTooLarge is the message of an input over MaxSpecBytes; size is how much it holds, as far as known.
+func errTooLarge(source, size string) error {
+	return fmt.Errorf("%s: %s the limit of %d bytes (1 MiB) for a spec: a cluster's spec is a few KiB, is it the right file?",
+		source, size, MaxSpecBytes)
+}
+
+// ReadSpec reads a spec from r, which source names in messages ("cluster.yaml", "-" for stdin): at most
+// MaxSpecBytes+1 bytes are read, and an input over MaxSpecBytes is refused with its size when r is a file whose
+// size is known.
+func ReadSpec(source string, r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", source, err)
+	}
+	if len(data) <= MaxSpecBytes {
+		return data, nil
+	}
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return nil, errTooLarge(source, sizeOf(fi.Size())+" is over")
+		}
+	}
+	return nil, fmt.Errorf("%s: more than %d bytes (1 MiB), the limit for a spec: a cluster's spec is a few KiB, is it the right file?",
+		source, MaxSpecBytes)
+}
+
+// sizeOf is a size in bytes, and in MiB when that says more.
+func sizeOf(n int64) string {
+	if n >= 2*MaxSpecBytes {
+		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// newerKubeup is the hint for a field, kind or apiVersion kubeup does not know: a spec written by a newer
+// kubeup holds them.
+const newerKubeup = "written by a newer kubeup? upgrade kubeup"
+
 // Decode reads the YAML documents of file strictly: an unknown or misspelt field, a value of the wrong type, an
-// unknown kind or apiVersion is a problem naming the field's path. Every problem in the file is reported at once,
-// in an *InvalidError whose Source is file. Malformed YAML is an error naming the file and the line.
+// unknown kind or apiVersion is a problem naming the field's path (and, when it is not a likely typo, saying that
+// a newer kubeup may have written it). Every problem in the file is reported at once, in an *InvalidError whose
+// Source is file. Malformed YAML is an error naming the file and the line. Data over MaxSpecBytes is refused
+// before it is parsed.
 func Decode(file string, data []byte) (*Objects, error) {
+	if len(data) > MaxSpecBytes {
+		return nil, errTooLarge(file, sizeOf(int64(len(data)))+" is over")
+	}
 	docs := splitDocuments(data)
 	objs := &Objects{}
 	var ps problems
@@ -142,7 +191,11 @@ func decodeDocument(doc document, where string, ps *problems) (any, error) {
 		ps.add(prefix(where, "kind"), "required: Cluster or InstanceGroup")
 		return nil, nil
 	default:
-		ps.add(prefix(where, "kind"), "%q is not a kind kubeup knows: want Cluster or InstanceGroup", kind)
+		hint := ""
+		if editDistance(kind, KindCluster) >= 3 && editDistance(kind, KindInstanceGroup) >= 3 {
+			hint = " (" + newerKubeup + ")"
+		}
+		ps.add(prefix(where, "kind"), "%q is not a kind kubeup knows: want Cluster or InstanceGroup%s", kind, hint)
 		return nil, nil
 	}
 	before := len(ps.list)
@@ -150,7 +203,11 @@ func decodeDocument(doc document, where string, ps *problems) (any, error) {
 		if v == "" {
 			ps.add(prefix(where, "apiVersion"), "required: %s", APIVersion)
 		} else {
-			ps.add(prefix(where, "apiVersion"), "%q is not supported: want %s", v, APIVersion)
+			hint := ""
+			if group, _, _ := strings.Cut(APIVersion, "/"); strings.HasPrefix(v, group+"/") {
+				hint = " (" + newerKubeup + ")"
+			}
+			ps.add(prefix(where, "apiVersion"), "%q is not supported: want %s%s", v, APIVersion, hint)
 		}
 	}
 	checkShape(where, "", raw, reflect.TypeOf(obj).Elem(), ps)
@@ -323,7 +380,7 @@ func suggest(name string, fields map[string]reflect.StructField) string {
 	if best != "" {
 		return fmt.Sprintf(`: did you mean %q?`, best)
 	}
-	return ": known fields are " + strings.Join(known, ", ")
+	return " (" + newerKubeup + "): known fields are " + strings.Join(known, ", ")
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,7 +143,7 @@ func TestDecodeProblems(t *testing.T) {
 			name: "unknown field with nothing close lists the known ones",
 			in:   clusterDoc + "  networking:\n    frobnicate: true\n",
 			want: []Problem{{"spec.networking.frobnicate",
-				"unknown field: known fields are clusterDomain, nonMasqueradeCIDR, podCIDR, serviceClusterIPRange"}},
+				"unknown field (written by a newer kubeup? upgrade kubeup): known fields are clusterDomain, nonMasqueradeCIDR, podCIDR, serviceClusterIPRange"}},
 		},
 		{
 			name: "unknown field in an instance group",
@@ -185,7 +187,7 @@ func TestDecodeProblems(t *testing.T) {
 			in:   strings.Replace(clusterDoc, "spec:", "spec: []\nx:", 1),
 			want: []Problem{
 				{"spec", "must be a mapping, not a list"},
-				{"x", "unknown field: known fields are apiVersion, kind, metadata, spec"},
+				{"x", "unknown field (written by a newer kubeup? upgrade kubeup): known fields are apiVersion, kind, metadata, spec"},
 			},
 		},
 		{
@@ -207,6 +209,18 @@ func TestDecodeProblems(t *testing.T) {
 			name: "wrong apiVersion",
 			in:   strings.Replace(clusterDoc, "kubeup.dev/v1alpha1", "kops.k8s.io/v1alpha2", 1),
 			want: []Problem{{"apiVersion", `"kops.k8s.io/v1alpha2" is not supported: want kubeup.dev/v1alpha1`}},
+		},
+		{
+			name: "a field of a newer kubeup",
+			in:   clusterDoc + "  frobnicator:\n    enabled: true\n",
+			want: []Problem{{"spec.frobnicator", "unknown field (written by a newer kubeup? upgrade kubeup): known fields are " +
+				"api, cloudProvider, configBase, dnsZone, etcdClusters, kubeAPIServer, kubeControllerManager, kubeProxy, kubeScheduler, " +
+				"kubelet, kubernetesVersion, local, networking, project, region, zones"}},
+		},
+		{
+			name: "a kind of a newer kubeup",
+			in:   strings.Replace(nodesDoc, "kind: InstanceGroup", "kind: Frobnicator", 1),
+			want: []Problem{{"kind", `"Frobnicator" is not a kind kubeup knows: want Cluster or InstanceGroup (written by a newer kubeup? upgrade kubeup)`}},
 		},
 		{
 			name: "apiVersion missing, and an unknown field",
@@ -241,7 +255,7 @@ func TestDecodeProblems(t *testing.T) {
 				{"document 1 (line 1): spec.zone", `unknown field: did you mean "zones"?`},
 				{"document 3 (line 19)", "a document must be a mapping with apiVersion, kind, metadata and spec, not a list"},
 				{"document 4 (line 21): spec.imag", `unknown field: did you mean "image"?`},
-				{"document 5 (line 31): apiVersion", `"kubeup.dev/v1" is not supported: want kubeup.dev/v1alpha1`},
+				{"document 5 (line 31): apiVersion", `"kubeup.dev/v1" is not supported: want kubeup.dev/v1alpha1 (written by a newer kubeup? upgrade kubeup)`},
 			},
 		},
 	}
@@ -348,6 +362,66 @@ func TestInvalidErrorMessage(t *testing.T) {
 				t.Errorf("Error() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDecodeRefusesOversizedInput: a spec is a few KiB; a file over MaxSpecBytes is refused before it is
+// parsed (a 57 MB one took 1m22s and 2.8 GB), with its name, its size and the limit. One of exactly the limit
+// is read.
+func TestDecodeRefusesOversizedInput(t *testing.T) {
+	atLimit := []byte(clusterDoc + "# " + strings.Repeat("x", MaxSpecBytes-len(clusterDoc)-3) + "\n")
+	if len(atLimit) != MaxSpecBytes {
+		t.Fatalf("test input of %d bytes, want %d", len(atLimit), MaxSpecBytes)
+	}
+	if _, err := Decode("big.yaml", atLimit); err != nil {
+		t.Errorf("Decode of exactly MaxSpecBytes: %v", err)
+	}
+	over := append(atLimit, '\n')
+	_, err := Decode("big.yaml", over)
+	want := "big.yaml: 1048577 bytes is over the limit of 1048576 bytes (1 MiB) for a spec: a cluster's spec is a few KiB, is it the right file?"
+	if err == nil || err.Error() != want {
+		t.Errorf("Decode of MaxSpecBytes+1:\n got %v\nwant %s", err, want)
+	}
+}
+
+// countingReader is an endless spec: it counts what is read from it.
+type countingReader struct{ n int }
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '#'
+	}
+	r.n += len(p)
+	return len(p), nil
+}
+
+func TestReadSpec(t *testing.T) {
+	r := &countingReader{}
+	_, err := ReadSpec("-", r)
+	if err == nil || err.Error() != "-: more than 1048576 bytes (1 MiB), the limit for a spec: a cluster's spec is a few KiB, is it the right file?" {
+		t.Errorf("ReadSpec of an endless stream: %v", err)
+	}
+	if r.n > MaxSpecBytes+1 {
+		t.Errorf("ReadSpec read %d bytes of an endless stream, want at most MaxSpecBytes+1 = %d", r.n, MaxSpecBytes+1)
+	}
+
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, 57<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = ReadSpec(big, f)
+	if want := big + ": 59768832 bytes (57.0 MiB) is over the limit of 1048576 bytes (1 MiB) for a spec: a cluster's spec is a few KiB, is it the right file?"; err == nil || err.Error() != want {
+		t.Errorf("ReadSpec of a 57 MiB file:\n got %v\nwant %s", err, want)
+	}
+
+	data, err := ReadSpec("cluster.yaml", strings.NewReader(clusterDoc))
+	if err != nil || string(data) != clusterDoc {
+		t.Errorf("ReadSpec of a spec: %q, %v", data, err)
 	}
 }
 
