@@ -7,8 +7,11 @@
 // Volume task (key type "LocalVolume") converges a volume. DeleteOwned is the cleanup of `kubeup delete cluster`:
 // it finds what a cluster owns by its tags and its DNS names.
 //
-// Pool and ZoneFile serialise their writers with a mutex and a flock on their directory, so that concurrent tasks
-// and concurrent kubeup (or protokube) processes are safe; every file is replaced atomically. Attaching a volume
+// Pool and ZoneFile serialise their writers within the process and with a flock on their directory, so that
+// concurrent tasks and concurrent kubeup (or protokube) processes are safe; every file is replaced atomically. The
+// holder of a lock records itself (pid, host, command, since when) in the directory's ".kubeup-lock" while it
+// holds the lock, and a writer that waits says every few seconds, in a warning, whom it waits for. The holder also
+// removes the temporary files ".NAME.tmp-DIGITS" that a killed writer left. Attaching a volume
 // (a loop device), protokube's exclusive claim and RFC 2136 DNS updates will build on these types.
 //
 // It imports engine, dnstasks, storetasks, miekg/dns and the standard library. It must not import cloudup, model,

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // gib is the unit of SizeGB: a "GB" of a cloud volume is a binary gigabyte.
@@ -35,12 +34,12 @@ type VolumeInfo struct {
 // it is written last on create (atomically: temporary file, fsync, rename) and removed last on delete, so a crash
 // leaves either nothing, an image a new Create adopts, or a volume Delete finishes removing.
 //
-// Writers are serialised within the process by a mutex, and across processes by a flock on the pool directory.
-// Readers take no lock: every file is replaced atomically. Fields of the sidecar that this version does not know
+// Writers are serialised within the process, and across processes by a flock on the pool directory (see
+// dirLock: a writer that waits says who holds the lock). Readers take no lock: every file is replaced atomically. Fields of the sidecar that this version does not know
 // (written by a later kubeup) are kept when it is rewritten.
 type Pool struct {
 	dir string
-	mu  sync.Mutex // one writer at a time in this process; lockDir for the others
+	lk  *dirLock
 }
 
 // NewPool returns the pool in dir. The directory is created with the first volume.
@@ -52,7 +51,7 @@ func NewPool(dir string) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pool directory %s: %w", dir, err)
 	}
-	return &Pool{dir: abs}, nil
+	return &Pool{dir: abs, lk: newDirLock(abs, "volume pool", isPoolTemp)}, nil
 }
 
 // Dir returns the pool's directory, absolute.
@@ -238,17 +237,12 @@ func (p *Pool) Get(ctx context.Context, name string) (*VolumeInfo, error) {
 }
 
 // lock serialises the pool's writers, in this process and across processes.
-func (p *Pool) lock(ctx context.Context) (unlock func(), err error) {
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating pool directory: %w", classify(err))
-	}
-	p.mu.Lock()
-	unlockDir, err := lockDir(ctx, p.dir)
-	if err != nil {
-		p.mu.Unlock()
-		return nil, err
-	}
-	return func() { unlockDir(); p.mu.Unlock() }, nil
+func (p *Pool) lock(ctx context.Context) (unlock func(), err error) { return p.lk.lock(ctx) }
+
+// isPoolTemp reports whether name is a temporary file of a sidecar: ".NAME.json.tmp-DIGITS".
+func isPoolTemp(name string) bool {
+	i := strings.LastIndex(name, ".json.tmp-")
+	return i > 1 && validateVolumeName(name[1:i]) == nil && isTempOf(name, name[1:i]+".json")
 }
 
 // Create makes a new volume: a sparse image of SizeGB, no data written, then its sidecar. An existing volume

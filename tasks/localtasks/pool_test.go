@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -297,25 +296,5 @@ func checkErr(t *testing.T, what string, err error, wantErr string) {
 		t.Errorf("%s: %v", what, err)
 	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
 		t.Errorf("%s error = %v, want one containing %q", what, err, wantErr)
-	}
-}
-
-// A writer waits for the lock another process holds, until its context ends.
-func TestLockWaitsUntilContextEnds(t *testing.T) {
-	p := newPool(t)
-	mustCreate(t, p, VolumeInfo{Name: "v", Zone: "z", SizeGB: 1})
-	unlock, err := lockDir(context.Background(), p.Dir()) // another process's flock
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err = p.SetTags(ctx, "v", map[string]string{"a": "1"})
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "held by another kubeup process") {
-		t.Errorf("SetTags with the lock held: %v, want a wait that ends with the context", err)
-	}
-	unlock()
-	if err := p.SetTags(context.Background(), "v", map[string]string{"a": "1"}); err != nil {
-		t.Errorf("SetTags once the lock is released: %v", err)
 	}
 }

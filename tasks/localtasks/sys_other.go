@@ -13,3 +13,5 @@ func flock(f *os.File) error {
 }
 
 func allocated(fi fs.FileInfo) (int64, bool) { return 0, false }
+
+func processGone(pid int) bool { return false }

@@ -3,6 +3,7 @@
 package localtasks
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -21,4 +22,9 @@ func allocated(fi fs.FileInfo) (int64, bool) {
 		return 0, false
 	}
 	return int64(st.Blocks) * 512, true
+}
+
+// processGone reports whether no process of this pid exists on this machine.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

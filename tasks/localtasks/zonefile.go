@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
@@ -23,12 +22,12 @@ import (
 // (comments are not). When the last record other than the SOA and the apex's NS records is deleted from a file
 // kubeup created, the file is removed, so that deleting a cluster leaves nothing behind.
 //
-// Writers are serialised within the process by a mutex, and across processes by a flock on the file's
-// directory. Readers take no lock: the file is replaced atomically.
+// Writers are serialised within the process, and across processes by a flock on the file's directory (see
+// dirLock: a writer that waits says who holds the lock). Readers take no lock: the file is replaced atomically.
 type ZoneFile struct {
 	path   string
-	origin string     // the zone's canonical name
-	mu     sync.Mutex // one writer at a time in this process; lockDir for the others
+	origin string // the zone's canonical name
+	lk     *dirLock
 	now    func() time.Time
 }
 
@@ -47,7 +46,9 @@ func NewZoneFile(path, zone string) (*ZoneFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone file %s: %w", path, err)
 	}
-	return &ZoneFile{path: abs, origin: origin, now: time.Now}, nil
+	base := filepath.Base(abs)
+	isTemp := func(name string) bool { return isTempOf(name, base) }
+	return &ZoneFile{path: abs, origin: origin, now: time.Now, lk: newDirLock(filepath.Dir(abs), "zone file", isTemp)}, nil
 }
 
 // Path returns the zone file's path, absolute.
@@ -154,12 +155,7 @@ func (z *ZoneFile) Delete(ctx context.Context, name, rrtype string) error {
 // it does not exist, and removed when kubeup created it and it holds nothing but the SOA and NS records.
 func (z *ZoneFile) edit(ctx context.Context, change func(*zone) (bool, error)) error {
 	dir := filepath.Dir(z.path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the zone file's directory: %w", classify(err))
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	unlock, err := lockDir(ctx, dir)
+	unlock, err := z.lk.lock(ctx)
 	if err != nil {
 		return err
 	}
