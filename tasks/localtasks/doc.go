@@ -4,7 +4,9 @@
 // Cloud is the world of the local cloud graph. Its Pool keeps volumes as sparse disk images in a directory, each
 // with a JSON sidecar of its zone, size, type and tags; its ZoneFile keeps the cluster's DNS records in an RFC 1035
 // zone file that a DNS server can serve, and is the dnstasks.Provider of the graph's dnstasks.Record tasks. The
-// Volume task (key type "LocalVolume") converges a volume. DeleteOwned is the cleanup of `kubeup delete cluster`:
+// Volume task (key type "LocalVolume") converges a volume; one that someone else (another `kubeup update cluster
+// --yes`) created, changed or deleted since the task's Find is left alone, with a terminal error that matches
+// ErrConflict. DeleteOwned is the cleanup of `kubeup delete cluster`:
 // it finds what a cluster owns by its tags and its DNS names.
 //
 // Pool and ZoneFile serialise their writers within the process and with a flock on their directory, so that

@@ -325,21 +325,24 @@ func (p *Pool) update(ctx context.Context, name string, change func(*VolumeInfo)
 // Grow makes a volume sizeGB large. A volume never shrinks: a smaller size is an error. The image grows first,
 // then the sidecar records it; the image is never made smaller than it is.
 func (p *Pool) Grow(ctx context.Context, name string, sizeGB int32) error {
-	return p.update(ctx, name, func(v *VolumeInfo) error {
-		if sizeGB < v.SizeGB {
-			return fmt.Errorf("volume %s cannot shrink from %d GB to %d GB", name, v.SizeGB, sizeGB)
-		}
-		img, _ := p.ImagePath(name)
-		fi, err := os.Stat(img)
-		if err == nil && fi.Size() < int64(sizeGB)*gib {
-			err = os.Truncate(img, int64(sizeGB)*gib)
-		}
-		if err != nil {
-			return fmt.Errorf("growing volume %s to %d GB: %w", name, sizeGB, classify(err))
-		}
-		v.SizeGB = sizeGB
-		return nil
-	})
+	return p.update(ctx, name, func(v *VolumeInfo) error { return p.growImage(v, sizeGB) })
+}
+
+// growImage grows v's image to sizeGB and records it in v, under the pool's lock.
+func (p *Pool) growImage(v *VolumeInfo, sizeGB int32) error {
+	if sizeGB < v.SizeGB {
+		return fmt.Errorf("volume %s cannot shrink from %d GB to %d GB", v.Name, v.SizeGB, sizeGB)
+	}
+	img, _ := p.ImagePath(v.Name)
+	fi, err := os.Stat(img)
+	if err == nil && fi.Size() < int64(sizeGB)*gib {
+		err = os.Truncate(img, int64(sizeGB)*gib)
+	}
+	if err != nil {
+		return fmt.Errorf("growing volume %s to %d GB: %w", v.Name, sizeGB, classify(err))
+	}
+	v.SizeGB = sizeGB
+	return nil
 }
 
 // SetTags replaces a volume's tags with tags, as a whole: a tag that tags does not hold is removed.

@@ -2,7 +2,9 @@ package localtasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 
 	"kubeup.dev/kubeup/engine"
@@ -100,7 +102,9 @@ func (v *Volume) CheckChanges(actual, expected, changes *Volume) error {
 	return nil
 }
 
-// Render creates the volume (a sparse image, then its sidecar), or grows it, or replaces its tags.
+// Render creates the volume (a sparse image, then its sidecar), or grows it and replaces its tags in one write of
+// its sidecar. The volume must still be what Find saw: one that another process created, changed or deleted
+// since is a conflict (ErrConflict), and nothing of it is changed.
 func (v *Volume) Render(ctx context.Context, c *Cloud, actual, expected, changes *Volume) error {
 	log := engine.Logger(ctx)
 	if actual == nil {
@@ -111,24 +115,62 @@ func (v *Volume) Render(ctx context.Context, c *Cloud, actual, expected, changes
 			VolumeType: VolumeTypeSparse,
 			Tags:       expected.Tags,
 		}
-		if err := c.Pool.Create(ctx, info); err != nil {
+		err := c.Pool.Create(ctx, info)
+		if errors.Is(err, fs.ErrExist) {
+			return conflict("volume %s was created by someone else while this update ran (another `kubeup update cluster --yes`?): "+
+				"nothing of it was changed; run `kubeup update cluster` again to see what is left", expected.Name)
+		}
+		if err != nil {
 			return err
 		}
 		log.Info("created volume", "zone", info.Zone, "sizeGB", info.SizeGB, "pool", c.Pool.Dir())
 		return nil
 	}
-	if changes.SizeGB != nil {
-		if err := c.Pool.Grow(ctx, expected.Name, *expected.SizeGB); err != nil {
-			return err
+	// changes.Tags is nil both when the tags are equal and when they change to none: compare the whole maps.
+	retag := !maps.Equal(actual.Tags, expected.Tags)
+	err := c.Pool.update(ctx, expected.Name, func(now *VolumeInfo) error {
+		if now.Zone != *actual.Zone || now.SizeGB != *actual.SizeGB || now.VolumeType != *actual.VolumeType ||
+			!maps.Equal(now.Tags, actual.Tags) {
+			return conflict("volume %s was changed by someone else while this update ran (another `kubeup update cluster --yes`?): "+
+				"nothing of it was changed; run `kubeup update cluster` again to see what is left", expected.Name)
 		}
+		if changes.SizeGB != nil {
+			if err := c.Pool.growImage(now, *expected.SizeGB); err != nil {
+				return err
+			}
+		}
+		if retag {
+			now.Tags = maps.Clone(expected.Tags)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return conflict("volume %s was deleted by someone else while this update ran (another `kubeup update cluster --yes`, or `kubeup delete cluster`?): "+
+			"nothing was created; run `kubeup update cluster` again to see what is left", expected.Name)
+	}
+	if err != nil {
+		return err
+	}
+	if changes.SizeGB != nil {
 		log.Info("grew volume", "from", *actual.SizeGB, "to", *expected.SizeGB)
 	}
-	// changes.Tags is nil both when the tags are equal and when they change to none: compare the whole maps.
-	if !maps.Equal(actual.Tags, expected.Tags) {
-		if err := c.Pool.SetTags(ctx, expected.Name, expected.Tags); err != nil {
-			return fmt.Errorf("tagging volume %s: %w", expected.Name, err)
-		}
+	if retag {
 		log.Info("tagged volume", "tags", expected.Tags)
 	}
 	return nil
+}
+
+// ErrConflict is matched (errors.Is) by the error of a task that finds the world changed by someone else between
+// its Find and its Render, such as a volume that another `kubeup update cluster --yes` created meanwhile. Such an
+// error is terminal, and the task changed nothing.
+var ErrConflict = errors.New("changed by someone else")
+
+// conflictError is a conflict with its own message; it matches ErrConflict.
+type conflictError struct{ msg string }
+
+func (e *conflictError) Error() string        { return e.msg }
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+
+func conflict(format string, args ...any) error {
+	return engine.Terminal(&conflictError{msg: fmt.Sprintf(format, args...)})
 }

@@ -3,7 +3,11 @@ package localtasks
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -169,4 +173,94 @@ Must specify --yes to apply changes
 
 func TestVolumeDeps(t *testing.T) {
 	enginetest.CheckDeps(t, &Volume{Name: "v", Zone: ptr("z"), SizeGB: ptr[int32](1)})
+}
+
+// Another process (another `kubeup update cluster --yes`) creates, changes or deletes the volume between this
+// run's Find and its Render: Render refuses with ErrConflict, terminal, and leaves the other's volume as it is.
+func TestVolumeConflict(t *testing.T) {
+	ctx := context.Background()
+	mine := &Volume{Name: "v", Zone: ptr("z"), SizeGB: ptr[int32](2), Tags: map[string]string{"mine": "1"}}
+	tests := []struct {
+		name    string
+		before  *VolumeInfo         // the volume Find sees; none when nil
+		other   func(p *Pool) error // what the other process does meanwhile
+		changes *Volume             // what this run's dry run found to change
+		wantErr string
+	}{
+		{
+			name: "created meanwhile",
+			other: func(p *Pool) error {
+				return p.Create(ctx, VolumeInfo{Name: "v", Zone: "z2", SizeGB: 1, VolumeType: VolumeTypeSparse, Tags: map[string]string{"other": "1"}})
+			},
+			changes: mine,
+			wantErr: "volume v was created by someone else while this update ran (another `kubeup update cluster --yes`?): " +
+				"nothing of it was changed; run `kubeup update cluster` again to see what is left",
+		},
+		{
+			name:   "changed meanwhile",
+			before: &VolumeInfo{Name: "v", Zone: "z", SizeGB: 1, VolumeType: VolumeTypeSparse},
+			other: func(p *Pool) error {
+				return p.SetTags(ctx, "v", map[string]string{"other": "1"})
+			},
+			changes: &Volume{SizeGB: ptr[int32](2), Tags: map[string]string{"mine": "1"}},
+			wantErr: "volume v was changed by someone else while this update ran (another `kubeup update cluster --yes`?): " +
+				"nothing of it was changed; run `kubeup update cluster` again to see what is left",
+		},
+		{
+			name:    "deleted meanwhile",
+			before:  &VolumeInfo{Name: "v", Zone: "z", SizeGB: 1, VolumeType: VolumeTypeSparse},
+			other:   func(p *Pool) error { return p.Delete(ctx, "v") },
+			changes: &Volume{SizeGB: ptr[int32](2), Tags: map[string]string{"mine": "1"}},
+			wantErr: "volume v was deleted by someone else while this update ran (another `kubeup update cluster --yes`, or `kubeup delete cluster`?): " +
+				"nothing was created; run `kubeup update cluster` again to see what is left",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCloud(t)
+			if tt.before != nil {
+				mustCreate(t, c.Pool, *tt.before)
+			}
+			actual, err := mine.Find(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _ := NewPool(c.Pool.Dir())
+			if err := tt.other(other); err != nil {
+				t.Fatal(err)
+			}
+			theirs := snapshot(t, c.Pool.Dir())
+
+			err = mine.Render(ctx, c, actual, mine, tt.changes)
+			checkErr(t, "Render", err, tt.wantErr)
+			if !errors.Is(err, ErrConflict) || engine.ClassOf(err) != engine.ClassTerminal {
+				t.Errorf("Render: %v (class %v), want a terminal error that matches ErrConflict", err, engine.ClassOf(err))
+			}
+			if diff := cmp.Diff(theirs, snapshot(t, c.Pool.Dir())); diff != "" {
+				t.Errorf("the other's volume was touched (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// snapshot is what a pool directory holds: each file's size, and the sidecars' content.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = fmt.Sprint(fi.Size())
+		if strings.HasSuffix(e.Name(), ".json") {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			files[e.Name()] = string(b)
+		}
+	}
+	return files
 }
