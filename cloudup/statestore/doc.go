@@ -57,8 +57,14 @@
 // The file:// store writes a temporary file in the object's directory, syncs it, renames it over the object and
 // syncs the directory. Objects are created 0600, because the state will hold secrets; directories 0755 (the
 // umask applies), so cluster names are visible to other users, their content is not. Delete removes the
-// directories it leaves empty, up to but never including the root. Hidden files (temporary files left by a
-// crash) are never listed. The root is created on the first write.
+// directories it leaves empty, up to but never including the root. Hidden files are never listed. The root is
+// created on the first write.
+//
+// A temporary file is named .<object>.tmp-<digits>, and its writer holds an exclusive flock on it until it is
+// renamed. A writer that was killed leaves it behind; a temporary file that can be flocked without waiting is
+// such a leftover, and the next write in its directory removes it, as does a Delete in the directories it walks
+// up (so that leftovers do not keep a deleted cluster's directories alive). A live writer's temporary file, or a
+// hidden file of another name, is never touched.
 //
 // # Errors
 //

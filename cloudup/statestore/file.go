@@ -68,6 +68,7 @@ func (s *fileStore) WriteFile(ctx context.Context, p string, data []byte) error 
 		if err := writeAtomic(s.file(p), data); err != nil {
 			return fmt.Errorf("writing %s: %w", s.loc(p), err)
 		}
+		removeStale(filepath.Dir(s.file(p)))
 		return nil
 	})
 }
@@ -87,6 +88,7 @@ func (s *fileStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Ge
 		if err := writeAtomic(s.file(p), data); err != nil {
 			return fmt.Errorf("writing %s: %w", s.loc(p), err)
 		}
+		removeStale(filepath.Dir(s.file(p)))
 		return nil
 	})
 	if err != nil {
@@ -110,11 +112,19 @@ func (s *fileStore) Delete(ctx context.Context, p string) error {
 			}
 			return fmt.Errorf("deleting %s: %w", s.loc(p), unwrapPathError(err))
 		}
-		// Remove the directories this leaves empty, up to (never including) the root. A directory that is not
-		// empty stops the walk.
+		// Remove the directories this leaves empty, up to (never including) the root, with the stale temporary
+		// files and directories of them that would keep them (a cluster's, after its delete). A directory that
+		// holds an object (or a live writer's temporary file) stops the walk.
 		dir := filepath.Dir(name)
-		for dir != s.root && strings.HasPrefix(dir, s.root) && os.Remove(dir) == nil {
+		for dir != s.root && strings.HasPrefix(dir, s.root+string(filepath.Separator)) {
+			prune(dir)
+			if os.Remove(dir) != nil {
+				break
+			}
 			dir = filepath.Dir(dir)
+		}
+		if dir == s.root {
+			removeStale(dir)
 		}
 		if err := syncDir(dir); err != nil {
 			return fmt.Errorf("deleting %s: %w", s.loc(p), err)
@@ -187,9 +197,9 @@ func writeAtomic(name string, data []byte) (err error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return unwrapPathError(err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	f, err := createTemp(name) // flocked until closed: a cleaner leaves it alone
 	if err != nil {
-		return unwrapPathError(err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -206,11 +216,11 @@ func writeAtomic(name string, data []byte) (err error) {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
 	if err := os.Rename(f.Name(), name); err != nil {
 		return unwrapPathError(err)
+	}
+	if err := f.Close(); err != nil { // the lock is held until the file has its object's name
+		return err
 	}
 	return syncDir(dir)
 }
