@@ -33,6 +33,11 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 	if s.Kubelet == nil || s.KubeProxy == nil {
 		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
 	}
+	switch ig.Spec.Role {
+	case RoleControlPlane, RoleNode:
+	default:
+		return nil, fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
+	}
 	controlPlane := ig.Spec.Role == RoleControlPlane
 	if controlPlane && (s.KubeAPIServer == nil || s.KubeControllerManager == nil || s.KubeScheduler == nil || nc.Protokube == nil) {
 		return nil, fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
@@ -57,9 +62,13 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
+	envText, err := kubeletEnv(kubeletFlags(s.Kubelet, ig))
+	if err != nil {
+		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+	}
 	env := engine.Add(g, &nodetasks.File{
 		Path:     kubeletEnvFile,
-		Contents: ptr(kubeletEnv(kubeletFlags(s.Kubelet, ig))),
+		Contents: ptr(envText),
 		Mode:     ptr(os.FileMode(0o644)),
 	})
 	engine.Add(g, &nodetasks.SystemdService{
@@ -112,13 +121,32 @@ func kubeletFlags(k *KubeletConfig, ig *InstanceGroup) []string {
 	return Flags(&cfg)
 }
 
-// kubeletEnv is the environment file kubelet.service reads its flags from.
-func kubeletEnv(flags []string) string {
-	return "# Managed by kubeup (nodeup): kubelet's flags, from the cluster spec.\nDAEMON_ARGS=\"" +
-		strings.Join(flags, " ") + "\"\n"
+// kubeletEnv is the environment file kubelet.service reads its flags from: DAEMON_ARGS, as kops' nodeup writes
+// it, so that an operator finds kubelet's flags where they look for them.
+//
+// kubelet.service starts `kubelet $DAEMON_ARGS`, and systemd splits such a variable into arguments at whitespace
+// (and, since some version, unquotes it too). So every flag must be one plain word (plainWord): then it is
+// exactly one argument under either rule, and the assignment itself is written escaped by systemd's rules
+// (envAssignment). A flag with any other character is refused here, whatever validation said, naming the flag:
+// validation refuses every such value with its field path first, so this only stops a spec that bypassed it.
+// The alternative, each flag a quoted word of ExecStart=, would pass any value, but none of kubelet's values
+// needs more than plainWord allows, and the flags would leave /etc/default/kubelet.
+func kubeletEnv(flags []string) (string, error) {
+	for _, f := range flags {
+		if !plainWord(f) {
+			return "", fmt.Errorf("kubelet flag %q cannot be passed through %s: only %s reach kubelet as exactly one argument of $DAEMON_ARGS; fix the cluster spec (kubeup validates it) and run kubeup update cluster again", f, kubeletEnvFile, plainChars)
+		}
+	}
+	line, err := envAssignment("DAEMON_ARGS", strings.Join(flags, " "))
+	if err != nil {
+		return "", err
+	}
+	return "# Managed by kubeup (nodeup): kubelet's flags, from the cluster spec.\n" + line, nil
 }
 
-const kubeletUnit = `# Managed by kubeup (nodeup).
+// The units nodeup installs. Their values are constants, written by systemd's quoting rules all the same.
+var (
+	kubeletUnit = `# Managed by kubeup (nodeup).
 [Unit]
 Description=Kubernetes kubelet
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
@@ -126,8 +154,8 @@ Wants=containerd.service
 After=containerd.service
 
 [Service]
-EnvironmentFile=` + kubeletEnvFile + `
-ExecStart=` + kubeletBinary + ` $DAEMON_ARGS
+EnvironmentFile=` + must(unitPath(kubeletEnvFile)) + `
+ExecStart=` + must(execLine(kubeletBinary)) + ` $DAEMON_ARGS
 Restart=always
 RestartSec=2s
 KillMode=process
@@ -136,17 +164,26 @@ KillMode=process
 WantedBy=multi-user.target
 `
 
-const protokubeUnit = `# Managed by kubeup (nodeup).
+	protokubeUnit = `# Managed by kubeup (nodeup).
 [Unit]
 Description=protokube: claims and mounts this node's etcd volumes, runs etcd, keeps DNS right
 Wants=kubelet.service
 After=kubelet.service
 
 [Service]
-ExecStart=` + protokubeBinary + ` --conf=` + protokubeConfFile + `
+ExecStart=` + must(execLine(protokubeBinary, "--conf="+protokubeConfFile)) + `
 Restart=always
 RestartSec=5s
 
 [Install]
 WantedBy=multi-user.target
 `
+)
+
+// must panics on an error from writing a constant: a programmer's error, found when the package loads.
+func must(s string, err error) string {
+	if err != nil {
+		panic(fmt.Sprintf("model: %v", err))
+	}
+	return s
+}

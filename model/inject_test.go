@@ -1,0 +1,182 @@
+package model
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// kubeletField is a field of the spec that ends up in kubelet's flags.
+type kubeletField struct {
+	name string
+	flag string                     // the kubelet flag it is part of
+	path func(v string) string      // the field path validation names for value v
+	set  func(c *Cluster, v string) // sets the field of a complete spec to v
+}
+
+func fixed(p string) func(string) string { return func(string) string { return p } }
+
+var kubeletFields = []kubeletField{
+	{"node label value", "node-labels", fixed(`spec.kubelet.nodeLabels["example.com/team"]`),
+		func(c *Cluster, v string) { c.Spec.Kubelet.NodeLabels = map[string]string{"example.com/team": v} }},
+	{"node label key", "node-labels", func(v string) string { return "spec.kubelet.nodeLabels[" + strconv.Quote(v) + "]" },
+		func(c *Cluster, v string) { c.Spec.Kubelet.NodeLabels = map[string]string{v: "x"} }},
+	{"feature gate key", "feature-gates", func(v string) string { return "spec.kubelet.featureGates[" + strconv.Quote(v) + "]" },
+		func(c *Cluster, v string) { c.Spec.Kubelet.FeatureGates = map[string]string{v: "true"} }},
+	{"feature gate value", "feature-gates", fixed(`spec.kubelet.featureGates["Foo"]`),
+		func(c *Cluster, v string) { c.Spec.Kubelet.FeatureGates = map[string]string{"Foo": v} }},
+	{"taint", "register-with-taints", fixed("spec.kubelet.registerWithTaints[0]"),
+		func(c *Cluster, v string) {
+			c.Spec.Kubelet.RegisterWithTaints = []string{"example.com/t=" + v + ":NoSchedule"}
+		}},
+	{"podManifestPath", "pod-manifest-path", fixed("spec.kubelet.podManifestPath"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.PodManifestPath = "/etc/kubernetes/" + v }},
+	{"kubeconfig", "kubeconfig", fixed("spec.kubelet.kubeconfig"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.Kubeconfig = "/var/lib/kubelet/" + v }},
+	{"clientCAFile", "client-ca-file", fixed("spec.kubelet.clientCAFile"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.ClientCAFile = "/srv/kubernetes/" + v }},
+	{"containerRuntimeEndpoint", "container-runtime-endpoint", fixed("spec.kubelet.containerRuntimeEndpoint"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.ContainerRuntimeEndpoint = "unix:///run/" + v }},
+	{"clusterDNS", "cluster-dns", fixed("spec.kubelet.clusterDNS"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.ClusterDNS = v }},
+	{"clusterDomain", "cluster-domain", fixed("spec.kubelet.clusterDomain"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.ClusterDomain = v }},
+	{"cgroupDriver", "cgroup-driver", fixed("spec.kubelet.cgroupDriver"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.CgroupDriver = v }},
+	{"authorizationMode", "authorization-mode", fixed("spec.kubelet.authorizationMode"),
+		func(c *Cluster, v string) { c.Spec.Kubelet.AuthorizationMode = v }},
+}
+
+// kubeletArgv reads what kubelet.service of a node graph would start kubelet with, as systemd does: the unit's
+// EnvironmentFile= and ExecStart=, and the environment file. It fails the test when the environment file sets
+// anything but DAEMON_ARGS.
+func kubeletArgv(t *testing.T, g *engine.Graph[*nodetasks.Node]) []string {
+	t.Helper()
+	task, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: "kubelet.service"})
+	if !ok {
+		t.Fatal("no kubelet.service")
+	}
+	unit := *task.(*nodetasks.SystemdService).Definition
+	if got := unitDirective(unit, "EnvironmentFile"); !cmp.Equal(got, []string{kubeletEnvFile}) {
+		t.Fatalf("kubelet.service's EnvironmentFile= is %q, want %s", got, kubeletEnvFile)
+	}
+	execs := unitDirective(unit, "ExecStart")
+	if len(execs) != 1 {
+		t.Fatalf("kubelet.service has %d ExecStart= lines", len(execs))
+	}
+	words, err := parseCommandLine(execs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	envTask, ok := g.Lookup(engine.Key{Type: "File", Name: kubeletEnvFile})
+	if !ok {
+		t.Fatalf("no %s", kubeletEnvFile)
+	}
+	vars, err := parseEnvFile(*envTask.(*nodetasks.File).Contents)
+	if err != nil {
+		t.Fatalf("%s: %v", kubeletEnvFile, err)
+	}
+	if len(vars) != 1 || vars[0].Name != "DAEMON_ARGS" {
+		t.Fatalf("%s sets %q, want DAEMON_ARGS only:\n%s", kubeletEnvFile, vars, *envTask.(*nodetasks.File).Contents)
+	}
+	return expandCommandLine(t, words, map[string]string{"DAEMON_ARGS": vars[0].Value})
+}
+
+// TestKubeletGetsExactlyItsFlags feeds hostile values into every field that reaches kubelet's command line,
+// bypassing validation, straight into the node builder: it either refuses, naming the flag, or kubelet gets
+// exactly the flags of the spec, one argument each, and /etc/default/kubelet sets DAEMON_ARGS and nothing else.
+func TestKubeletGetsExactlyItsFlags(t *testing.T) {
+	for _, f := range kubeletFields {
+		for _, v := range hostileValues {
+			t.Run(f.name+"/"+strconv.Quote(v), func(t *testing.T) {
+				c, igs := completeSpec(t, CloudLocal, 1)
+				f.set(c, v)
+				ig := findInstanceGroup(igs, "control-plane-a")
+				nc := NewNodeConfig(c, ig)
+				g, err := BuildNodeGraph(nc)
+				if err != nil {
+					if !strings.Contains(err.Error(), "--"+f.flag) {
+						t.Errorf("BuildNodeGraph refused, but its error does not name --%s: %v", f.flag, err)
+					}
+					return
+				}
+				want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+				if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
+					t.Errorf("kubelet's command line (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestKubeletGetsAnInstanceGroupsNameExactly does the same with the instance group's name, which is a node label.
+func TestKubeletGetsAnInstanceGroupsNameExactly(t *testing.T) {
+	for _, v := range hostileValues {
+		t.Run(strconv.Quote(v), func(t *testing.T) {
+			c, igs := completeSpec(t, CloudLocal, 1)
+			ig := findInstanceGroup(igs, "nodes")
+			ig.Metadata.Name = "nodes" + v
+			nc := NewNodeConfig(c, ig)
+			g, err := BuildNodeGraph(nc)
+			if err != nil {
+				if !strings.Contains(err.Error(), "--node-labels") && !strings.Contains(err.Error(), "metadata.name") {
+					t.Errorf("BuildNodeGraph refused, but its error names neither --node-labels nor metadata.name: %v", err)
+				}
+				return
+			}
+			want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+			if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
+				t.Errorf("kubelet's command line (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKubeletArgvOfTheDefaults checks the reader on the flags of a normal spec: kubelet gets every flag.
+func TestKubeletArgvOfTheDefaults(t *testing.T) {
+	nc, g := nodeGraph(t, 3, "control-plane-b")
+	want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+	if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
+		t.Errorf("kubelet's command line (-want +got):\n%s", diff)
+	}
+	if len(want) < 10 {
+		t.Errorf("only %d flags: %q", len(want), want)
+	}
+}
+
+// TestBuildNodeGraphRefusesAnUnknownRole checks that a node configuration of another role than ControlPlane or
+// Node is refused: it would be built as a node without the control plane's taint.
+func TestBuildNodeGraphRefusesAnUnknownRole(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	ig := findInstanceGroup(igs, "control-plane-a")
+	ig.Spec.Role = "Bogus"
+	_, err := BuildNodeGraph(NewNodeConfig(c, ig))
+	if err == nil || !strings.Contains(err.Error(), `spec.role "Bogus" is not a role: want ControlPlane or Node`) {
+		t.Errorf("BuildNodeGraph with role Bogus: %v", err)
+	}
+}
+
+// TestProtokubeUnitReadsBack checks protokube.service's command line as systemd reads it.
+func TestProtokubeUnitReadsBack(t *testing.T) {
+	_, g := nodeGraph(t, 1, "control-plane-a")
+	task, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: "protokube.service"})
+	if !ok {
+		t.Fatal("no protokube.service")
+	}
+	execs := unitDirective(*task.(*nodetasks.SystemdService).Definition, "ExecStart")
+	if len(execs) != 1 {
+		t.Fatalf("%d ExecStart= lines", len(execs))
+	}
+	words, err := parseCommandLine(execs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{protokubeBinary, "--conf=" + protokubeConfFile}, expandCommandLine(t, words, nil)); diff != "" {
+		t.Errorf("protokube's command line (-want +got):\n%s", diff)
+	}
+}
