@@ -319,3 +319,31 @@ func TestEscapeTXT(t *testing.T) {
 		t.Errorf("a trailing backslash: %q", got)
 	}
 }
+
+// A record that a DNS server could not serve, and that kubeup could not write back as it read it, is refused
+// with the file's name and the fix, and nothing is written.
+func TestZoneFileRefusesUnservableRecords(t *testing.T) {
+	for _, tt := range []struct{ name, file, wantErr string }{
+		// At the end of the file: with a newline after it, miekg/dns refuses it.
+		{name: "no owner, no data", file: " MB ", wantErr: `record "\t0\tIN\tMB\t" is not one a DNS server can serve (it has no owner name): fix it or remove it`},
+		{name: "no data", file: "api IN A\n", wantErr: `record "api.example.com.\t0\tIN\tA\t" is not one a DNS server can serve (it has no data)`},
+		{name: "SOA without data", file: "@ IN SOA\n", wantErr: `record "example.com.\t0\tIN\tSOA\t  0 0 0 0 0" is not one a DNS server can serve (its wire form does not read back`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			z := newZoneFile(t)
+			if err := os.MkdirAll(filepath.Dir(z.Path()), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(z.Path(), []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := z.List(context.Background())
+			checkErr(t, "List", err, z.Path()+": "+tt.wantErr)
+			err = z.Upsert(context.Background(), dnstasks.RecordSet{Name: "x.example.com", Type: "A", TTL: 60, Values: []string{"10.0.0.1"}})
+			checkErr(t, "Upsert", err, tt.wantErr)
+			if b, _ := os.ReadFile(z.Path()); string(b) != tt.file {
+				t.Errorf("the refused zone file was rewritten:\n%s", b)
+			}
+		})
+	}
+}

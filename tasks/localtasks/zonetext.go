@@ -2,6 +2,7 @@ package localtasks
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -38,11 +39,17 @@ type zone struct {
 }
 
 // parseZone parses the master file b of zone origin (canonical name) with miekg/dns' parser: what a DNS server
-// reads is what kubeup reads. $INCLUDE is refused.
+// reads is what kubeup reads. $INCLUDE is refused, and so is a record a DNS server could not serve (see
+// fromWire); every record is kept as read back from its wire form, so that format writes it in a form that
+// reads the same.
 func parseZone(b []byte, origin, path string) (*zone, error) {
 	z := &zone{origin: origin, created: bytes.HasPrefix(b, []byte(createdMarker))}
 	zp := dns.NewZoneParser(bytes.NewReader(b), origin+".", path)
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+	for read, ok := zp.Next(); ok; read, ok = zp.Next() {
+		rr, err := fromWire(read)
+		if err != nil {
+			return nil, fmt.Errorf("%s: record %q is not one a DNS server can serve (%w): fix it or remove it", path, read, err)
+		}
 		soa, isSOA := rr.(*dns.SOA)
 		if !isSOA {
 			z.rrs = append(z.rrs, rr)
@@ -214,7 +221,7 @@ func (z *zone) format() []byte {
 	}
 	b.WriteString(managedHeader)
 	fmt.Fprintf(&b, "$ORIGIN %s.\n$TTL %d\n", z.origin, defaultTTL)
-	b.WriteString(z.soa.String() + "\n")
+	b.WriteString(presentation(z.soa) + "\n")
 	rank := func(rr dns.RR) int {
 		if _, ok := rr.(*dns.NS); ok && nameOf(rr) == z.origin {
 			return 0
@@ -235,9 +242,86 @@ func (z *zone) format() []byte {
 		return strings.Compare(a.String(), b.String())
 	})
 	for _, rr := range rrs {
-		b.WriteString(rr.String() + "\n")
+		b.WriteString(presentation(rr) + "\n")
 	}
 	return b.Bytes()
+}
+
+// fromWire returns rr as a DNS server would serve it: packed into its wire form and read back, so that every
+// name and every string of it is in one canonical text form, whatever form the file wrote it in ("'" or "\'").
+// It refuses a record a zone cannot hold: one without an owner name (an indented first record), one of a known
+// type with no data (miekg/dns reads "x IN A" as it would in a dynamic update), one that does not fit a DNS
+// message, or whose wire form does not read back as itself, as text (RFC 3597's generic form) or as data.
+func fromWire(rr dns.RR) (dns.RR, error) {
+	if name := rr.Header().Name; name == "" || !dns.IsFqdn(name) {
+		return nil, errors.New("it has no owner name")
+	}
+	wire := make([]byte, dns.Len(rr)+512)
+	n, err := dns.PackRR(rr, wire, 0, nil, false)
+	if errors.Is(err, dns.ErrBuf) {
+		wire = make([]byte, 1<<17)
+		n, err = dns.PackRR(rr, wire, 0, nil, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("it does not fit a DNS message: %w", err)
+	}
+	wire = wire[:n]
+	back, _, err := dns.UnpackRR(wire, 0)
+	if err != nil {
+		return nil, fmt.Errorf("its wire form does not read back: %w", err)
+	}
+	switch back.(type) {
+	case *dns.RFC3597, *dns.APL: // the data of an unknown type, or an address prefix list, may be empty
+	default:
+		if back.Header().Rdlength == 0 {
+			return nil, errors.New("it has no data")
+		}
+	}
+	again := make([]byte, len(wire)+512)
+	if n, err := dns.PackRR(back, again, 0, nil, false); err != nil || !bytes.Equal(again[:n], wire) {
+		return nil, errors.New("its wire form does not read back as itself")
+	}
+	generic, err := genericForm(back)
+	if err == nil {
+		var text dns.RR
+		if text, err = dns.NewRR(generic); err == nil && text != nil {
+			var g string
+			if g, err = genericForm(text); err == nil && g != generic {
+				err = errors.New(g)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("its generic form %s does not read back as itself: %w", generic, err)
+	}
+	return back, nil
+}
+
+// presentation returns rr as a line of a zone file: its text form when that reads back as the same record (to
+// the bit, on the wire), and otherwise RFC 3597's generic form ("TYPE16 \# 4 03612062"), which fromWire made sure
+// does. miekg/dns prints some records it reads in a form it cannot read back (FuzzZoneRoundTrip finds them):
+// kubeup keeps what it read, and writes it so that it reads the same.
+func presentation(rr dns.RR) string {
+	text := rr.String()
+	generic, err := genericForm(rr)
+	if err != nil {
+		return text // fromWire refuses such a record, and kubeup makes none: not reached
+	}
+	if back, err := dns.NewRR(text); err == nil && back != nil {
+		if again, err := genericForm(back); err == nil && again == generic {
+			return text
+		}
+	}
+	return generic
+}
+
+// genericForm returns rr in RFC 3597's generic form: its owner, TTL, class, type and data as on the wire.
+func genericForm(rr dns.RR) (string, error) {
+	var g dns.RFC3597
+	if err := g.ToRFC3597(rr); err != nil {
+		return "", err
+	}
+	return g.String(), nil
 }
 
 // chunkTXT splits a TXT value into character-strings of at most 255 bytes, in the escaped form miekg/dns keeps
