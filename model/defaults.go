@@ -148,7 +148,7 @@ func defaultEtcdClusters(igs []*InstanceGroup) []EtcdClusterSpec {
 func completeEtcdCluster(s *ClusterSpec, i int, igs []*InstanceGroup) {
 	e := &s.EtcdClusters[i]
 	setDefault(&e.Version, DefaultEtcdVersion)
-	setDefault(&e.Image, fmt.Sprintf("%s/etcd:%s-0", defaultRegistry, e.Version))
+	setDefault(&e.Image, etcdImage(e.Version))
 	switch e.Name {
 	case "main":
 		setDefault(&e.ClientPort, 4001)
@@ -219,9 +219,7 @@ func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
 func completeComponents(c *Cluster) {
 	s := &c.Spec
 	n := s.Networking
-	image := func(component string) string {
-		return fmt.Sprintf("%s/%s:v%s", defaultRegistry, component, strings.TrimPrefix(s.KubernetesVersion, "v"))
-	}
+	image := func(component string) string { return componentImage(component, s.KubernetesVersion) }
 
 	if s.Kubelet == nil {
 		s.Kubelet = &KubeletConfig{}
@@ -320,6 +318,14 @@ func completeComponents(c *Cluster) {
 	setDefault(&p.MetricsBindAddress, "127.0.0.1:10249")
 	ptrDefault(&p.ConntrackMaxPerCore, 131072)
 }
+
+// componentImage is a Kubernetes component's default image: registry.k8s.io/<component>:v<version>.
+func componentImage(component, version string) string {
+	return fmt.Sprintf("%s/%s:v%s", defaultRegistry, component, strings.TrimPrefix(version, "v"))
+}
+
+// etcdImage is etcd's default image: registry.k8s.io/etcd:<version>-0.
+func etcdImage(version string) string { return fmt.Sprintf("%s/etcd:%s-0", defaultRegistry, version) }
 
 // etcdServers points kube-apiserver at main through localhost, and every other cluster's resources (events) at
 // that cluster: the etcd members run on every control-plane node beside kube-apiserver.

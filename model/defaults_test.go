@@ -227,13 +227,14 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 		{
 			name: "instance group machineType, image and minSize 0",
 			set: func(_ *Cluster, igs []*InstanceGroup) {
-				igs[0].Spec.MachineType = "big"
-				igs[0].Spec.Image = "ubuntu-24.04"
-				igs[0].Spec.MinSize = ptr[int32](0)
-				igs[0].Spec.MaxSize = nil
+				nodes := igs[len(igs)-1]
+				nodes.Spec.MachineType = "big"
+				nodes.Spec.Image = "ubuntu-24.04"
+				nodes.Spec.MinSize = ptr[int32](0)
+				nodes.Spec.MaxSize = nil
 			},
 			get: func(_ *Cluster, igs []*InstanceGroup) any {
-				s := igs[0].Spec
+				s := igs[len(igs)-1].Spec
 				return []any{s.MachineType, s.Image, *s.MinSize, *s.MaxSize}
 			},
 			want: []any{"big", "ubuntu-24.04", int32(0), int32(0)},

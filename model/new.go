@@ -7,10 +7,12 @@ import (
 
 // NewClusterOptions are what `kubeup create cluster` asks for.
 type NewClusterOptions struct {
-	Name              string
-	CloudProvider     string
-	Zones             []string
-	ControlPlaneCount int // 0 means 1
+	Name          string
+	CloudProvider string
+	Zones         []string
+	// ControlPlaneCount is the number of control-plane nodes; 0 means 1 (the zero value of the options). A
+	// command line that can pass 0 must refuse it itself: a cluster without a control plane has no API.
+	ControlPlaneCount int
 	NodeCount         int // size of the "nodes" group; 0 leaves the group out
 	DNSZone           string
 	Project           string
@@ -22,6 +24,9 @@ type NewClusterOptions struct {
 // zones, control-plane-a-1, control-plane-a-2, ...; a zone whose short name another zone shares is named in
 // full) and a "nodes" group across every zone. The spec is minimal: what is not set is filled in by Complete.
 func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
+	if err := ValidClusterName(o.Name); err != nil {
+		return nil, nil, fmt.Errorf("--name %q: %w", o.Name, err)
+	}
 	if len(o.Zones) == 0 {
 		return nil, nil, fmt.Errorf("--zones is required: the zones to run in, for example a,b,c")
 	}
@@ -30,7 +35,7 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 		count = 1
 	}
 	if count < 0 {
-		return nil, nil, fmt.Errorf("--control-plane-count %d: must be at least 1", count)
+		return nil, nil, fmt.Errorf("--control-plane-count %d: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5", count)
 	}
 	if o.NodeCount < 0 {
 		return nil, nil, fmt.Errorf("--node-count %d: must not be negative", o.NodeCount)
@@ -71,6 +76,10 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 	}
 	if o.NodeCount > 0 {
 		igs = append(igs, newInstanceGroup("nodes", RoleNode, append([]string(nil), o.Zones...), int32(o.NodeCount)))
+	}
+	// The names derived from the cluster's must fit too, before the name is used in the state store.
+	if msg := derivedNameProblem(o.Name, o.CloudProvider, defaultEtcdClusters(igs)); msg != "" {
+		return nil, nil, fmt.Errorf("--name %s", msg)
 	}
 	return c, igs, nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,7 +23,7 @@ func TestNewCluster(t *testing.T) {
 	}{
 		{
 			name:     "one control plane, no nodes",
-			opts:     NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}},
+			opts:     NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}, ControlPlaneCount: 1},
 			wantSpec: ClusterSpec{CloudProvider: CloudLocal, Zones: []string{"a", "b", "c"}},
 			wantGroups: []group{
 				{"control-plane-a", RoleControlPlane, []string{"a"}, 1},
@@ -161,7 +162,7 @@ func TestNewCluster(t *testing.T) {
 
 func TestNewClusterDoesNotShareZones(t *testing.T) {
 	zones := []string{"a", "b"}
-	c, igs, err := NewCluster(NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: zones, NodeCount: 1})
+	c, igs, err := NewCluster(NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: zones, ControlPlaneCount: 1, NodeCount: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,23 +181,53 @@ func TestNewClusterErrors(t *testing.T) {
 	}{
 		{
 			name: "no zones",
-			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal},
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, ControlPlaneCount: 1},
 			want: "--zones is required: the zones to run in, for example a,b,c",
+		},
+		{
+			name: "a name longer than DNS allows, and than a file name",
+			opts: NewClusterOptions{Name: strings.Repeat("a", 300) + ".example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
+			want: `--name "` + strings.Repeat("a", 300) + `.example.com": cluster name: "` + strings.Repeat("a", 300) + `.example.com" is longer than 253 characters`,
+		},
+		{
+			name: "a label longer than DNS allows",
+			opts: NewClusterOptions{Name: strings.Repeat("a", 64) + ".example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
+			want: `--name "` + strings.Repeat("a", 64) + `.example.com": cluster name: "` + strings.Repeat("a", 64) + `.example.com" is not a valid DNS name: each dot-separated label must be 1-63 lowercase letters, digits or '-', not starting or ending with '-'`,
+		},
+		{
+			name: "a name of four full labels",
+			opts: NewClusterOptions{Name: strings.Repeat(strings.Repeat("a", 63)+".", 4) + "com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
+			want: `--name "` + strings.Repeat(strings.Repeat("a", 63)+".", 4) + `com": cluster name: "` + strings.Repeat(strings.Repeat("a", 63)+".", 4) + `com" is longer than 253 characters`,
+		},
+		{
+			name: "a name too long for the names derived from it",
+			opts: NewClusterOptions{Name: strings.Repeat(strings.Repeat("a", 63)+".", 3) + "com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
+			want: `--name "` + strings.Repeat(strings.Repeat("a", 63)+".", 3) + `com" is too long: the volume of etcd member a of events, "a.etcd-events.aaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com", would be 209 characters, more than the 200 the local provider's volumes take; use a name of at most 186 characters`,
+		},
+		{
+			name: "the longest name the local provider takes",
+			opts: NewClusterOptions{Name: strings.Repeat(strings.Repeat("a", 63)+".", 2) + strings.Repeat("a", 54) + ".com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
 		},
 		{
 			name: "negative control-plane count",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: -1},
-			want: "--control-plane-count -1: must be at least 1",
+			want: "--control-plane-count -1: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5",
 		},
 		{
 			name: "negative node count",
-			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, NodeCount: -2},
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: -2},
 			want: "--node-count -2: must not be negative",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := NewCluster(tt.opts)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("NewCluster(%+v): %v", tt.opts, err)
+				}
+				return
+			}
 			if err == nil {
 				t.Fatalf("NewCluster(%+v) returned no error", tt.opts)
 			}

@@ -2,10 +2,7 @@ package model
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
-	"net/url"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,22 +14,46 @@ import (
 // "instancegroup/<name>: ".
 func Validate(source string, c *Cluster, igs []*InstanceGroup) error {
 	var ps problems
-	validateCluster(&ps, c, igs)
+	validateCluster(&ps, c, igs, true)
 	seen := map[string]bool{}
 	for _, ig := range igs {
 		validateInstanceGroup(&ps, c, ig)
 		if name := ig.Metadata.Name; name != "" && seen[name] {
-			ps.add("instancegroup/"+name+": metadata.name", "%q is used by another instance group", name)
+			ps.add(igPrefix(name)+"metadata.name", "%q is used by another instance group", name)
 		}
 		seen[ig.Metadata.Name] = true
 	}
 	return ps.err(source)
 }
 
+// ValidateInstanceGroup checks one instance group of a complete spec in the context of its cluster, and every
+// part of the cluster's spec that a node of the group uses: what Validate checks, except what needs the
+// cluster's other instance groups (that each etcd member's group exists, that there is a control plane). It is
+// what a node can check of the configuration it was given (nodeup). Problems are reported as Validate does.
+func ValidateInstanceGroup(source string, c *Cluster, ig *InstanceGroup) error {
+	var ps problems
+	validateCluster(&ps, c, []*InstanceGroup{ig}, false)
+	validateInstanceGroup(&ps, c, ig)
+	return ps.err(source)
+}
+
+// igPrefix is the start of the path of an instance group's problems: "instancegroup/<name>: ", the name quoted
+// when it is not printable as it is.
+func igPrefix(name string) string {
+	if name == "" {
+		return "instancegroup (unnamed): "
+	}
+	if strconv.Quote(name) != `"`+name+`"` || strings.ContainsAny(name, " :/") {
+		name = strconv.Quote(name)
+	}
+	return "instancegroup/" + name + ": "
+}
+
 var (
-	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	zoneName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	semver   = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+	machineType = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9._]{0,63}$`)
+	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	zoneName    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	semver      = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 )
 
 // validDNSName reports why name is not a lowercase DNS name of at least minLabels labels, or "".
@@ -57,12 +78,16 @@ func validDNSName(name string, minLabels int) string {
 
 func inDomain(name, zone string) bool { return name == zone || strings.HasSuffix(name, "."+zone) }
 
-func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
+// validateCluster checks the cluster's spec; all says igs are all of its instance groups (else the checks that
+// need them all are left out).
+func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	name := c.Metadata.Name
+	s := &c.Spec
 	if msg := validDNSName(name, 2); msg != "" {
 		ps.add("metadata.name", "%s", msg)
+	} else {
+		check(ps, "metadata.name", derivedNameProblem(name, s.CloudProvider, s.EtcdClusters))
 	}
-	s := &c.Spec
 	switch s.CloudProvider {
 	case CloudAWS:
 		if s.Region == "" {
@@ -95,20 +120,14 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
 			ps.add(index("spec.zones", i), "%q is listed twice", z)
 		}
 	}
-	if !semver.MatchString(s.KubernetesVersion) {
-		ps.add("spec.kubernetesVersion", "%q is not a version: want MAJOR.MINOR.PATCH, for example %s", s.KubernetesVersion, DefaultKubernetesVersion)
-	}
+	check(ps, "spec.kubernetesVersion", kubernetesVersionProblem(s.KubernetesVersion))
 	zoneOK := validDNSName(s.DNSZone, 1) == ""
 	if msg := validDNSName(s.DNSZone, 1); msg != "" {
 		ps.add("spec.dnsZone", "%s", msg)
 	} else if validDNSName(name, 2) == "" && !inDomain(name, s.DNSZone) {
 		ps.add("spec.dnsZone", "%q does not hold the cluster's name %q: use %q or a parent domain of it", s.DNSZone, name, parentDomain(name))
 	}
-	if s.ConfigBase != "" {
-		if u, err := url.Parse(s.ConfigBase); err != nil || !slices.Contains([]string{"file", "s3", "gs"}, u.Scheme) {
-			ps.add("spec.configBase", "%q is not a state store URL: want file:///dir, s3://bucket/path or gs://bucket/path", s.ConfigBase)
-		}
-	}
+	checkIf(ps, "spec.configBase", s.ConfigBase, configBaseProblem)
 	if s.API != nil {
 		for _, f := range []struct{ field, v string }{{"publicName", s.API.PublicName}, {"internalName", s.API.InternalName}} {
 			field, v := f.field, f.v
@@ -123,9 +142,12 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup) {
 		}
 	}
 	validateNetworking(ps, s.Networking)
-	validateEtcd(ps, s, igs)
-	validateComponents(ps, s)
+	validateEtcd(ps, s, igs, all)
+	validateComponents(ps, c)
 
+	if !all {
+		return
+	}
 	controlPlane := 0
 	for _, ig := range igs {
 		if ig.Spec.Role == RoleControlPlane {
@@ -144,12 +166,11 @@ func validateLocal(ps *problems, s *ClusterSpec) {
 	}
 	for _, f := range []struct{ field, v string }{{"poolDir", s.Local.PoolDir}, {"zoneFile", s.Local.ZoneFile}} {
 		field, v := f.field, f.v
-		switch {
-		case v == "":
+		if v == "" {
 			ps.add("spec.local."+field, "required when the state store is not file:// (an absolute path)")
-		case !path.IsAbs(v):
-			ps.add("spec.local."+field, "%q must be an absolute path", v)
+			continue
 		}
+		validatePath(ps, "spec.local."+field, v, true)
 	}
 }
 
@@ -193,7 +214,7 @@ func within(inner, outer netip.Prefix) bool {
 	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
 }
 
-func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup) {
+func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup, all bool) {
 	if len(s.EtcdClusters) == 0 {
 		ps.add("spec.etcdClusters", "required: at least the main etcd cluster")
 		return
@@ -205,6 +226,8 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup) {
 		switch {
 		case !dnsLabel.MatchString(e.Name):
 			ps.add(p+".name", "%q is not a valid name: lowercase letters, digits and '-'", e.Name)
+		case len(e.Name) > maxEtcdClusterName:
+			ps.add(p+".name", "%q is longer than %d characters: the members' DNS names hold the label etcd-%s, and a label has at most 63", e.Name, maxEtcdClusterName, e.Name)
 		case names[e.Name]:
 			ps.add(p+".name", "%q is used by another etcd cluster", e.Name)
 		}
@@ -212,8 +235,8 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup) {
 		if !semver.MatchString(e.Version) {
 			ps.add(p+".version", "%q is not a version: want MAJOR.MINOR.PATCH, for example %s", e.Version, DefaultEtcdVersion)
 		}
-		if e.Image == "" {
-			ps.add(p+".image", "required")
+		if e.Image == "" || e.Image != etcdImage(e.Version) { // else a problem of its version
+			check(ps, p+".image", imageProblem(e.Image))
 		}
 		for _, f := range []struct {
 			field string
@@ -232,14 +255,14 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup) {
 		if e.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, e.LogLevel) {
 			ps.add(p+".logLevel", "%q is not one of debug, info, warn, error", e.LogLevel)
 		}
-		validateMembers(ps, s, p, e, igs)
+		validateMembers(ps, s, p, e, igs, all)
 	}
 	if !names["main"] {
 		ps.add("spec.etcdClusters", "the main etcd cluster is missing: kube-apiserver keeps its data there")
 	}
 }
 
-func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, igs []*InstanceGroup) {
+func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, igs []*InstanceGroup, all bool) {
 	switch n := len(e.Members); {
 	case n == 0:
 		ps.add(p+".members", "required: 1, 3 or 5 members")
@@ -261,6 +284,7 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 		switch {
 		case m.InstanceGroup == "":
 			ps.add(mp+".instanceGroup", "required: the control-plane instance group that runs this member")
+		case ig == nil && !all: // another instance group's member: not known here
 		case ig == nil:
 			ps.add(mp+".instanceGroup", "instance group %q does not exist: create it or name one of %v", m.InstanceGroup, controlPlaneGroups(igs))
 		case ig.Spec.Role != RoleControlPlane:
@@ -272,6 +296,7 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 			groups[m.InstanceGroup] = m.Name
 		}
 		switch {
+		case m.Zone == "" && ig == nil && !all:
 		case m.Zone == "" && ig != nil && len(ig.Spec.Zones) > 1:
 			ps.add(mp+".zone", "required: the zone of the member's volume (the instance group has more than one zone)")
 		case m.Zone == "":
@@ -315,106 +340,10 @@ func controlPlaneGroups(igs []*InstanceGroup) []string {
 	return names
 }
 
-func validateComponents(ps *problems, s *ClusterSpec) {
-	logLevel := func(p string, v *int32) {
-		if v != nil && (*v < 0 || *v > 10) {
-			ps.add(p, "%d is not a log level: want 0-10", *v)
-		}
-	}
-	image := func(p, v string) {
-		if v == "" {
-			ps.add(p, "required: a container image")
-		}
-	}
-	if k := s.Kubelet; k != nil {
-		logLevel("spec.kubelet.logLevel", k.LogLevel)
-		if k.ClusterDNS != "" {
-			if _, err := netip.ParseAddr(k.ClusterDNS); err != nil {
-				ps.add("spec.kubelet.clusterDNS", "%q is not an IP address", k.ClusterDNS)
-			}
-		}
-		if k.MaxPods != nil && *k.MaxPods < 1 {
-			ps.add("spec.kubelet.maxPods", "%d: must be at least 1", *k.MaxPods)
-		}
-		for _, key := range slices.Sorted(maps.Keys(k.NodeLabels)) {
-			if !kubeletLabelAllowed(key) {
-				ps.add("spec.kubelet.nodeLabels["+key+"]", "kubelet refuses to start with a label in the kubernetes.io or k8s.io namespaces "+
-					"unless it is in node.kubernetes.io/ or kubelet.kubernetes.io/, or one of %v: use your own prefix, or label the Node once it has registered",
-					slices.Sorted(maps.Keys(kubeletLabels)))
-			}
-		}
-	}
-	if a := s.KubeAPIServer; a != nil {
-		image("spec.kubeAPIServer.image", a.Image)
-		logLevel("spec.kubeAPIServer.logLevel", a.LogLevel)
-		if a.SecurePort != nil && (*a.SecurePort < 1 || *a.SecurePort > 65535) {
-			ps.add("spec.kubeAPIServer.securePort", "%d is not a port: want 1-65535", *a.SecurePort)
-		}
-		if len(a.EtcdServers) == 0 {
-			ps.add("spec.kubeAPIServer.etcdServers", "required: the main etcd cluster's client URLs")
-		}
-		for i, u := range a.EtcdServers {
-			if _, err := url.ParseRequestURI(u); err != nil {
-				ps.add(index("spec.kubeAPIServer.etcdServers", i), "%q is not a URL", u)
-			}
-		}
-	}
-	if m := s.KubeControllerManager; m != nil {
-		image("spec.kubeControllerManager.image", m.Image)
-		logLevel("spec.kubeControllerManager.logLevel", m.LogLevel)
-	}
-	if sc := s.KubeScheduler; sc != nil {
-		image("spec.kubeScheduler.image", sc.Image)
-		logLevel("spec.kubeScheduler.logLevel", sc.LogLevel)
-	}
-	if p := s.KubeProxy; p != nil {
-		image("spec.kubeProxy.image", p.Image)
-		logLevel("spec.kubeProxy.logLevel", p.LogLevel)
-		if p.ProxyMode != "" && !slices.Contains([]string{"iptables", "ipvs", "nftables"}, p.ProxyMode) {
-			ps.add("spec.kubeProxy.proxyMode", "%q is not one of iptables, ipvs, nftables", p.ProxyMode)
-		}
-	}
-}
-
-// kubeletLabels are the labels in the kubernetes.io and k8s.io namespaces that kubelet may set on its own Node
-// (k8s.io/kubelet/pkg/apis.IsKubeletLabel), besides those in kubeletLabelNamespaces.
-var kubeletLabels = map[string]bool{
-	"kubernetes.io/hostname":                   true,
-	"kubernetes.io/os":                         true,
-	"kubernetes.io/arch":                       true,
-	"beta.kubernetes.io/os":                    true,
-	"beta.kubernetes.io/arch":                  true,
-	"beta.kubernetes.io/instance-type":         true,
-	"node.kubernetes.io/instance-type":         true,
-	"topology.kubernetes.io/region":            true,
-	"topology.kubernetes.io/zone":              true,
-	"failure-domain.beta.kubernetes.io/region": true,
-	"failure-domain.beta.kubernetes.io/zone":   true,
-}
-
-var kubeletLabelNamespaces = []string{"kubelet.kubernetes.io", "node.kubernetes.io"}
-
-// kubeletLabelAllowed reports whether kubelet accepts a --node-labels key: any key outside the kubernetes.io
-// and k8s.io namespaces, and within them only kubeletLabels and kubeletLabelNamespaces. Any other is refused
-// when kubelet starts ("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels").
-func kubeletLabelAllowed(key string) bool {
-	ns, _, ok := strings.Cut(key, "/")
-	if !ok {
-		return true
-	}
-	ns = strings.ToLower(ns)
-	under := func(domain string) bool { return ns == domain || strings.HasSuffix(ns, "."+domain) }
-	if !under("kubernetes.io") && !under("k8s.io") {
-		return true
-	}
-	return kubeletLabels[strings.ToLower(key)] || slices.ContainsFunc(kubeletLabelNamespaces, under)
-}
-
 func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	name := ig.Metadata.Name
-	p := "instancegroup/" + name + ": "
+	p := igPrefix(name)
 	if name == "" {
-		p = "instancegroup (unnamed): "
 		ps.add(p+"metadata.name", "required")
 	} else if !dnsLabel.MatchString(name) {
 		ps.add(p+"metadata.name", "%q is not a valid name: lowercase letters, digits and '-', at most 63", name)
@@ -438,14 +367,26 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 			ps.add(p+index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
 		}
 	}
-	if s.MachineType == "" {
+	switch {
+	case s.MachineType == "":
 		ps.add(p+"spec.machineType", "required")
+	case !machineType.MatchString(s.MachineType):
+		ps.add(p+"spec.machineType", "%q is not a machine type: want letters, digits, '.', '_' and '-', at most 64 (for example t3.medium)", s.MachineType)
 	}
-	if s.Image == "" {
+	switch {
+	case s.Image == "":
 		ps.add(p+"spec.image", "required")
+	case len(s.Image) > 255 || strings.ContainsFunc(s.Image, func(r rune) bool { return r < 0x20 || r == 0x7f }) || systemdText(s.Image) != nil:
+		ps.add(p+"spec.image", "%q is not a machine image: want at most 255 printable characters", s.Image)
 	}
-	if s.MinSize != nil && *s.MinSize < 0 {
+	switch {
+	case s.MinSize != nil && *s.MinSize < 0:
 		ps.add(p+"spec.minSize", "%d: must not be negative", *s.MinSize)
+	case s.Role == RoleControlPlane && s.MinSize != nil && *s.MinSize < 1:
+		ps.add(p+"spec.minSize", "%d: a control-plane group runs its etcd members on its node, so it needs one: set 1", *s.MinSize)
+	}
+	if s.Role == RoleControlPlane && s.MaxSize != nil && *s.MaxSize < 1 {
+		ps.add(p+"spec.maxSize", "%d: a control-plane group runs its etcd members on its node, so it needs one: set 1", *s.MaxSize)
 	}
 	if s.MinSize != nil && s.MaxSize != nil && *s.MaxSize < *s.MinSize {
 		ps.add(p+"spec.maxSize", "%d is smaller than spec.minSize %d", *s.MaxSize, *s.MinSize)

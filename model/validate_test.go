@@ -53,15 +53,44 @@ func group(igs []*InstanceGroup, name string) *InstanceGroup {
 	panic("no instance group " + name)
 }
 
+// validateCase is a spec of `kubeup create cluster` (three control planes), changed, and the problems Validate
+// finds in it.
+type validateCase struct {
+	name  string
+	cloud string // local when empty
+	// user changes the spec before Complete, complete after it; either may be nil.
+	user     func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup
+	complete func(c *Cluster, igs []*InstanceGroup)
+	want     []wantProblem
+}
+
+func runValidateCases(t *testing.T, tests []validateCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cloud := tt.cloud
+			if cloud == "" {
+				cloud = CloudLocal
+			}
+			c, igs := userSpec(t, cloud, 3)
+			if tt.user != nil {
+				igs = tt.user(c, igs)
+			}
+			c, igs = Complete(c, igs)
+			if tt.complete != nil {
+				tt.complete(c, igs)
+			}
+			err := Validate("cluster demo.example.com", c, igs)
+			matchProblems(t, tt.want, problemsOf(t, err))
+			if err != nil && err.(*InvalidError).Source != "cluster demo.example.com" {
+				t.Errorf("Source = %q, want %q", err.(*InvalidError).Source, "cluster demo.example.com")
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name  string
-		cloud string // local when empty
-		// user changes the spec before Complete, complete after it; either may be nil.
-		user     func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup
-		complete func(c *Cluster, igs []*InstanceGroup)
-		want     []wantProblem
-	}{
+	runValidateCases(t, []validateCase{
 		{name: "the complete spec of create cluster is valid"},
 		{name: "aws is valid", cloud: CloudAWS},
 		{name: "gce is valid", cloud: CloudGCE},
@@ -466,55 +495,6 @@ func TestValidate(t *testing.T) {
 			},
 		},
 
-		// components
-		{
-			name: "component values",
-			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
-				c.Spec.Kubelet = &KubeletConfig{LogLevel: ptr[int32](11), ClusterDNS: "dns", MaxPods: ptr[int32](0)}
-				c.Spec.KubeAPIServer = &KubeAPIServerConfig{LogLevel: ptr[int32](-1), SecurePort: ptr[int32](0), EtcdServers: []string{"127.0.0.1:4001"}}
-				c.Spec.KubeProxy = &KubeProxyConfig{ProxyMode: "userspace"}
-				return igs
-			},
-			want: []wantProblem{
-				{"spec.kubelet.logLevel", "11 is not a log level: want 0-10"},
-				{"spec.kubelet.clusterDNS", `"dns" is not an IP address`},
-				{"spec.kubelet.maxPods", "0: must be at least 1"},
-				{"spec.kubeAPIServer.logLevel", "-1 is not a log level"},
-				{"spec.kubeAPIServer.securePort", "0 is not a port: want 1-65535"},
-				{"spec.kubeAPIServer.etcdServers[0]", `"127.0.0.1:4001" is not a URL`},
-				{"spec.kubeProxy.proxyMode", `"userspace" is not one of iptables, ipvs, nftables`},
-			},
-		},
-		{
-			name: "kubelet node labels it refuses to start with",
-			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
-				c.Spec.Kubelet = &KubeletConfig{NodeLabels: map[string]string{
-					"node-role.kubernetes.io/control-plane": "", "k8s.io/x": "1", // refused
-					"node.kubernetes.io/pool": "a", "topology.kubernetes.io/zone": "a", "example.com/team": "b", "plain": "c", // allowed
-				}}
-				return igs
-			},
-			want: []wantProblem{
-				{"spec.kubelet.nodeLabels[k8s.io/x]", "kubelet refuses to start with a label in the kubernetes.io or k8s.io namespaces"},
-				{"spec.kubelet.nodeLabels[node-role.kubernetes.io/control-plane]", "label the Node once it has registered"},
-			},
-		},
-		{
-			name: "component images",
-			complete: func(c *Cluster, _ []*InstanceGroup) {
-				c.Spec.KubeAPIServer.Image = ""
-				c.Spec.KubeControllerManager.Image = ""
-				c.Spec.KubeScheduler.Image = ""
-				c.Spec.KubeProxy.Image = ""
-			},
-			want: []wantProblem{
-				{"spec.kubeAPIServer.image", "required: a container image"},
-				{"spec.kubeControllerManager.image", "required: a container image"},
-				{"spec.kubeScheduler.image", "required: a container image"},
-				{"spec.kubeProxy.image", "required: a container image"},
-			},
-		},
-
 		// instance groups
 		{
 			name: "instance group name, role and zones",
@@ -568,28 +548,7 @@ func TestValidate(t *testing.T) {
 				{"instancegroup/nodes: spec.maxSize", "2 is smaller than spec.minSize 3"},
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cloud := tt.cloud
-			if cloud == "" {
-				cloud = CloudLocal
-			}
-			c, igs := userSpec(t, cloud, 3)
-			if tt.user != nil {
-				igs = tt.user(c, igs)
-			}
-			c, igs = Complete(c, igs)
-			if tt.complete != nil {
-				tt.complete(c, igs)
-			}
-			err := Validate("cluster demo.example.com", c, igs)
-			matchProblems(t, tt.want, problemsOf(t, err))
-			if err != nil && err.(*InvalidError).Source != "cluster demo.example.com" {
-				t.Errorf("Source = %q, want %q", err.(*InvalidError).Source, "cluster demo.example.com")
-			}
-		})
-	}
+	})
 }
 
 // setMembers leaves one etcd cluster, main, with the members ms.
