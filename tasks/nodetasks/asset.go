@@ -62,16 +62,17 @@ func (a *Asset) Find(ctx context.Context, n *Node) (*Asset, error) {
 		return actual, nil // an empty hash: replaced by the download, or refused by CheckChanges
 	}
 	actual.Mode = &found.mode
-	if actual.SHA256, err = hashFile(p); err != nil {
+	if actual.SHA256, err = n.hashNodeFile(a.Path); err != nil {
 		return nil, err
 	}
 	return actual, nil
 }
 
-func hashFile(p string) (string, error) {
-	f, err := os.Open(p)
+// hashNodeFile returns the hex sha256 of the regular file at node path p (not following a symbolic link there).
+func (n *Node) hashNodeFile(p string) (string, error) {
+	f, err := n.openNodeFile(p, false)
 	if err != nil {
-		return "", classify(err)
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()

@@ -3,12 +3,10 @@ package nodetasks
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,105 +55,6 @@ func deviceNumber(dev string) (uint64, error) {
 		return 0, fmt.Errorf("%s is not a block device", dev)
 	}
 	return st.Rdev, nil
-}
-
-// probe is what a device holds, by blkid's low-level probe.
-type probe struct {
-	fsType  string // TYPE: "ext4", "xfs", "LVM2_member", ...
-	uuid    string
-	ptType  string // PTTYPE: "gpt", "dos"
-	other   string // a signature blkid found but could not name, or "partitions" the kernel sees
-	blkidRC int
-}
-
-func (p probe) blank() bool { return p.fsType == "" && p.ptType == "" && p.other == "" }
-
-// String says what the device holds, for error messages.
-func (p probe) String() string {
-	switch {
-	case p.ptType != "":
-		return "a partition table (" + p.ptType + ")"
-	case p.fsType != "":
-		return "a " + p.fsType + " filesystem"
-	case p.other != "":
-		return p.other
-	}
-	return "nothing"
-}
-
-// probeDevice asks blkid what dev holds, bypassing its cache: exit status 2 means nothing at all. Partitions the
-// kernel knows of count too, even where blkid sees no table.
-func probeDevice(ctx context.Context, dev string) (probe, error) {
-	out, err := exec.CommandContext(ctx, "blkid", "-p", "-o", "export", dev).Output()
-	var p probe
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr) && exitErr.ExitCode() == 2:
-		p.blkidRC = 2
-	case errors.As(err, &exitErr) && exitErr.ExitCode() == 8:
-		p.other = "several signatures (blkid: ambivalent result)"
-	case err != nil:
-		return p, fmt.Errorf("probing %s: blkid: %w: %s", dev, err, stderrOf(err))
-	default:
-		p = parseBlkid(out)
-	}
-	if p.ptType == "" && p.other == "" && hasPartitions(dev) {
-		p.other = "partitions"
-	}
-	return p, nil
-}
-
-// parseBlkid reads `blkid -p -o export` output: KEY=value lines.
-func parseBlkid(out []byte) probe {
-	var p probe
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "TYPE":
-			p.fsType = v
-		case "UUID":
-			p.uuid = v
-		case "PTTYPE":
-			p.ptType = v
-		case "USAGE":
-			if p.fsType == "" {
-				p.other = "a signature of usage " + v
-			}
-		}
-	}
-	if p.fsType != "" {
-		p.other = ""
-	}
-	return p
-}
-
-// hasPartitions reports whether the kernel lists partitions of dev in sysfs.
-func hasPartitions(dev string) bool {
-	name := filepath.Base(dev)
-	entries, err := os.ReadDir(filepath.Join("/sys/class/block", name))
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), name) {
-			if _, err := os.Stat(filepath.Join("/sys/class/block", name, e.Name(), "partition")); err == nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func stderrOf(err error) string {
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		return strings.TrimSpace(string(exitErr.Stderr))
-	}
-	return ""
 }
 
 // mountEntry is one line of /proc/self/mountinfo.

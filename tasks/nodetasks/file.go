@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,9 +78,14 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	switch found.typ {
 	case TypeFile:
 		if f.Contents != nil {
-			b, err := os.ReadFile(p)
+			r, err := n.openNodeFile(f.Path, false)
 			if err != nil {
-				return nil, classify(err)
+				return nil, err
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", f.Path, classify(err))
 			}
 			s := string(b)
 			actual.Contents = &s

@@ -72,6 +72,12 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	if err != nil {
 		return nil, err
 	}
+	if pr.blank() {
+		// The dry run announces a format only when the apply would make it: the same check as Render's.
+		if err := checkZeroed(dev); err != nil {
+			return nil, err
+		}
+	}
 	actual := &FormatAndMount{MountPoint: m.MountPoint, Device: m.Device, found: &pr}
 	if pr.fsType != "" {
 		actual.FSType = &pr.fsType
@@ -194,6 +200,9 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		return engine.Terminal(err)
 	}
 	if pr.blank() {
+		if err := checkZeroed(dev); err != nil {
+			return err
+		}
 		if err := mkfs(ctx, fsType, dev); err != nil {
 			return err
 		}
@@ -250,8 +259,8 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	return nil
 }
 
-// mkfs creates a filesystem on a device that was just probed blank. -F makes mke2fs work on a whole device
-// without asking; it is safe only after that probe.
+// mkfs creates a filesystem on a device that was just probed blank and read as zeros. -F makes mke2fs work on a
+// whole device without asking; it is safe only after those checks.
 func mkfs(ctx context.Context, fsType, dev string) error {
 	args := []string{"-q"}
 	if strings.HasPrefix(fsType, "ext") {

@@ -42,11 +42,7 @@ func (m *ManifestFile) Find(ctx context.Context, n *Node) (*ManifestFile, error)
 		}
 		m.Manifest = &y
 	}
-	p, err := n.hostPath(m.Path, false)
-	if err != nil {
-		return nil, err
-	}
-	b, ok, err := readFileIfExists(p)
+	b, ok, err := n.readNodeFile(m.Path)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -77,8 +77,8 @@ func TestHostPath(t *testing.T) {
 		{path: "/missing/dir/f", want: "/missing/dir/f"},
 		{path: "relative/f", wantErr: "is not absolute"},
 		{path: "/etc/../tmp/f", wantErr: `escapes the node root: it contains ".."`},
-		{path: "/opt/out/f", wantErr: "escapes the node root through a symbolic link"},
-		{path: "/opt/abs-out/f", wantErr: "escapes the node root through a symbolic link"},
+		{path: "/opt/out/f", wantErr: "the symbolic link /opt/out -> ../../../../tmp escapes the node root"},
+		{path: "/opt/abs-out/f", wantErr: "the symbolic link /opt/abs-out -> /../../tmp escapes the node root"},
 		{path: "/opt/loop/f", wantErr: "too many levels of symbolic links"},
 		{path: "/etc/kubernetes/file/f", wantErr: "/etc/kubernetes/file is not a directory"},
 	}

@@ -58,11 +58,7 @@ type idEntry struct {
 
 // idDB reads a passwd- or group-format file of the node: name:password:id:...
 func (n *Node) idDB(db string) ([]idEntry, error) {
-	p, err := n.hostPath(db, false)
-	if err != nil {
-		return nil, err
-	}
-	b, ok, err := readFileIfExists(p)
+	b, ok, err := n.readNodeFile(db)
 	if err != nil || !ok {
 		return nil, err
 	}

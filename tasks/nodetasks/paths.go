@@ -6,10 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
 )
 
@@ -19,56 +21,91 @@ const maxSymlinks = 40
 // errEscapes is the error of a path that leaves the node root.
 var errEscapes = errors.New("escapes the node root")
 
+// A node path is resolved inside Node.Root as a chroot would resolve it, so that nothing a task reads, writes or
+// mounts is outside the root:
+//   - an absolute symbolic link target is a path on the node: it starts again at Root (systemctl's enable links,
+//     /etc/localtime and /var/run -> /run in every root filesystem are absolute, and the node itself, booted
+//     from that tree or running in that namespace, reads them so);
+//   - a target whose ".." would climb above Root points outside the node: an error that names the link and its
+//     target (a chroot would stop at its root, but such a link was made for another root, most likely the host's,
+//     and following it anywhere would read or write what the operator did not mean);
+//   - ".." in a task's own path is refused: the tasks' paths are absolute and clean.
+// The resolution is a walk in user space (for these errors), then the file is opened with openat2(2) under
+// RESOLVE_IN_ROOT and RESOLVE_NO_SYMLINKS from a descriptor of Root, so that a link swapped in between cannot lead
+// outside either.
+
+// link is a symbolic link met while resolving a path: its node path and its target.
+type link struct{ path, target string }
+
 // hostPath returns where the node path p is, seen from this process: Root joined with p, after resolving every
-// directory component of p under Root. A symbolic link is followed as the node would follow it: an absolute
-// target starts again at Root, and ".." that would climb above Root is refused, as is ".." in p itself. The last
-// component is never followed: a task that manages a symlink manages the link, and a rename replaces it. With
-// mkdirs, missing directories are created (mode 0755).
+// directory component of p under Root (see above). The last component is never followed: a task that manages a
+// symlink manages the link, and a rename replaces it. With mkdirs, missing directories are created (mode 0755).
 func (n *Node) hostPath(p string, mkdirs bool) (string, error) {
+	rel, err := n.resolve(p, false, mkdirs)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(n.Root, rel), nil
+}
+
+// resolve returns the node path p resolved under Root, relative to Root ("." for the root itself), with no
+// symbolic link and no ".." left in it. followLast says whether a symbolic link in the last component is followed
+// too (reads and mounts), or is the object itself (a task that manages it, a rename over it). With mkdirs,
+// missing directories are created (mode 0755), the last component excepted.
+func (n *Node) resolve(p string, followLast, mkdirs bool) (string, error) {
 	if !strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("path %q is not absolute", p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
 	}
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
 			return "", fmt.Errorf("path %q: %w: it contains \"..\"", p, errEscapes)
 		}
 	}
-	p = filepath.Clean(p)
-	if p == "/" {
-		return n.Root, nil
+	type component struct {
+		name string
+		via  *link // the link whose target this component comes from; nil: from p
 	}
-	dir, base := filepath.Split(p)
-	todo := splitPath(dir)
-	var done []string // components of the resolved directory, below Root
+	var todo []component
+	for _, c := range splitPath(p) {
+		todo = append(todo, component{name: c})
+	}
+	var done []string // components of the resolved path, below Root
 	links, missing := 0, false
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
-		switch c {
+		last := len(todo) == 0
+		switch c.name {
 		case ".":
 			continue
 		case "..":
 			if len(done) == 0 {
-				return "", fmt.Errorf("path %s: %w through a symbolic link", p, errEscapes)
+				return "", fmt.Errorf("path %s: the symbolic link %s -> %s %w %s: kubeup follows links only inside it: "+
+					"make the link point to a path inside the root (an absolute target is read from the root), or remove it",
+					p, c.via.path, c.via.target, errEscapes, n.Root)
 			}
 			done = done[:len(done)-1]
 			continue
 		}
-		if missing { // nothing below a missing directory exists: plain names
-			done = append(done, c)
+		if missing || (last && !followLast) { // nothing below a missing directory exists: plain names
+			done = append(done, c.name)
 			continue
 		}
-		host := filepath.Join(n.Root, filepath.Join(done...), c)
+		nodePath := "/" + path.Join(append(done, c.name)...)
+		host := filepath.Join(n.Root, filepath.FromSlash(nodePath))
 		st, err := os.Lstat(host)
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && mkdirs:
+		case errors.Is(err, fs.ErrNotExist) && mkdirs && !last:
 			if err := os.Mkdir(host, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fmt.Errorf("creating directory %s: %w", host, classify(err))
+				return "", fmt.Errorf("creating directory %s: %w", nodePath, classify(err))
 			}
-			done = append(done, c)
+			done = append(done, c.name)
 		case errors.Is(err, fs.ErrNotExist):
 			missing = true
-			done = append(done, c)
+			done = append(done, c.name)
 		case err != nil:
 			return "", fmt.Errorf("resolving %s: %w", p, classify(err))
 		case st.Mode().Type() == fs.ModeSymlink:
@@ -82,14 +119,22 @@ func (n *Node) hostPath(p string, mkdirs bool) (string, error) {
 			if strings.HasPrefix(target, "/") {
 				done = nil
 			}
-			todo = append(splitPath(target), todo...)
-		case st.IsDir():
-			done = append(done, c)
+			l := &link{path: nodePath, target: target}
+			var expanded []component
+			for _, t := range splitPath(target) {
+				expanded = append(expanded, component{name: t, via: l})
+			}
+			todo = append(expanded, todo...)
+		case st.IsDir() || last:
+			done = append(done, c.name)
 		default:
-			return "", fmt.Errorf("resolving %s: %s is not a directory", p, "/"+filepath.Join(append(done, c)...))
+			return "", fmt.Errorf("resolving %s: %s is not a directory", p, nodePath)
 		}
 	}
-	return filepath.Join(n.Root, filepath.Join(done...), base), nil
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
 }
 
 func splitPath(p string) []string {
@@ -100,6 +145,117 @@ func splitPath(p string) []string {
 		}
 	}
 	return out
+}
+
+// openResolved opens rel, a path that resolve returned, below Root: with openat2(2) from a descriptor of Root,
+// RESOLVE_IN_ROOT and RESOLVE_NO_SYMLINKS, so that even a path changed since it was resolved cannot lead out of
+// the root (a symbolic link that appeared in between is an error, worth another try). Where openat2 is missing,
+// it walks rel one component at a time with O_NOFOLLOW, which holds as well for a path without "..".
+func (n *Node) openResolved(rel string, flags int, mode uint32) (*os.File, error) {
+	root, err := unix.Open(n.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the node root %s: %w", n.Root, classify(err))
+	}
+	defer unix.Close(root)
+	how := &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_CLOEXEC),
+		Mode:    uint64(mode),
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS,
+	}
+	var fd int
+	for range 10 {
+		fd, err = unix.Openat2(root, rel, how)
+		if err != unix.EAGAIN && err != unix.EINTR { // EAGAIN: a rename raced with the lookup
+			break
+		}
+	}
+	if err == unix.ENOSYS || err == unix.EPERM { // no openat2, or a seccomp filter that denies it: walk
+		fd, err = openBeneath(root, rel, flags, mode)
+	}
+	return openedFile(fd, rel, n.Root, err)
+}
+
+// openBeneath opens rel below the directory dirfd one component at a time, following no symbolic link: rel must
+// hold no "..".
+func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	comps := splitPath(rel)
+	if len(comps) == 0 || rel == "." {
+		return unix.Openat(dirfd, ".", flags|unix.O_CLOEXEC, mode)
+	}
+	cur := dirfd
+	for i, c := range comps {
+		if c == ".." {
+			return -1, unix.EXDEV
+		}
+		var fd int
+		var err error
+		if i == len(comps)-1 {
+			fd, err = unix.Openat(cur, c, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		} else {
+			fd, err = unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+	}
+	return cur, nil
+}
+
+func openedFile(fd int, rel, root string, err error) (*os.File, error) {
+	name := filepath.Join(root, filepath.FromSlash(rel))
+	switch {
+	case err == unix.ELOOP:
+		return nil, engine.Retryable(fmt.Errorf("opening %s: a symbolic link appeared while kubeup resolved it: %w", name, err))
+	case err != nil:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// openNodeFile opens the regular file at node path p for reading, resolved inside the root; followLast says
+// whether a symbolic link at p is followed (inside the root). A FIFO or a device is refused, not opened for a read
+// that could block or never end.
+func (n *Node) openNodeFile(p string, followLast bool) (*os.File, error) {
+	rel, err := n.resolve(p, followLast, false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := n.openResolved(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, classify(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, classify(err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is a %s, not a regular file", p, statOf(st).typ)
+	}
+	return f, nil
+}
+
+// readNodeFile returns the contents of the file at node path p, a symbolic link there followed inside the root;
+// false when there is none.
+func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
+	f, err := n.openNodeFile(p, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s: %w", p, classify(err))
+	}
+	return b, true, nil
 }
 
 // writeAtomic replaces the file at host path path with what write writes: a temporary file in the same
@@ -153,18 +309,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing %s: %w", dir, classify(err))
 	}
 	return nil
-}
-
-// readFileIfExists returns the contents of the file at host path path, and false when there is none.
-func readFileIfExists(path string) ([]byte, bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, classify(err)
-	}
-	return b, true, nil
 }
 
 // classify tells the engine how to treat a filesystem error: permission problems are access denied, a busy

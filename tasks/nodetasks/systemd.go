@@ -186,11 +186,7 @@ func (n *Node) unitDefinition(s *SystemdService) (string, error) {
 		return *s.Definition, nil
 	}
 	for _, dir := range []string{unitDir, "/usr/lib/systemd/system", "/lib/systemd/system"} {
-		p, err := n.hostPath(path.Join(dir, s.Name), false)
-		if err != nil {
-			return "", err
-		}
-		if b, ok, err := readFileIfExists(p); err != nil || ok {
+		if b, ok, err := n.readNodeFile(path.Join(dir, s.Name)); err != nil || ok {
 			return string(b), err
 		}
 	}

@@ -70,11 +70,7 @@ func (f *File) contentHash(n *Node) (string, error) {
 	case typeOf(f) == TypeDirectory:
 		return "directory", nil
 	}
-	p, err := n.hostPath(f.Path, false)
-	if err != nil {
-		return "", err
-	}
-	b, ok, err := readFileIfExists(p)
+	b, ok, err := n.readNodeFile(f.Path)
 	if err != nil || !ok {
 		return "absent", err
 	}
@@ -186,15 +182,6 @@ func (s *SystemdService) Find(ctx context.Context, n *Node) (*SystemdService, er
 		actual.Inputs = s.Inputs // it will start with what it is given: no restart to announce
 	}
 	return actual, nil
-}
-
-// readNodeFile reads the file at node path p; false when there is none.
-func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
-	host, err := n.hostPath(p, false)
-	if err != nil {
-		return nil, false, err
-	}
-	return readFileIfExists(host)
 }
 
 // writeNodeFile writes the file at node path p atomically, creating its directory.

@@ -1,0 +1,238 @@
+package nodetasks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// How FormatAndMount decides that a device is blank, the only kind it formats. Two independent checks must agree:
+//
+//  1. probeDevice: blkid's low-level probe ran, read the device and found nothing (exit status 2, no output,
+//     nothing on stderr), the first MiB of the device reads, and the kernel lists no partitions. blkid exits 2
+//     both for "nothing found" and for "could not open the device" (EACCES, ENXIO, EIO), telling them apart only
+//     on stderr: any stderr output, any other exit status, any unreadable first MiB is an error, never "blank".
+//  2. checkZeroed, right before mkfs, under the device lock: the first and the last MiB read, and read as
+//     zeros. It needs no blkid, so a blkid that lies or cannot see (a wrapper, a seccomp or LSM rule that denies
+//     it alone, a signature it does not know) cannot get a device with data formatted: filesystems, partition
+//     tables, LVM, RAID and LUKS put their metadata in the first or the last MiB.
+//
+// The second check never refuses a genuinely new volume: a new EBS volume (not from a snapshot), a new GCE
+// persistent disk and the local provider's sparse disk images all read as zeros until written. A device that was
+// used and then "wiped" with wipefs alone may be refused: it is not known to be free, and the error says how to
+// zero it if its data is not needed.
+
+const mib = 1 << 20
+
+// probe is what a device holds, by blkid's low-level probe.
+type probe struct {
+	fsType  string // TYPE: "ext4", "xfs", "LVM2_member", ...
+	uuid    string
+	ptType  string // PTTYPE: "gpt", "dos"
+	other   string // a signature blkid found but could not name, or "partitions" the kernel sees
+	blkidRC int
+}
+
+func (p probe) blank() bool { return p.fsType == "" && p.ptType == "" && p.other == "" }
+
+// String says what the device holds, for error messages.
+func (p probe) String() string {
+	switch {
+	case p.ptType != "":
+		return "a partition table (" + p.ptType + ")"
+	case p.fsType != "":
+		return "a " + p.fsType + " filesystem"
+	case p.other != "":
+		return p.other
+	}
+	return "nothing"
+}
+
+// unreadable is the terminal error of a device FormatAndMount could not read: nothing was changed.
+func unreadable(dev, what string, err error) error {
+	return engine.Terminal(fmt.Errorf("device %s: %s: %w: kubeup formats only a device it has read and found blank, "+
+		"so it changed nothing: make the device readable (permissions, its health: see dmesg), then run again", dev, what, err))
+}
+
+// probeDevice asks blkid what dev holds, bypassing its cache, then reads the device's first MiB itself.
+// Partitions the kernel knows of count too, even where blkid sees no table. See the top of this file for when a
+// device counts as blank.
+func probeDevice(ctx context.Context, dev string) (probe, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "blkid", "-p", "-o", "export", dev)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return probe{}, ctx.Err()
+	}
+	p, err := classifyBlkid(runErr, stdout.Bytes(), stderr.Bytes())
+	if err != nil {
+		return probe{}, unreadable(dev, "probing it with blkid -p", err)
+	}
+	if _, _, err := readHead(dev); err != nil {
+		return probe{}, err
+	}
+	if p.ptType == "" && p.other == "" && hasPartitions(dev) {
+		p.other = "partitions"
+	}
+	return p, nil
+}
+
+// classifyBlkid reads the outcome of `blkid -p -o export DEV`: exit status 0 with KEY=value lines is a
+// signature, 2 with no output at all is "nothing found", 8 is several signatures. Anything on stderr, and any
+// other outcome, is an error: blkid may not have read the device.
+func classifyBlkid(runErr error, stdout, stderr []byte) (probe, error) {
+	var exitErr *exec.ExitError
+	code := 0
+	switch {
+	case errors.As(runErr, &exitErr):
+		code = exitErr.ExitCode()
+	case runErr != nil:
+		return probe{}, runErr // not found, not executable
+	}
+	if msg := strings.TrimSpace(string(stderr)); msg != "" {
+		return probe{}, fmt.Errorf("blkid could not read it: %s", msg)
+	}
+	switch code {
+	case 0:
+		p := parseBlkid(stdout)
+		if p.blank() {
+			line, _, _ := strings.Cut(strings.TrimSpace(string(stdout)), "\n")
+			p.other = fmt.Sprintf("a signature blkid did not name (%q)", line)
+		}
+		return p, nil
+	case 2:
+		if len(bytes.TrimSpace(stdout)) > 0 {
+			return probe{}, fmt.Errorf("blkid: %w with output %q", runErr, stdout)
+		}
+		return probe{blkidRC: 2}, nil
+	case 8:
+		return probe{other: "several signatures (blkid: ambivalent result)"}, nil
+	}
+	return probe{}, fmt.Errorf("blkid: %w", runErr)
+}
+
+// parseBlkid reads `blkid -p -o export` output: KEY=value lines.
+func parseBlkid(out []byte) probe {
+	var p probe
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "TYPE":
+			p.fsType = v
+		case "UUID":
+			p.uuid = v
+		case "PTTYPE":
+			p.ptType = v
+		case "USAGE":
+			if p.fsType == "" {
+				p.other = "a signature of usage " + v
+			}
+		}
+	}
+	if p.fsType != "" {
+		p.other = ""
+	}
+	return p
+}
+
+// hasPartitions reports whether the kernel lists partitions of dev in sysfs.
+func hasPartitions(dev string) bool {
+	name := filepath.Base(dev)
+	entries, err := os.ReadDir(filepath.Join("/sys/class/block", name))
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), name) {
+			if _, err := os.Stat(filepath.Join("/sys/class/block", name, e.Name(), "partition")); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readHead reads the first MiB of dev (all of it when it is smaller) and its size. A device that cannot be
+// opened or read, or that reads as empty, is an unreadable error.
+func readHead(dev string) (head []byte, size int64, err error) {
+	f, err := os.Open(dev)
+	if err != nil {
+		return nil, 0, unreadable(dev, "opening it", err)
+	}
+	defer f.Close()
+	return readHeadOf(f, dev)
+}
+
+func readHeadOf(f *os.File, dev string) ([]byte, int64, error) {
+	buf := make([]byte, mib)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, unreadable(dev, "reading the first MiB", err)
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, 0, unreadable(dev, "reading its size", err)
+	}
+	if size == 0 {
+		return nil, 0, unreadable(dev, "reading it", errors.New("it reads as empty (size 0): is it attached, is a loop device bound to a file?"))
+	}
+	if want := min(size, mib); int64(n) < want {
+		return nil, 0, unreadable(dev, "reading the first MiB", fmt.Errorf("read %d bytes of %d", n, want))
+	}
+	return buf[:n], size, nil
+}
+
+// checkZeroed is the last check before mkfs (see the top of this file): the first and the last MiB of dev must
+// read, and read as zeros.
+func checkZeroed(dev string) error {
+	f, err := os.Open(dev)
+	if err != nil {
+		return unreadable(dev, "opening it", err)
+	}
+	defer f.Close()
+	head, size, err := readHeadOf(f, dev)
+	if err != nil {
+		return err
+	}
+	tailOff := max(0, size-mib)
+	tail := make([]byte, size-tailOff)
+	if n, err := f.ReadAt(tail, tailOff); n < len(tail) {
+		return unreadable(dev, "reading the last MiB", fmt.Errorf("read %d bytes of %d: %w", n, len(tail), err))
+	}
+	for _, part := range []struct {
+		off  int64
+		data []byte
+	}{{0, head}, {tailOff, tail}} {
+		if i := firstNonZero(part.data); i >= 0 {
+			return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero "+
+				"(kubeup formats only a device whose first and last MiB read as zeros, as a new volume does): "+
+				"it may hold data that blkid cannot name, so nothing was changed: check that it is the right device; "+
+				"only if its data is not needed, zero it (wipefs -a %s, then dd if=/dev/zero of=%s bs=1M count=1, "+
+				"and the same at its end, or blkdiscard %s)", dev, part.off+int64(i), dev, dev, dev))
+		}
+	}
+	return nil
+}
+
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}
