@@ -180,3 +180,35 @@ func TestProtokubeUnitReadsBack(t *testing.T) {
 		t.Errorf("protokube's command line (-want +got):\n%s", diff)
 	}
 }
+
+// TestValidKubeletValuesReachKubelet checks that what validation accepts, the node builder passes on: a spec
+// with values of every kind kubelet's fields take is valid, and kubelet gets exactly its flags.
+func TestValidKubeletValuesReachKubelet(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	k := c.Spec.Kubelet
+	k.NodeLabels = map[string]string{"example.com/team": "a.b_c-D9", "plain": "", "node.kubernetes.io/pool": "A1",
+		strings.Repeat("a", 63) + ".example.com/" + strings.Repeat("n", 63): strings.Repeat("v", 63)}
+	k.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule", "example.com/gpu:NoExecute", "x=:PreferNoSchedule"}
+	k.FeatureGates = map[string]string{"AllAlpha": "false", "InPlacePodVerticalScaling": "true", "Foo": "1", "Bar": "F"}
+	k.ClusterDNS = "fd00::a"
+	k.ClusterDomain = "k8s-1.example.internal"
+	k.CgroupDriver, k.AuthorizationMode = "cgroupfs", "AlwaysAllow"
+	k.Kubeconfig = "/var/lib/kubelet-2/kube_config+1@x"
+	k.PodManifestPath = "/etc/kubernetes/manifests.d"
+	k.ContainerRuntimeEndpoint = "unix:///var/run/crio/crio.sock"
+	k.FailSwapOn = ptr(false)
+	if err := Validate("test", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	for _, ig := range igs {
+		nc := NewNodeConfig(c, ig)
+		g, err := BuildNodeGraph(nc)
+		if err != nil {
+			t.Fatalf("%s: %v", ig.Metadata.Name, err)
+		}
+		want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+		if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
+			t.Errorf("%s: kubelet's command line (-want +got):\n%s", ig.Metadata.Name, diff)
+		}
+	}
+}
