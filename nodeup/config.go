@@ -2,8 +2,6 @@ package nodeup
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,14 +10,15 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
 )
 
-// ConfigError is a problem with the node configuration or with how it is named: missing, malformed, not matching
-// its sha256, an unknown field, a --conf that is not a path or a state-store URL. Nothing on the node was
-// changed, and trying again does not help: nodeup never retries it.
+// ConfigError is a problem with the node configuration or with how it is named: missing, malformed, invalid, an
+// unknown field, not matching its sha256 after Options.ConfigWait, a --conf that is not a path or a state-store
+// URL. Nothing on the node was changed, and trying again does not help: nodeup never retries it.
 type ConfigError struct {
 	Err error
 }
@@ -32,7 +31,7 @@ func configErrorf(format string, args ...any) error {
 }
 
 // whereWritten is the fix for a configuration that is missing or damaged.
-const whereWritten = "`kubeup update cluster --yes` writes it, with its .sha256 beside it, to <state store>/<cluster>/nodeup/<instance group>"
+const whereWritten = "`kubeup update cluster --yes` writes it to <state store>/<cluster>/nodeup/<instance group>"
 
 // confSource is where the node configuration is read from: a file on this machine, or an object in a state store.
 type confSource struct {
@@ -91,63 +90,81 @@ func parseConf(raw string) (*confSource, error) {
 	return nil, configErrorf("--conf %q: unsupported scheme %q: want %s", raw, scheme, forms)
 }
 
-// load reads the configuration and its sha256, verifies and decodes it. A missing, damaged or undecodable
-// configuration is a *ConfigError; a failure to reach a state store (network, permissions) is not, and is worth
-// another try.
-func (src *confSource) load(ctx context.Context) (*model.NodeConfig, error) {
-	data, sum, err := src.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nc, err := model.DecodeNodeConfig(src.name, data, string(sum))
-	if err != nil {
-		if sha256Hex(data) == strings.ToLower(strings.TrimSpace(string(sum))) {
-			// The file is the one kubeup wrote (its sha256 matches), but this nodeup cannot read it.
-			err = fmt.Errorf("%w\nThis nodeup cannot read the configuration: use the nodeup of the same version as the kubeup "+
-				"that wrote it, or write it again with `kubeup update cluster --yes`", err)
+// load reads the configuration, verifies it against the sha256 on its first line, decodes and validates it. A
+// configuration whose content does not match its sha256 (a copy still being written, a truncated or damaged one)
+// is read again every o.ConfigPollInterval for up to o.ConfigWait, then refused. A missing, damaged, undecodable
+// or invalid configuration is a *ConfigError; a failure to reach a state store (network, permissions) is not,
+// and is worth another try.
+func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig, error) {
+	var deadline time.Time
+	for {
+		data, err := src.read(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return nil, &ConfigError{Err: err}
+		nc, err := model.DecodeNodeConfigObject(src.name, data)
+		var sumErr *model.NodeConfigSumError
+		switch {
+		case err == nil:
+			return nc, nil
+		case !errors.As(err, &sumErr):
+			// The object is whole (or not one of ours at all): reading it again will not help.
+			return nil, &ConfigError{Err: fmt.Errorf("%w\nThis nodeup cannot use the configuration: write it again with `kubeup update cluster --yes`, "+
+				"and run the nodeup of the same version as the kubeup that wrote it", err)}
+		case deadline.IsZero():
+			deadline = time.Now().Add(o.ConfigWait)
+			fmt.Fprintf(o.Err, "nodeup: node configuration %s: content does not match its sha256 (a copy still being written?): waiting up to %s for a complete one\n",
+				src.name, shortDuration(o.ConfigWait))
+		case !time.Now().Before(deadline):
+			return nil, &ConfigError{Err: fmt.Errorf("node configuration %w; still so after waiting %s: it is damaged or was changed after kubeup wrote it. "+
+				"Write it again with `kubeup update cluster --yes`; do not edit its first line", sumErr, shortDuration(o.ConfigWait))}
+		}
+		o.Logger.Debug("reading the node configuration again", "conf", src.name, "until", deadline, "reason", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a complete node configuration: %w (%w)", context.Cause(ctx), err)
+		case <-time.After(o.ConfigPollInterval):
+		}
 	}
-	return nc, nil
 }
 
-func sha256Hex(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+// shortDuration prints 2m rather than 2m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
-// read returns the configuration and the contents of its .sha256.
-func (src *confSource) read(ctx context.Context) (data, sum []byte, err error) {
+// read returns the stored object: the configuration with its sha256 on the first line.
+func (src *confSource) read(ctx context.Context) ([]byte, error) {
 	if src.file != "" {
-		if data, err = os.ReadFile(src.file); err != nil {
-			return nil, nil, src.readError(src.file, "", err)
+		data, err := os.ReadFile(src.file)
+		if err != nil {
+			return nil, src.readError(err)
 		}
-		if sum, err = os.ReadFile(src.file + ".sha256"); err != nil {
-			return nil, nil, src.readError(src.file, src.file+".sha256", err)
-		}
-		return data, sum, nil
+		return data, nil
 	}
 	store, err := statestore.Open(ctx, src.storeURL)
 	if err != nil {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("--conf %q: %w", src.raw, err)}
+		return nil, &ConfigError{Err: fmt.Errorf("--conf %q: %w", src.raw, err)}
 	}
-	if data, err = store.ReadFile(ctx, src.object); err != nil {
-		return nil, nil, src.readError(src.name, "", err)
+	data, err := store.ReadFile(ctx, src.object)
+	if err != nil {
+		return nil, src.readError(err)
 	}
-	if sum, err = store.ReadFile(ctx, src.object+".sha256"); err != nil {
-		return nil, nil, src.readError(src.name, src.name+".sha256", err)
-	}
-	return data, sum, nil
+	return data, nil
 }
 
-// readError explains a failed read of the configuration (shaFile empty) or of its sha256 file.
-func (src *confSource) readError(conf, shaFile string, err error) error {
+// readError explains a failed read of the configuration.
+func (src *confSource) readError(err error) error {
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && shaFile == "":
-		return configErrorf("node configuration %s does not exist: check --conf; %s", conf, whereWritten)
 	case errors.Is(err, fs.ErrNotExist):
-		return configErrorf("node configuration %s: its sha256 %s does not exist, and nodeup runs no configuration it cannot verify: "+
-			"write both again with `kubeup update cluster --yes`", conf, shaFile)
+		return configErrorf("node configuration %s does not exist: check --conf; %s", src.name, whereWritten)
 	case src.file != "":
 		// A local file that cannot be read (a directory, no permission) does not fix itself.
 		return configErrorf("reading the node configuration: %w: check --conf", err)

@@ -35,6 +35,7 @@ type Executable struct {
 var (
 	_ engine.Resource[*Executable, *nodetasks.Node] = (*Executable)(nil)
 	_ engine.Renderer[*Executable, *nodetasks.Node] = (*Executable)(nil)
+	_ engine.Validator                              = (*Executable)(nil)
 )
 
 func (e *Executable) Key() engine.Key     { return engine.Key{Type: "Executable", Name: e.Path} }
@@ -72,17 +73,22 @@ func (e *Executable) Find(ctx context.Context, n *nodetasks.Node) (*Executable, 
 	return actual, nil
 }
 
-func (e *Executable) CheckChanges(actual, expected, changes *Executable) error {
-	if !path.IsAbs(expected.Path) || path.Clean(expected.Path) != expected.Path || expected.Path == "/" {
-		return fmt.Errorf("field Path: %q is not a clean absolute path of a file", expected.Path)
+// Validate checks the fields before the engine runs any task: a bad one stops the run before anything changed.
+func (e *Executable) Validate() error {
+	if !path.IsAbs(e.Path) || path.Clean(e.Path) != e.Path || e.Path == "/" {
+		return fmt.Errorf("field Path: %q is not a clean absolute path of a file", e.Path)
 	}
-	if b, err := hex.DecodeString(expected.SHA256); err != nil || len(b) != sha256.Size {
-		return fmt.Errorf("field SHA256: %q is not a sha256 in hex", expected.SHA256)
+	if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("field SHA256: %q is not a sha256 in hex", e.SHA256)
 	}
-	if expected.Source == "" {
+	if e.Source == "" {
 		return errors.New("field Source is required: the file to copy")
 	}
 	return nil
+}
+
+func (e *Executable) CheckChanges(actual, expected, changes *Executable) error {
+	return expected.Validate()
 }
 
 // Render copies Source to a temporary file beside Path, checks its hash, syncs it and renames it over Path. A

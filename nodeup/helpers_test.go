@@ -20,17 +20,17 @@ import (
 const testCluster = "demo.example.com"
 
 // nodeConfig returns the node configuration `kubeup update cluster` writes for group ("control-plane-a" or
-// "nodes") of a local cluster in one zone, and its sha256.
-func nodeConfig(t testing.TB, group string) (data []byte, sum string) {
+// "nodes") of a local cluster in one zone: one object, its sha256 on its first line.
+func nodeConfig(t testing.TB, group string) []byte {
 	t.Helper()
 	return nodeConfigWith(t, group, nil)
 }
 
 // nodeConfigWith is nodeConfig with the complete spec changed by mutate first.
-func nodeConfigWith(t testing.TB, group string, mutate func(*model.Cluster)) (data []byte, sum string) {
+func nodeConfigWith(t testing.TB, group string, mutate func(*model.Cluster)) []byte {
 	t.Helper()
 	c, igs, err := model.NewCluster(model.NewClusterOptions{
-		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, NodeCount: 1,
+		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,29 +45,40 @@ func nodeConfigWith(t testing.TB, group string, mutate func(*model.Cluster)) (da
 	}
 	for _, ig := range igs {
 		if ig.Metadata.Name == group {
-			data, sum, err := model.NewNodeConfig(c, ig).Marshal()
+			obj, err := model.NewNodeConfig(c, ig).Encode()
 			if err != nil {
 				t.Fatal(err)
 			}
-			return data, sum
+			return obj
 		}
 	}
 	t.Fatalf("no instance group %q", group)
-	return nil, ""
+	return nil
 }
 
-// writeConf writes data and sha256 (with a newline, as kubeup writes it) to dir/name and dir/name.sha256, and
-// returns the configuration's path.
-func writeConf(t testing.TB, dir, name string, data []byte, sum string) string {
+// seal returns body as a stored node configuration: the first line "# sha256:<hex of body>", then body.
+func seal(body []byte) []byte {
+	return append([]byte("# sha256:"+sha256Of(body)+"\n"), body...)
+}
+
+// unseal returns the YAML after an object's first line.
+func unseal(t testing.TB, obj []byte) []byte {
+	t.Helper()
+	_, body, ok := bytes.Cut(obj, []byte("\n"))
+	if !ok {
+		t.Fatalf("no first line in %q", obj)
+	}
+	return body
+}
+
+// writeConf writes the object to dir/name and returns its path.
+func writeConf(t testing.TB, dir, name string, obj []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p+".sha256", []byte(sum+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, obj, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -90,10 +101,15 @@ func run(t testing.TB, o Options) result {
 	var out, errOut bytes.Buffer
 	o.Out, o.Err = &out, &errOut
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Logger = testLogger(t)
 	}
 	err := Run(context.Background(), o)
 	return result{out: out.String(), err: errOut.String(), runErr: err}
+}
+
+// testLogger sends logs, at debug level, to the test log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type testWriter struct{ t testing.TB }

@@ -20,8 +20,8 @@ import (
 
 // Options are nodeup's flags and where it writes.
 type Options struct {
-	// Conf is the node configuration: a path, file:///abs/path, s3://bucket/key or gs://bucket/key. Its sha256
-	// is read from the same place with ".sha256" appended.
+	// Conf is the node configuration: a path, file:///abs/path, s3://bucket/key or gs://bucket/key. It carries
+	// its sha256 on its first line (model.NodeConfig.Encode).
 	Conf string
 	// Root is the node's filesystem root ("/" when empty). A root that does not exist is created by an apply; a
 	// dry run plans as for an empty tree.
@@ -42,6 +42,10 @@ type Options struct {
 
 	// RetryBackoff is the delay before the first retry (default 5s); it doubles each time, up to a minute.
 	RetryBackoff time.Duration
+	// ConfigWait is how long a configuration whose content does not match its sha256 (a copy still being
+	// written, a truncated one) is read again, whatever Retries says, before it is refused (default 2m).
+	// ConfigPollInterval is the delay between those reads (default 2s).
+	ConfigWait, ConfigPollInterval time.Duration
 	// Executable is the nodeup binary --install-systemd-unit installs (default: the running one).
 	Executable string
 	// Node adjusts the Node world (how systemd is reached).
@@ -50,7 +54,11 @@ type Options struct {
 
 const maxRetryBackoff = time.Minute
 
-// Run loads the node configuration, verifies its sha256, builds the node's task graph and converges the node
+// DefaultConfigWait is how long nodeup waits for a node configuration that does not match its sha256 to become
+// complete: long enough for a copy in progress, short enough that a damaged one fails the boot visibly.
+const DefaultConfigWait = 2 * time.Minute
+
+// Run loads the node configuration, verifies its sha256 and validates it, builds the node's task graph and converges the node
 // under Root with the engine, or with DryRun prints what it would change. A bad configuration is a *ConfigError
 // returned before anything under Root is touched.
 func Run(ctx context.Context, o Options) error {
@@ -101,6 +109,12 @@ func (o *Options) defaults() {
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = 5 * time.Second
 	}
+	if o.ConfigWait <= 0 {
+		o.ConfigWait = DefaultConfigWait
+	}
+	if o.ConfigPollInterval <= 0 {
+		o.ConfigPollInterval = 2 * time.Second
+	}
 }
 
 // retryable says whether another run might succeed: not after a bad configuration, an invalid graph or a
@@ -136,7 +150,7 @@ func (o *Options) selfInstall(src *confSource, root string) (*selfInstall, error
 
 // runOnce is one attempt: load, build, converge.
 func (o *Options) runOnce(ctx context.Context, src *confSource, root string, self *selfInstall) error {
-	nc, err := src.load(ctx)
+	nc, err := src.load(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -66,9 +66,7 @@ func TestNodeupE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, c, "/root/nodeup", exe, 0o755) // where a boot script downloads it
-	data, sum := nodeConfig(t, "control-plane-a")
-	put(t, c, "/etc/kubeup/nodeup.conf", data, 0o600)
-	put(t, c, "/etc/kubeup/nodeup.conf.sha256", []byte(sum+"\n"), 0o600)
+	put(t, c, "/etc/kubeup/nodeup.conf", nodeConfig(t, "control-plane-a"), 0o600)
 	args := []string{"--conf=/etc/kubeup/nodeup.conf", "--install-systemd-unit"}
 
 	t.Run("dry run", func(t *testing.T) {
@@ -161,9 +159,8 @@ func TestNodeupE2E(t *testing.T) {
 	})
 
 	t.Run("a changed kubelet flag restarts kubelet only", func(t *testing.T) {
-		data, sum := nodeConfigWith(t, "control-plane-a", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](50) })
-		put(t, c, "/etc/kubeup/nodeup.conf", data, 0o600)
-		put(t, c, "/etc/kubeup/nodeup.conf.sha256", []byte(sum+"\n"), 0o600)
+		conf := nodeConfigWith(t, "control-plane-a", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](50) })
+		put(t, c, "/etc/kubeup/nodeup.conf", conf, 0o600)
 		out, err := nodeupIn(t, c, args...)
 		if err != nil {
 			t.Fatalf("nodeup: %v\n%s", err, out)
@@ -181,4 +178,36 @@ func TestNodeupE2E(t *testing.T) {
 			t.Errorf("kubelet.service: ActiveState %q after the restart", got)
 		}
 	})
+
+	t.Run("the boot unit waits for a configuration still being copied", func(t *testing.T) {
+		// A boot script's copy is half written when the unit starts: nodeup says what it waits for and
+		// converges the node once the copy is complete, instead of failing the boot.
+		complete := nodeConfigWith(t, "control-plane-a", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](60) })
+		put(t, c, "/etc/kubeup/nodeup.conf", complete[:len(complete)/2], 0o600)
+		c.MustExec(t, "systemctl", "restart", "--no-block", UnitName)
+		waitFor(t, func() bool {
+			return strings.Contains(c.MustExec(t, "journalctl", "--no-pager", "-u", UnitName), "(a copy still being written?): waiting up to 2m for a complete one")
+		}, "nodeup to say it waits for a complete configuration")
+		put(t, c, "/etc/kubeup/nodeup.conf.tmp", complete, 0o600)
+		if err := os.Rename(filepath.Join(c.Dir, "etc/kubeup/nodeup.conf.tmp"), filepath.Join(c.Dir, "etc/kubeup/nodeup.conf")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return c.Show(t, UnitName, "ActiveState") != "activating" }, UnitName+" to finish")
+		if got := c.Show(t, UnitName, "Result"); got != "success" {
+			t.Errorf("%s: Result %q, want success\n%s", UnitName, got, c.MustExec(t, "journalctl", "--no-pager", "-u", UnitName))
+		}
+		if env, err := os.ReadFile(filepath.Join(c.Dir, "etc/default/kubelet")); err != nil || !strings.Contains(string(env), "--max-pods=60") {
+			t.Errorf("/etc/default/kubelet (%v):\n%s\nwant --max-pods=60 from the completed configuration", err, env)
+		}
+	})
+}
+
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }

@@ -33,8 +33,7 @@ var controlPlaneFiles = []string{
 // TestControlPlane is the acceptance path: a dry run lists the kubelet unit and the static pods and writes
 // nothing; an apply writes them; the next dry run has nothing to do, and so has the next apply.
 func TestControlPlane(t *testing.T) {
-	data, sum := nodeConfig(t, "control-plane-a")
-	conf := writeConf(t, t.TempDir(), "control-plane-a", data, sum)
+	conf := writeConf(t, t.TempDir(), "control-plane-a", nodeConfig(t, "control-plane-a"))
 	root := t.TempDir()
 	empty := treeHash(t, root)
 
@@ -90,8 +89,7 @@ func TestControlPlane(t *testing.T) {
 }
 
 func TestWorkerNode(t *testing.T) {
-	data, sum := nodeConfig(t, "nodes")
-	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+	conf := writeConf(t, t.TempDir(), "nodes", nodeConfig(t, "nodes"))
 	root := t.TempDir()
 	r := run(t, Options{Conf: "file://" + conf, Root: root})
 	if r.runErr != nil {
@@ -112,8 +110,7 @@ func TestWorkerNode(t *testing.T) {
 // TestDryRunMissingRoot: a dry run of a root that does not exist plans everything and creates nothing; the apply
 // creates the root.
 func TestDryRunMissingRoot(t *testing.T) {
-	data, sum := nodeConfig(t, "control-plane-a")
-	conf := writeConf(t, t.TempDir(), "conf", data, sum)
+	conf := writeConf(t, t.TempDir(), "conf", nodeConfig(t, "control-plane-a"))
 	root := filepath.Join(t.TempDir(), "n")
 	r := run(t, Options{Conf: conf, Root: root, DryRun: true})
 	if r.runErr != nil {
@@ -137,12 +134,21 @@ func TestDryRunMissingRoot(t *testing.T) {
 }
 
 // TestBadConfiguration: whatever is wrong with the configuration, nodeup refuses it with a message that names
-// the file and the fix, never retries, and changes nothing under the root.
+// the file and the fix, never retries, and changes nothing under the root: not even with an invalid spec that
+// only the node's graph would trip over half way.
 func TestBadConfiguration(t *testing.T) {
-	data, sum := nodeConfig(t, "control-plane-a")
-	withSum := func(b []byte) ([]byte, string) { return b, sha256Of(b) }
-	changedByte := append([]byte(nil), data...)
+	obj := nodeConfig(t, "control-plane-a")
+	body := unseal(t, obj)
+	changedByte := bytes.Clone(obj)
 	changedByte[len(changedByte)/2] ^= 0x01
+	// edited is the configuration with the YAML changed and sealed again: the sha256 matches, the spec does not.
+	edited := func(old, new string) []byte {
+		t.Helper()
+		if !bytes.Contains(body, []byte(old)) {
+			t.Fatalf("the configuration has no %q", old)
+		}
+		return seal(bytes.Replace(body, []byte(old), []byte(new), 1))
+	}
 
 	tests := []struct {
 		name  string
@@ -155,47 +161,67 @@ func TestBadConfiguration(t *testing.T) {
 			want:  []string{"absent does not exist", "kubeup update cluster --yes"},
 		},
 		{
-			name: "missing sha256",
+			name: "an older kubeup's, with a .sha256 beside it",
 			setup: func(t *testing.T, dir string) string {
-				p := writeConf(t, dir, "conf", data, sum)
-				os.Remove(p + ".sha256")
-				return p
+				writeConf(t, dir, "conf.sha256", []byte(sha256Of(body)+"\n"))
+				return writeConf(t, dir, "conf", body)
 			},
-			want: []string{"conf.sha256 does not exist", "kubeup update cluster --yes"},
+			want: []string{"conf: the first line is not \"# sha256:\"", "separate .sha256 object", "kubeup update cluster --yes"},
 		},
 		{
 			name:  "one byte changed",
-			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", changedByte, sum) },
-			want:  []string{"conf: sha256 is " + sha256Of(changedByte), "conf.sha256 says", "kubeup update cluster --yes"},
+			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", changedByte) },
+			want: []string{"node configuration ", "/etc/kubeup/conf: content does not match its sha256", sha256Of(unseal(t, changedByte)),
+				"still so after waiting 1ms", "kubeup update cluster --yes"},
 		},
 		{
 			name:  "truncated",
-			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", data[:len(data)-10], sum) },
-			want:  []string{"sha256 is", "changed or truncated"},
+			setup: func(t *testing.T, dir string) string { return writeConf(t, dir, "conf", obj[:len(obj)-10]) },
+			want:  []string{"content does not match its sha256", "tail -n +2"},
 		},
 		{
 			name: "malformed",
 			setup: func(t *testing.T, dir string) string {
-				b, s := withSum([]byte("apiVersion: [\n"))
-				return writeConf(t, dir, "conf", b, s)
+				return writeConf(t, dir, "conf", seal([]byte("apiVersion: [\n")))
 			},
 			want: []string{"conf: malformed YAML", "same version as the kubeup"},
 		},
 		{
 			name: "unknown field",
 			setup: func(t *testing.T, dir string) string {
-				b, s := withSum(append(append([]byte(nil), data...), "futureField: 1\n"...))
-				return writeConf(t, dir, "conf", b, s)
+				return writeConf(t, dir, "conf", seal(append(bytes.Clone(body), "futureField: 1\n"...)))
 			},
 			want: []string{"conf: futureField", "same version as the kubeup"},
 		},
 		{
 			name: "not a node configuration",
 			setup: func(t *testing.T, dir string) string {
-				b, s := withSum([]byte(strings.Replace(string(data), "kind: NodeConfig", "kind: Cluster", 1)))
-				return writeConf(t, dir, "conf", b, s)
+				return writeConf(t, dir, "conf", edited("kind: NodeConfig", "kind: Cluster"))
 			},
 			want: []string{"conf: kind \"Cluster\""},
+		},
+		{
+			// nodeup would apply it and drop the control-plane taint.
+			name: "role Bogus",
+			setup: func(t *testing.T, dir string) string {
+				return writeConf(t, dir, "conf", edited("role: ControlPlane", "role: Bogus"))
+			},
+			want: []string{"instancegroup/control-plane-a: spec.role: \"Bogus\" is not a role"},
+		},
+		{
+			// /etc/default/kubelet was written before the manifests' directory was refused.
+			name: "relative podManifestPath",
+			setup: func(t *testing.T, dir string) string {
+				return writeConf(t, dir, "conf", edited("podManifestPath: /etc/kubernetes/manifests", "podManifestPath: etc/kubernetes/manifests"))
+			},
+			want: []string{"podManifestPath", "etc/kubernetes/manifests"},
+		},
+		{
+			name: "podManifestPath with ..",
+			setup: func(t *testing.T, dir string) string {
+				return writeConf(t, dir, "conf", edited("podManifestPath: /etc/kubernetes/manifests", "podManifestPath: /etc/kubernetes/../../manifests"))
+			},
+			want: []string{"podManifestPath", "/etc/kubernetes/../../manifests"},
 		},
 		{
 			name:  "a directory",
@@ -241,6 +267,7 @@ func TestBadConfiguration(t *testing.T) {
 				var logs bytes.Buffer
 				r := run(t, Options{
 					Conf: conf, Root: root, DryRun: dryRun, Retries: -1, RetryBackoff: time.Millisecond,
+					ConfigWait: time.Millisecond, ConfigPollInterval: time.Millisecond,
 					InstallSystemdUnit: true, Executable: smallExecutable(t),
 					Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 				})
@@ -270,8 +297,7 @@ func TestBadConfiguration(t *testing.T) {
 // TestRetries: a failed apply is tried again, each retry logged, until it succeeds or the retries run out; a
 // cancelled context stops the retries.
 func TestRetries(t *testing.T) {
-	data, sum := nodeConfig(t, "nodes")
-	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+	conf := writeConf(t, t.TempDir(), "nodes", nodeConfig(t, "nodes"))
 
 	// /etc/default is a file: /etc/default/kubelet cannot be written.
 	brokenRoot := func(t *testing.T) string {
@@ -346,9 +372,8 @@ func (f *fixOnRetry) Write(p []byte) (int, error) {
 // TestInstallSystemdUnit: nodeup installs itself and the unit that runs it at boot, with the same engine: a dry
 // run shows it, an apply writes it, a second run has nothing to do.
 func TestInstallSystemdUnit(t *testing.T) {
-	data, sum := nodeConfig(t, "control-plane-a")
 	root := t.TempDir()
-	conf := writeConf(t, filepath.Join(root, "etc/kubeup"), "nodeup.conf", data, sum)
+	conf := writeConf(t, filepath.Join(root, "etc/kubeup"), "nodeup.conf", nodeConfig(t, "control-plane-a"))
 	exe := smallExecutable(t)
 	o := Options{Conf: conf, Root: root, Retries: 5, InstallSystemdUnit: true, Executable: exe}
 
@@ -408,8 +433,7 @@ func TestInstallSystemdUnit(t *testing.T) {
 }
 
 func TestInstallSystemdUnitConfOutsideRoot(t *testing.T) {
-	data, sum := nodeConfig(t, "nodes")
-	conf := writeConf(t, t.TempDir(), "nodes", data, sum)
+	conf := writeConf(t, t.TempDir(), "nodes", nodeConfig(t, "nodes"))
 	root := t.TempDir()
 	r := run(t, Options{Conf: conf, Root: root, InstallSystemdUnit: true, Executable: smallExecutable(t)})
 	var ce *ConfigError
@@ -442,8 +466,7 @@ func TestSelfUnit(t *testing.T) {
 // check: the apply changes exactly what the dry run announced, and leaves no perpetual diff.
 func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
 	ctx := context.Background()
-	data, sum := nodeConfig(t, "control-plane-a")
-	nc, err := model.DecodeNodeConfig("conf", data, sum)
+	nc, err := model.DecodeNodeConfigObject("conf", nodeConfig(t, "control-plane-a"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ var storeBackends = []struct {
 func noWrap(h http.Handler) http.Handler { return h }
 
 // putConf writes the configuration of group to the store as `kubeup update cluster` does, and returns its URL.
-func putConf(t *testing.T, storeURL, group string, data []byte, sum string) string {
+func putConf(t *testing.T, storeURL, group string, obj []byte) string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := statestore.Open(ctx, storeURL)
@@ -65,21 +65,18 @@ func putConf(t *testing.T, storeURL, group string, data []byte, sum string) stri
 		t.Fatal(err)
 	}
 	p := model.NodeConfigPath(testCluster, group)
-	if err := st.WriteFile(ctx, p, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.WriteFile(ctx, p+".sha256", []byte(sum+"\n")); err != nil {
+	if err := st.WriteFile(ctx, p, obj); err != nil {
 		t.Fatal(err)
 	}
 	return storeURL + "/" + p
 }
 
 func TestStateStore(t *testing.T) {
-	data, sum := nodeConfig(t, "control-plane-a")
+	obj := nodeConfig(t, "control-plane-a")
 	for _, b := range storeBackends {
 		t.Run(b.scheme, func(t *testing.T) {
 			storeURL := b.start(t, noWrap)
-			conf := putConf(t, storeURL, "control-plane-a", data, sum)
+			conf := putConf(t, storeURL, "control-plane-a", obj)
 			root := t.TempDir()
 			if r := run(t, Options{Conf: conf, Root: root, DryRun: true}); r.runErr != nil || !strings.Contains(r.out, "SystemdService/kubelet.service") {
 				t.Fatalf("dry run of %s: err %v, printed:\n%s", conf, r.runErr, r.out)
@@ -93,13 +90,22 @@ func TestStateStore(t *testing.T) {
 				}
 			})
 			t.Run("changed", func(t *testing.T) {
-				changed := append([]byte(nil), data...)
-				changed[0] = ' '
-				conf := putConf(t, storeURL, "changed", changed, sum)
-				r := run(t, Options{Conf: conf, Root: root, Retries: -1})
+				changed := bytes.Clone(obj)
+				changed[len(changed)-2] = ' '
+				conf := putConf(t, storeURL, "changed", changed)
+				r := run(t, Options{Conf: conf, Root: root, Retries: -1, ConfigWait: 10 * time.Millisecond, ConfigPollInterval: time.Millisecond})
 				var ce *ConfigError
-				if !errors.As(r.runErr, &ce) || !strings.Contains(r.runErr.Error(), conf+": sha256 is") {
+				if !errors.As(r.runErr, &ce) || !strings.Contains(r.runErr.Error(), conf+": content does not match its sha256") {
 					t.Errorf("Run error = %v, want a *ConfigError about the sha256 of %s", r.runErr, conf)
+				}
+			})
+			t.Run("completed during the wait", func(t *testing.T) {
+				conf := putConf(t, storeURL, "late", obj[:len(obj)/2])
+				stderr := &onNote{note: waitNote, do: func() { putConf(t, storeURL, "late", obj) }}
+				err := Run(context.Background(), Options{Conf: conf, Root: t.TempDir(), DryRun: true, Err: stderr, Logger: testLogger(t),
+					ConfigWait: time.Hour, ConfigPollInterval: time.Millisecond})
+				if err != nil || !stderr.done {
+					t.Errorf("Run: %v (waited: %v)\n%s", err, stderr.done, &stderr.w)
 				}
 			})
 		})
@@ -109,7 +115,7 @@ func TestStateStore(t *testing.T) {
 // TestStateStoreUnavailable: a store that fails (a server error, as when the network is not up yet at boot) is
 // tried again; without retries the run fails.
 func TestStateStoreUnavailable(t *testing.T) {
-	data, sum := nodeConfig(t, "nodes")
+	obj := nodeConfig(t, "nodes")
 	for _, b := range storeBackends {
 		t.Run(b.scheme, func(t *testing.T) {
 			var failing atomic.Int32
@@ -123,7 +129,7 @@ func TestStateStoreUnavailable(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-			conf := putConf(t, storeURL, "nodes", data, sum)
+			conf := putConf(t, storeURL, "nodes", obj)
 
 			failing.Store(1)
 			r := run(t, Options{Conf: conf, Root: t.TempDir(), DryRun: true})

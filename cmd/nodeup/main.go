@@ -47,9 +47,11 @@ func newRootCommand() *cobra.Command {
 		Use:   "nodeup --conf PATH|URL [--dryrun] [--root DIR] [--retries N] [--install-systemd-unit]",
 		Short: "Converge a node at boot: files, static-pod manifests, systemd units",
 		Long: `nodeup runs on every node at boot: it loads the node's configuration (written by
-` + "`kubeup update cluster --yes`" + ` to <state store>/<cluster>/nodeup/<instance group>), verifies it against its
-sha256, and converges the machine to it: kubelet's flags and unit, the static-pod manifests and, on the control
-plane, protokube. Only what differs is changed; a service restarts only when what it runs changed.
+` + "`kubeup update cluster --yes`" + ` to <state store>/<cluster>/nodeup/<instance group>), verifies it against the
+sha256 on its first line, validates it, and converges the machine to it: kubelet's flags and unit, the static-pod
+manifests and, on the control plane, protokube. Only what differs is changed; a service restarts only when what it
+runs changed. Nothing is changed when the configuration is missing or invalid; one that does not match its sha256
+(a copy still being written) is read again for up to 2m before it is refused.
 
 --dryrun prints what would change and changes nothing. Results go to stdout, logs to stderr.`,
 		Example: `  nodeup --conf=s3://state/demo.example.com/nodeup/control-plane-a --install-systemd-unit
@@ -69,10 +71,10 @@ plane, protokube. Only what differs is changed; a service restarts only when wha
 		},
 	}
 	f := root.Flags()
-	f.StringVar(&o.Conf, "conf", "", "the node configuration: a path, file:///path, s3://bucket/key or gs://bucket/key (its sha256 is read from the same place + \".sha256\")")
+	f.StringVar(&o.Conf, "conf", "", "the node configuration: a path, file:///path, s3://bucket/key or gs://bucket/key; one object, its first line \"# sha256:<hex of the rest>\"")
 	f.BoolVar(&o.DryRun, "dryrun", false, "print what would change; change nothing")
 	f.StringVar(&o.Root, "root", "/", "the node's filesystem root: converge this directory tree instead of /")
-	f.IntVar(&o.Retries, "retries", 0, "retry a failed run up to N times, with backoff (-1: until it succeeds); a bad configuration is never retried")
+	f.IntVar(&o.Retries, "retries", 0, "retry a failed run up to N times, with backoff (-1: until it succeeds); a bad configuration is never retried (one still being copied is waited for, whatever N)")
 	f.BoolVar(&o.InstallSystemdUnit, "install-systemd-unit", false,
 		"also install nodeup as "+nodeup.InstalledBinary+" and the oneshot unit "+nodeup.UnitName+" that runs it with --conf at every boot")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log at debug level")

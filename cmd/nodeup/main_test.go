@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,21 +16,18 @@ import (
 // does, and returns its path.
 func writeConf(t *testing.T) string {
 	t.Helper()
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/demo.example.com"
 	c, igs = model.Complete(c, igs)
-	data, sum, err := model.NewNodeConfig(c, igs[0]).Marshal()
+	obj, err := model.NewNodeConfig(c, igs[0]).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), igs[0].Metadata.Name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p+".sha256", []byte(sum+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, obj, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -37,11 +35,15 @@ func writeConf(t *testing.T) string {
 
 func TestRun(t *testing.T) {
 	conf := writeConf(t)
-	changed := filepath.Join(filepath.Dir(conf), "changed")
+	// An older kubeup's configuration: no sha256 line, its sha256 in a second object beside it.
+	old := filepath.Join(filepath.Dir(conf), "old")
 	data, _ := os.ReadFile(conf)
-	sum, _ := os.ReadFile(conf + ".sha256")
-	os.WriteFile(changed, append(data, '\n'), 0o600)
-	os.WriteFile(changed+".sha256", sum, 0o600)
+	first, body, _ := strings.Cut(string(data), "\n")
+	os.WriteFile(old, []byte(body), 0o600)
+	os.WriteFile(old+".sha256", []byte(strings.TrimPrefix(first, "# sha256:")+"\n"), 0o600)
+	// A configuration still being copied, after its wait: stopped by the context, since --retries -1 does not apply.
+	partial := filepath.Join(filepath.Dir(conf), "partial")
+	os.WriteFile(partial, data[:len(data)/2], 0o600)
 
 	tests := []struct {
 		name       string
@@ -51,6 +53,8 @@ func TestRun(t *testing.T) {
 		wantErr    string // in stderr
 		wantNoOut  bool
 		wantNoRoot bool // nothing is written under ROOT
+		// cancelOnWait cancels the context when nodeup says it waits for a complete configuration.
+		cancelOnWait bool
 	}{
 		{name: "version", args: []string{"version"}, wantOut: "nodeup version dev\n"},
 		{name: "help", args: []string{"--help"}, wantOut: "--install-systemd-unit"},
@@ -71,8 +75,13 @@ func TestRun(t *testing.T) {
 			wantCode: 1, wantErr: "Error: node configuration " + conf + "-missing does not exist", wantNoOut: true, wantNoRoot: true,
 		},
 		{
-			name: "sha256 mismatch", args: []string{"--conf", changed, "--root", "ROOT", "--retries", "-1"},
-			wantCode: 1, wantErr: "Error: " + changed + ": sha256 is", wantNoOut: true, wantNoRoot: true,
+			name: "older format", args: []string{"--conf", old, "--root", "ROOT", "--retries", "-1"},
+			wantCode: 1, wantErr: "Error: " + old + ": the first line is not \"# sha256:\"", wantNoOut: true, wantNoRoot: true,
+		},
+		{
+			name: "still being copied", args: []string{"--conf", partial, "--root", "ROOT", "--retries", "-1"}, cancelOnWait: true,
+			wantCode: 1, wantErr: "nodeup: node configuration " + partial + ": content does not match its sha256 (a copy still being written?): waiting up to 2m for a complete one\n",
+			wantNoOut: true, wantNoRoot: true,
 		},
 	}
 	for _, tt := range tests {
@@ -83,7 +92,13 @@ func TestRun(t *testing.T) {
 				args[i] = strings.ReplaceAll(a, "ROOT", root)
 			}
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), args, &out, &errOut)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr io.Writer = &errOut
+			if tt.cancelOnWait {
+				stderr = cancelOn{&errOut, "waiting up to", cancel}
+			}
+			code := run(ctx, args, &out, stderr)
 			if code != tt.wantCode {
 				t.Errorf("nodeup %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, tt.wantCode, &out, &errOut)
 			}
@@ -104,4 +119,18 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelOn writes to w and calls cancel when what it writes contains s.
+type cancelOn struct {
+	w      io.Writer
+	s      string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(c.s)) {
+		c.cancel()
+	}
+	return c.w.Write(p)
 }
