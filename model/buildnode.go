@@ -124,17 +124,19 @@ func kubeletFlags(k *KubeletConfig, ig *InstanceGroup) []string {
 // kubeletEnv is the environment file kubelet.service reads its flags from: DAEMON_ARGS, as kops' nodeup writes
 // it, so that an operator finds kubelet's flags where they look for them.
 //
-// kubelet.service starts `kubelet $DAEMON_ARGS`, and systemd splits such a variable into arguments at whitespace,
-// and (systemd 252, Debian 12) also removes quotes and backslashes in it as a shell would. So every flag must be
-// one plain word (plainWord): then it is exactly one argument under any of these rules, and the assignment itself is written escaped by systemd's rules
-// (envAssignment). A flag with any other character is refused here, whatever validation said, naming the flag:
-// validation refuses every such value with its field path first, so this only stops a spec that bypassed it.
-// The alternative, each flag a quoted word of ExecStart=, would pass any value, but none of kubelet's values
-// needs more than plainWord allows, and the flags would leave /etc/default/kubelet.
+// kubelet.service starts `kubelet $DAEMON_ARGS`, and systemd splits such a variable into arguments at
+// whitespace, and (systemd 252, Debian 12) also removes quotes and backslashes in it as a shell would. So every
+// flag must be one plain word (plainWord): then it is exactly one argument under any of these rules, and the
+// assignment itself is written escaped by systemd's rules (envAssignment). A flag with any other character is
+// refused here, whatever validation said, naming the flag: validation refuses every such value with its field
+// path first, so this only stops a spec that bypassed it. The alternative, each flag a quoted word of
+// ExecStart=, would pass any value, but none of kubelet's values needs more than plainWord allows, and the flags
+// would leave /etc/default/kubelet.
 func kubeletEnv(flags []string) (string, error) {
 	for _, f := range flags {
 		if !plainWord(f) {
-			return "", fmt.Errorf("kubelet flag %q cannot be passed through %s: only %s reach kubelet as exactly one argument of $DAEMON_ARGS; fix the cluster spec (kubeup validates it) and run kubeup update cluster again", f, kubeletEnvFile, plainChars)
+			return "", fmt.Errorf("kubelet flag %q cannot be passed through %s: only %s reach kubelet as exactly "+
+				"one argument of $DAEMON_ARGS; fix the cluster spec (kubeup validates it) and run kubeup update cluster again", f, kubeletEnvFile, plainChars)
 		}
 	}
 	line, err := envAssignment("DAEMON_ARGS", strings.Join(flags, " "))
