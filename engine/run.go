@@ -334,7 +334,10 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 		cs.epoch++
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
-		ex.state[i] = waiting // interrupted, not failed: reported as not run
+		// Interrupted, not failed: reported as not run, with the task's own error, which says what it was
+		// doing ("waiting for the pool lock held by ...: context canceled").
+		ex.state[i] = waiting
+		ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: o.err, Skipped: true}
 		return
 	}
 	if class != ClassTerminal {
@@ -425,6 +428,10 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 		case skipped:
 			runErr.Skipped = append(runErr.Skipped, ex.errs[i])
 		case waiting, running:
+			if ex.errs[i] != nil {
+				runErr.Skipped = append(runErr.Skipped, ex.errs[i])
+				continue
+			}
 			cause := context.Cause(ctx)
 			if cause == nil {
 				cause = errors.New("not run")

@@ -313,6 +313,31 @@ func TestCancellation(t *testing.T) {
 	}
 }
 
+// A task interrupted by the cancellation is reported with its own error, which says what it was waiting for,
+// not a bare "context canceled".
+func TestInterruptedTaskKeepsItsError(t *testing.T) {
+	world := newWorld()
+	ctx, cancel := context.WithCancel(guard(t))
+	world.findHook["x"] = func(ctx context.Context, _ int) error {
+		cancel()
+		<-ctx.Done()
+		return fmt.Errorf("waiting for the pool lock held by pid 42: %w", ctx.Err())
+	}
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Item{Name: "x"})
+	_, err := engine.Run(ctx, g, world, engine.Options{})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) || len(runErr.Skipped) != 1 {
+		t.Fatalf("err = %v, want x reported as not run", err)
+	}
+	if got := runErr.Skipped[0].Err.Error(); got != "finding: waiting for the pool lock held by pid 42: context canceled" {
+		t.Errorf("x's cause = %q, want the task's own error", got)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err does not wrap context.Canceled: %v", err)
+	}
+}
+
 // Retries waiting for their backoff are abandoned on cancellation.
 func TestCancellationDuringBackoff(t *testing.T) {
 	world := newWorld()
