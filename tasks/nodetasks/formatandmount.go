@@ -11,11 +11,14 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
 )
 
 // FormatAndMount is a block device mounted as a filesystem. The device is formatted only when it holds neither
-// a filesystem nor a partition table; it is mounted by UUID. A different device at the mount point is refused.
+// a filesystem nor a partition table, and reads as zeros at both ends (see probe.go); it is mounted from the device
+// node it probed, whose filesystem UUID it records, at the mount point resolved inside the node root. A different
+// device at the mount point is refused.
 type FormatAndMount struct {
 	// MountPoint is the absolute path on the node the filesystem is mounted at, and the task's name.
 	MountPoint string
@@ -85,14 +88,18 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	if pr.uuid != "" {
 		actual.UUID = &pr.uuid
 	}
-	mp, err := n.mountPointPath(m.MountPoint, false)
+	dir, mp, err := n.openMountPoint(m.MountPoint, false)
 	if err != nil {
 		return nil, err
 	}
-	mounted, err := mountAt(mp)
+	var mounted *mountEntry
+	if dir != nil {
+		dir.Close()
+		if mounted, err = mountAt(mp); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case err != nil:
-		return nil, err
 	case mounted == nil:
 		actual.MountPoint = ""
 	case mounted.dev == devNum:
@@ -103,21 +110,36 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	return actual, nil
 }
 
-// mountPointPath is the mount point as this process's mount table shows it: under Root, symlinks resolved.
-func (n *Node) mountPointPath(mountPoint string, mkdir bool) (string, error) {
-	p, err := n.hostPath(mountPoint, mkdir)
+// openMountPoint resolves the mount point inside the root, as every node path is (a symbolic link there is
+// followed inside the root, never to the host's directory of the same name; one that climbs out is refused), and
+// opens it (O_PATH), so that what is mounted lands on that very directory whatever happens to the path meanwhile.
+// It returns the directory and its path as this process's mount table shows it; nil when it does not exist and
+// mkdir is false. With mkdir, the mount point and its parents are created.
+func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, error) {
+	rel, err := n.resolve(mountPoint, true, mkdir)
 	if err != nil {
-		return "", err
+		return nil, "", fmt.Errorf("mount point: %w", err)
 	}
 	if mkdir {
-		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("creating mount point %s: %w", mountPoint, classify(err))
+		if err := os.Mkdir(filepath.Join(n.Root, rel), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, "", fmt.Errorf("creating mount point %s: %w", mountPoint, classify(err))
 		}
 	}
-	if resolved, err := filepath.EvalSymlinks(p); err == nil {
-		p = resolved
+	dir, err := n.openResolved(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !mkdir:
+		return nil, "", nil
+	case errors.Is(err, unix.ENOTDIR):
+		return nil, "", engine.Terminal(fmt.Errorf("mount point %s is not a directory: remove what is there, or choose another mount point", mountPoint))
+	case err != nil:
+		return nil, "", fmt.Errorf("opening mount point %s: %w", mountPoint, classify(err))
 	}
-	return p, nil
+	where, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir.Fd()))
+	if err != nil {
+		dir.Close()
+		return nil, "", fmt.Errorf("mount point %s: %w", mountPoint, err)
+	}
+	return dir, where, nil
 }
 
 var fsTypeName = regexp.MustCompile(`^[a-z0-9]+$`)
@@ -161,7 +183,7 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	switch {
 	case pr.ptType != "" || (pr.fsType == "" && pr.other != ""):
 		return fmt.Errorf("device %s holds %s: kubeup formats only blank devices and mounts only filesystems: "+
-			"check that it is the right device, and wipe it (wipefs -a) only if its data is not needed", expected.Device, pr)
+			"check that it is the right device; %s", expected.Device, pr, zeroHint(expected.Device))
 	case pr.fsType != "" && pr.fsType != want:
 		return fmt.Errorf("device %s holds %s, not %s: kubeup never reformats a device: "+
 			"check that it is the right device, or set FSType to %q", expected.Device, pr, want, pr.fsType)
@@ -169,7 +191,7 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	return nil
 }
 
-// Render formats the device if, probed again under its lock, it is blank; then mounts it by UUID, or remounts
+// Render formats the device if, probed again under its lock, it is blank and reads as zeros; then mounts it, or remounts
 // it with the options that are missing.
 func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, changes *FormatAndMount) error {
 	dev, err := n.resolveDevice(expected.Device)
@@ -212,14 +234,15 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		log.Info("formatted device", "device", expected.Device, "path", dev, "fstype", fsType, "uuid", pr.uuid)
 	}
 	if pr.uuid == "" {
-		return fmt.Errorf("device %s: %s filesystem without a UUID: kubeup mounts by UUID", expected.Device, pr.fsType)
+		return fmt.Errorf("device %s: %s filesystem without a UUID: kubeup mounts only filesystems it can tell apart by UUID", expected.Device, pr.fsType)
 	}
 	expected.UUID = &pr.uuid
 
-	mp, err := n.mountPointPath(expected.MountPoint, true)
+	dir, mp, err := n.openMountPoint(expected.MountPoint, true)
 	if err != nil {
 		return err
 	}
+	defer dir.Close()
 	mounted, err := mountAt(mp)
 	switch {
 	case err != nil:
@@ -230,32 +253,47 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		if len(presentOptions(expected.Options, mounted)) == len(expected.Options) {
 			return nil
 		}
-		opts := append([]string{"remount"}, expected.Options...)
-		if err := run(ctx, "mount", "-o", strings.Join(opts, ","), mp); err != nil {
+		// dir was opened with the filesystem mounted: it is the root of that mount.
+		if err := mountOnto(ctx, dir, expected.MountPoint, "-o", strings.Join(append([]string{"remount"}, expected.Options...), ",")); err != nil {
 			return err
 		}
 		log.Info("remounted", "mountpoint", expected.MountPoint, "options", expected.Options)
 		return nil
 	}
+	// The device is mounted by the path of its node, the one just probed under the lock (mount(8) would look a
+	// UUID= up again, and find a clone with the same UUID as well).
 	args := []string{"-t", fsType}
 	if len(expected.Options) > 0 {
 		args = append(args, "-o", strings.Join(expected.Options, ","))
 	}
-	if err := run(ctx, "mount", append(args, "UUID="+pr.uuid, mp)...); err != nil {
+	if err := mountOnto(ctx, dir, expected.MountPoint, append(args, dev)...); err != nil {
 		return err
 	}
-	// Another device with the same UUID (a cloned volume) could have been mounted instead: check.
 	if mounted, err = mountAt(mp); err != nil {
 		return err
 	}
 	if mounted == nil || mounted.dev != devNum {
-		if mounted != nil {
-			_ = run(ctx, "umount", mp)
-		}
-		return engine.Terminal(fmt.Errorf("mounting UUID=%s at %s did not mount %s (%s): is the UUID on another device too?",
-			pr.uuid, expected.MountPoint, expected.Device, dev))
+		return engine.Terminal(fmt.Errorf("mounting %s (%s) at %s: the mount table shows %+v there instead: "+
+			"something else mounted there at the same time? check with findmnt %s", expected.Device, dev, expected.MountPoint, mounted, mp))
 	}
-	log.Info("mounted", "device", expected.Device, "uuid", pr.uuid, "mountpoint", expected.MountPoint)
+	log.Info("mounted", "device", expected.Device, "path", dev, "uuid", pr.uuid, "mountpoint", expected.MountPoint)
+	return nil
+}
+
+// mountOnto runs mount(8) with args and the directory dir as the target. dir is handed to mount as its file
+// descriptor 3 and named /proc/self/fd/3 with --no-canonicalize, so that mount neither resolves the mount point's
+// path again (it would follow a symbolic link swapped in meanwhile) nor records another path: the kernel mounts
+// onto the directory the descriptor holds, the one resolved inside the root.
+func mountOnto(ctx context.Context, dir *os.File, mountPoint string, args ...string) error {
+	const target = "/proc/self/fd/3"
+	args = append(append([]string{"--no-canonicalize"}, args...), target)
+	cmd := exec.CommandContext(ctx, "mount", args...)
+	cmd.ExtraFiles = []*os.File{dir}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.ReplaceAll(strings.TrimSpace(string(out)), target, mountPoint)
+		return fmt.Errorf("mount %s %s: %w: %s", strings.Join(args[:len(args)-1], " "), mountPoint, err, msg)
+	}
 	return nil
 }
 

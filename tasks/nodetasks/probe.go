@@ -218,11 +218,10 @@ func checkZeroed(dev string) error {
 		data []byte
 	}{{0, head}, {tailOff, tail}} {
 		if i := firstNonZero(part.data); i >= 0 {
-			return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero "+
-				"(kubeup formats only a device whose first and last MiB read as zeros, as a new volume does): "+
-				"it may hold data that blkid cannot name, so nothing was changed: check that it is the right device; "+
-				"only if its data is not needed, zero it (wipefs -a %s, then dd if=/dev/zero of=%s bs=1M count=1, "+
-				"and the same at its end, or blkdiscard %s)", dev, part.off+int64(i), dev, dev, dev))
+			return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero: "+
+				"kubeup formats only a device whose first and last MiB read as zeros, as a new volume does, and this one "+
+				"may hold data blkid cannot name, so nothing was changed: check that it is the right device; %s",
+				dev, part.off+int64(i), zeroHint(dev)))
 		}
 	}
 	return nil
@@ -235,4 +234,9 @@ func firstNonZero(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// zeroHint says how to make a device formattable, for an error message.
+func zeroHint(dev string) string {
+	return fmt.Sprintf("only if its data is not needed, zero it (blkdiscard --zeroout %s, or dd if=/dev/zero of=%s bs=1M)", dev, dev)
 }

@@ -1,0 +1,225 @@
+//go:build e2e
+
+package nodetasks
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+	"kubeup.dev/kubeup/internal/e2e"
+)
+
+// blkidWrapper puts a blkid first on PATH that runs script (sh, "$dev" is the device asked about) instead of the
+// real one, for the rest of t.
+func blkidWrapper(t *testing.T, script string) {
+	t.Helper()
+	dir := t.TempDir()
+	body := "#!/bin/sh\nfor dev; do :; done\n" + script + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "blkid"), []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// etcdData makes an ext4 filesystem on dev with one file of etcd data, and returns the filesystem's UUID.
+func etcdData(t *testing.T, blkid, dev string) string {
+	t.Helper()
+	e2e.MustRun(t, "mkfs.ext4", "-q", "-F", dev)
+	scratch := t.TempDir()
+	e2e.MustRun(t, "mount", dev, scratch)
+	err := os.WriteFile(filepath.Join(scratch, "member-data"), []byte("etcd data\n"), 0o600)
+	e2e.MustRun(t, "umount", scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(e2e.MustRun(t, blkid, "-p", "-s", "UUID", "-o", "value", dev))
+}
+
+// checkIntact fails t unless dev still holds the filesystem etcdData made, with its file.
+func checkIntact(t *testing.T, blkid, dev, uuid string) {
+	t.Helper()
+	if got := strings.TrimSpace(e2e.MustRun(t, blkid, "-p", "-s", "UUID", "-o", "value", dev)); got != uuid {
+		t.Fatalf("UUID %q, was %q: the device was formatted", got, uuid)
+	}
+	scratch := t.TempDir()
+	e2e.MustRun(t, "mount", "-o", "ro", dev, scratch)
+	defer e2e.MustRun(t, "umount", scratch)
+	if b, err := os.ReadFile(filepath.Join(scratch, "member-data")); err != nil || string(b) != "etcd data\n" {
+		t.Errorf("the file on the device: %q, %v", b, err)
+	}
+}
+
+// refuses runs the FormatAndMount of dev at mp as a dry run, as an apply, and its Render alone (with its own probe
+// and check), and fails t unless each refuses with a terminal error naming dev and containing want, mounting
+// nothing.
+func refuses(t *testing.T, n *Node, mp, dev, want string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
+		_, err := engine.Run(ctx, mountGraph(mp, dev)(), n, engine.Options{Target: target})
+		if err == nil || !strings.Contains(err.Error(), dev) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want a refusal naming %s and containing %q", target, err, dev, want)
+		}
+	}
+	m := &FormatAndMount{MountPoint: mp, Device: dev, FSType: ptr("ext4")}
+	err := m.Render(ctx, n, nil, m, m)
+	if err == nil || !strings.Contains(err.Error(), want) || engine.ClassOf(err) != engine.ClassTerminal {
+		t.Errorf("Render: error %v (%v), want a terminal refusal containing %q", err, engine.ClassOf(err), want)
+	}
+	if got := mountedDevice(t, mp); got != "" {
+		t.Errorf("%s is mounted at %s", got, mp)
+	}
+}
+
+// FormatAndMount never formats a device it could not read, or whose ends are not zeros, whatever blkid says.
+func TestFormatAndMountNeverFormatsWhatItCannotRead(t *testing.T) {
+	e2e.RequireTools(t, "blkid")
+	realBlkid, err := exec.LookPath("blkid")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("blkid denied access", func(t *testing.T) {
+		n := realNode(t, "")
+		dev := e2e.LoopDevice(t, diskSize)
+		uuid := etcdData(t, realBlkid, dev)
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		blkidWrapper(t, `echo "blkid: error: $dev: Permission denied" >&2; exit 2`)
+		refuses(t, n, mp, dev, "blkid: error: "+dev+": Permission denied")
+		checkIntact(t, realBlkid, dev, uuid)
+	})
+
+	t.Run("blkid says nothing found on ext4", func(t *testing.T) {
+		n := realNode(t, "")
+		dev := e2e.LoopDevice(t, diskSize)
+		uuid := etcdData(t, realBlkid, dev)
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		blkidWrapper(t, `exit 2`)
+		refuses(t, n, mp, dev, "blkid found no signature, but byte ")
+		checkIntact(t, realBlkid, dev, uuid)
+	})
+
+	t.Run("a device node without a driver (ENXIO)", func(t *testing.T) {
+		n := realNode(t, "")
+		dev := filepath.Join(t.TempDir(), "nodriver")
+		if err := unix.Mknod(dev, unix.S_IFBLK|0o600, int(unix.Mkdev(freeBlockMajor(t), 0))); err != nil {
+			t.Fatal(err)
+		}
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		refuses(t, n, mp, dev, "No such device or address")
+	})
+
+	t.Run("a loop device that reads nothing", func(t *testing.T) {
+		n := realNode(t, "")
+		img := filepath.Join(t.TempDir(), "disk.img")
+		if err := os.WriteFile(img, make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Offset past the end of its file: a bound loop device of size 0, which the real blkid probes as "nothing".
+		dev := strings.TrimSpace(e2e.MustRun(t, "losetup", "--find", "--show", "--offset", "1048576", img))
+		t.Cleanup(func() { e2e.MustRun(t, "losetup", "-d", dev) })
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		refuses(t, n, mp, dev, "reads as empty")
+	})
+}
+
+// freeBlockMajor returns a block device major number in the range for local and experimental use that no driver
+// has registered: a node with it opens with ENXIO.
+func freeBlockMajor(t *testing.T) uint32 {
+	t.Helper()
+	f, err := os.Open("/proc/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	used := map[uint32]bool{}
+	block := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "Block devices:" {
+			block = true
+			continue
+		}
+		if num, _, ok := strings.Cut(line, " "); ok && block {
+			if v, err := strconv.ParseUint(num, 10, 32); err == nil {
+				used[uint32(v)] = true
+			}
+		}
+	}
+	for m := uint32(240); m <= 254; m++ {
+		if !used[m] {
+			return m
+		}
+	}
+	t.Fatal("no free block major in 240-254")
+	return 0
+}
+
+// A mount point that is a symbolic link is resolved inside the node root, as every node path: a link to an
+// absolute path mounts at that path inside the root, never at the host's; a link that climbs out is refused.
+func TestFormatAndMountStaysInsideRoot(t *testing.T) {
+	ctx := context.Background()
+	e2e.RequireRoot(t)
+	e2e.RequireTools(t, "losetup", "blkid", "mkfs.ext4", "mount", "umount")
+	root := t.TempDir()
+	n, err := NewNode(ctx, root, NodeOptions{Systemd: SystemdNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+
+	t.Run("absolute link", func(t *testing.T) {
+		dev := e2e.LoopDevice(t, diskSize)
+		hostDir := t.TempDir()
+		inRoot := filepath.Join(root, hostDir)
+		e2e.Unmount(t, hostDir)
+		e2e.Unmount(t, inRoot)
+		if err := os.MkdirAll(filepath.Join(root, "mnt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(hostDir, filepath.Join(root, "mnt/etcd")); err != nil {
+			t.Fatal(err)
+		}
+		enginetest.ApplyThenNoChanges(t, ctx, n, mountGraph("/mnt/etcd", dev))
+		if got := mountedDevice(t, hostDir); got != "" {
+			t.Errorf("%s is mounted at the host's %s", got, hostDir)
+		}
+		if got := mountedDevice(t, inRoot); got != dev {
+			t.Errorf("mounted at %s: %q, want %s", inRoot, got, dev)
+		}
+	})
+
+	t.Run("link that climbs out", func(t *testing.T) {
+		dev := e2e.LoopDevice(t, diskSize)
+		hostDir := t.TempDir()
+		e2e.Unmount(t, hostDir)
+		rel, err := filepath.Rel(filepath.Join(root, "mnt"), hostDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rel, filepath.Join(root, "mnt/main")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = engine.Run(ctx, mountGraph("/mnt/main", dev)(), n, engine.Options{Target: engine.Apply})
+		if err == nil || !strings.Contains(err.Error(), "the symbolic link /mnt/main -> "+rel+" escapes the node root") {
+			t.Errorf("want a refusal naming the link, got %v", err)
+		}
+		if got := mountedDevice(t, hostDir); got != "" {
+			t.Errorf("%s is mounted at the host's %s", got, hostDir)
+		}
+	})
+}
