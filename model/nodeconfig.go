@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -245,9 +244,9 @@ func sha256Hex(data []byte) string {
 
 // DecodeNodeConfig reads the YAML of a node configuration strictly (an unknown field is a problem with its
 // path), after checking it against wantSHA256 (hex, surrounding space ignored; a mismatch is a
-// *NodeConfigSumError), and validates the spec it holds (an *InvalidError with field paths): a node converges
-// nothing from a configuration kubeup would not have written. source names the input in errors. A stored object
-// is read with DecodeNodeConfigObject.
+// *NodeConfigSumError), and validates the spec it holds with ValidateInstanceGroup (an *InvalidError with field
+// paths): a node converges nothing from a configuration kubeup would not have written. source names the input
+// in errors. A stored object is read with DecodeNodeConfigObject.
 func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfig, error) {
 	got := sha256Hex(data)
 	want := strings.ToLower(strings.TrimSpace(wantSHA256))
@@ -281,52 +280,8 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	}
 	// The sha256 shows the file is the one written, not that what wrote it was right: a hand-made or older
 	// configuration is held to the rules kubeup applies before it writes one.
-	if err := validateNodeConfig(source, nc); err != nil {
+	if err := ValidateInstanceGroup(source, nc.Cluster, nc.InstanceGroup); err != nil {
 		return nil, err
 	}
 	return nc, nil
-}
-
-// validateNodeConfig validates the cluster and the instance group of a node configuration as Validate does.
-// The configuration holds one instance group; each other group an etcd member names stands in as a ControlPlane
-// group in the member's zones, and the stand-ins' own problems are dropped, so that only what the configuration
-// holds is judged.
-func validateNodeConfig(source string, nc *NodeConfig) error {
-	own := nc.InstanceGroup
-	igs := []*InstanceGroup{own}
-	standIns := map[string]*InstanceGroup{}
-	for _, e := range nc.Cluster.Spec.EtcdClusters {
-		for _, m := range e.Members {
-			if m.InstanceGroup == "" || m.InstanceGroup == own.Metadata.Name {
-				continue
-			}
-			ig := standIns[m.InstanceGroup]
-			if ig == nil {
-				ig = &InstanceGroup{
-					APIVersion: own.APIVersion, Kind: own.Kind,
-					Metadata: ObjectMeta{Name: m.InstanceGroup},
-					Spec:     InstanceGroupSpec{Role: RoleControlPlane, MachineType: "stand-in", Image: "stand-in"},
-				}
-				standIns[m.InstanceGroup] = ig
-				igs = append(igs, ig)
-			}
-			if m.Zone != "" && !slices.Contains(ig.Spec.Zones, m.Zone) {
-				ig.Spec.Zones = append(ig.Spec.Zones, m.Zone)
-			}
-		}
-	}
-	err := Validate(source, nc.Cluster, igs)
-	var invalid *InvalidError
-	if !errors.As(err, &invalid) {
-		return err
-	}
-	// A stand-in's own problems are not the configuration's.
-	ps := slices.DeleteFunc(slices.Clone(invalid.Problems), func(p Problem) bool {
-		name, _, ok := strings.Cut(strings.TrimPrefix(p.Path, "instancegroup/"), ": ")
-		return ok && strings.HasPrefix(p.Path, "instancegroup/") && standIns[name] != nil
-	})
-	if len(ps) == 0 {
-		return nil
-	}
-	return &InvalidError{Source: invalid.Source, Problems: ps}
 }
