@@ -20,8 +20,7 @@ import (
 var (
 	labelName      = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
 	dnsSubdomain   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	featureGate    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
-	identifier     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+	identifier     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`) // feature gates, admission plugins
 	audience       = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9._:/]*[A-Za-z0-9/])?$`)
 	issuerPath     = regexp.MustCompile(`^[-A-Za-z0-9._~/]*$`)
 	etcdOverrideTo = regexp.MustCompile(`^[a-z0-9.-]*/[a-z0-9]+$`)
@@ -84,7 +83,7 @@ func taintProblem(taint string) string {
 func validateFeatureGates(ps *problems, p string, gates map[string]string) {
 	for _, name := range sortedKeys(gates) {
 		mp := mapPath(p, name)
-		if !featureGate.MatchString(name) {
+		if !identifier.MatchString(name) {
 			ps.add(mp, "%q is not a feature gate's name: want letters and digits, starting with a letter (for example InPlacePodVerticalScaling)", name)
 		}
 		if _, err := strconv.ParseBool(gates[name]); err != nil {
@@ -155,7 +154,7 @@ func imageProblem(image string) string {
 func hostPortURLProblem(u string, schemes ...string) string {
 	bad := fmt.Sprintf("%q is not a URL of the form %s://HOST:PORT (for example http://127.0.0.1:4001)", u, strings.Join(schemes, "|"))
 	parsed, err := url.Parse(u)
-	if err != nil || !containsString(schemes, parsed.Scheme) || parsed.User != nil || parsed.Opaque != "" ||
+	if err != nil || !slices.Contains(schemes, parsed.Scheme) || parsed.User != nil || parsed.Opaque != "" ||
 		parsed.Path != "" || parsed.RawQuery != "" || parsed.Fragment != "" || strings.ContainsAny(u, "?#") {
 		return bad
 	}
@@ -231,13 +230,11 @@ func ipProblem(v string) string {
 
 // oneOf checks that v is one of the values.
 func oneOf(v string, values ...string) string {
-	if containsString(values, v) {
+	if slices.Contains(values, v) {
 		return ""
 	}
 	return fmt.Sprintf("%q is not one of %s", v, strings.Join(values, ", "))
 }
-
-func containsString(list []string, s string) bool { return slices.Contains(list, s) }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
@@ -245,7 +242,7 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 // and systemd interpret, no query or fragment.
 func configBaseProblem(v string) string {
 	u, err := url.Parse(v)
-	bad := err != nil || !containsString([]string{"file", "s3", "gs"}, u.Scheme) || u.RawQuery != "" || u.Fragment != "" ||
+	bad := err != nil || !slices.Contains([]string{"file", "s3", "gs"}, u.Scheme) || u.RawQuery != "" || u.Fragment != "" ||
 		strings.ContainsAny(v, " \t\r\n\"'`\\$?#") || systemdText(v) != nil
 	for _, r := range v {
 		bad = bad || r < 0x20 || r == 0x7f
