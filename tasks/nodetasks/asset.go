@@ -124,7 +124,7 @@ func (a *Asset) Render(ctx context.Context, n *Node, actual, expected, changes *
 		return nil
 	}
 	var size int64
-	err = writeAtomic(p, mode, -1, -1, func(w io.Writer) error {
+	err = n.writeAtomic(ctx, expected.Path, mode, -1, -1, func(w io.Writer) error {
 		size, err = n.download(ctx, expected.URL, expected.SHA256, w)
 		return err
 	})

@@ -229,7 +229,7 @@ func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *F
 			if expected.Contents != nil {
 				data = *expected.Contents
 			}
-			if err := writeFileAtomic(p, []byte(data), mode, uid, gid); err != nil {
+			if err := n.writeFileAtomic(ctx, expected.Path, []byte(data), mode, uid, gid); err != nil {
 				return err
 			}
 			log.Info("wrote file", "path", expected.Path, "bytes", len(data), "mode", mode)

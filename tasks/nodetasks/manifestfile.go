@@ -65,11 +65,7 @@ func (m *ManifestFile) CheckChanges(actual, expected, changes *ManifestFile) err
 
 // Render writes the manifest atomically: the kubelet never reads half a pod.
 func (m *ManifestFile) Render(ctx context.Context, n *Node, actual, expected, changes *ManifestFile) error {
-	p, err := n.hostPath(expected.Path, true)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(p, []byte(*expected.Manifest), manifestMode, -1, -1); err != nil {
+	if err := n.writeFileAtomic(ctx, expected.Path, []byte(*expected.Manifest), manifestMode, -1, -1); err != nil {
 		return err
 	}
 	engine.Logger(ctx).Info("wrote static pod manifest", "path", expected.Path, "pod", expected.Pod.String())

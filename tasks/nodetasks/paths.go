@@ -258,58 +258,6 @@ func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
-// writeAtomic replaces the file at host path path with what write writes: a temporary file in the same
-// directory, given mode and owner (uid or gid -1: leave as created), synced, then renamed over path, and the
-// directory synced. When write fails, nothing is left behind.
-func writeAtomic(path string, mode os.FileMode, uid, gid int, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, classify(err))
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	err = write(tmp)
-	if err == nil && (uid >= 0 || gid >= 0) {
-		err = classify(tmp.Chown(uid, gid))
-	}
-	if err == nil {
-		err = classify(tmp.Chmod(mode)) // after chown, which clears setuid bits
-	}
-	if err == nil {
-		err = classify(tmp.Sync())
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = classify(cerr)
-	}
-	if err == nil {
-		err = classify(os.Rename(tmp.Name(), path))
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// writeFileAtomic is writeAtomic with the whole content at hand.
-func writeFileAtomic(path string, data []byte, mode os.FileMode, uid, gid int) error {
-	return writeAtomic(path, mode, uid, gid, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, classify(err))
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("syncing %s: %w", dir, classify(err))
-	}
-	return nil
-}
 
 // classify tells the engine how to treat a filesystem error: permission problems are access denied, a busy
 // resource is worth another try, anything else is terminal.

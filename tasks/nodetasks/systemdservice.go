@@ -185,12 +185,8 @@ func (s *SystemdService) Find(ctx context.Context, n *Node) (*SystemdService, er
 }
 
 // writeNodeFile writes the file at node path p atomically, creating its directory.
-func (n *Node) writeNodeFile(p string, data string, mode os.FileMode) error {
-	host, err := n.hostPath(p, true)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(host, []byte(data), mode, -1, -1)
+func (n *Node) writeNodeFile(ctx context.Context, p string, data string, mode os.FileMode) error {
+	return n.writeFileAtomic(ctx, p, []byte(data), mode, -1, -1)
 }
 
 var unitSuffixes = []string{".service", ".socket", ".timer", ".path", ".mount", ".target"}
@@ -234,7 +230,7 @@ func (s *SystemdService) Render(ctx context.Context, n *Node, actual, expected, 
 	}
 	if n.Systemd == nil {
 		if changes.Inputs != nil {
-			return n.writeNodeFile(expected.inputsPath(), *expected.Inputs, 0o644)
+			return n.writeNodeFile(ctx, expected.inputsPath(), *expected.Inputs, 0o644)
 		}
 		return nil
 	}
@@ -268,14 +264,14 @@ func (s *SystemdService) Render(ctx context.Context, n *Node, actual, expected, 
 	} else {
 		log.Info("started service", "unit", expected.Name)
 	}
-	return n.writeNodeFile(expected.inputsPath(), *expected.Inputs, 0o644)
+	return n.writeNodeFile(ctx, expected.inputsPath(), *expected.Inputs, 0o644)
 }
 
 // writeUnit writes the unit file and the drop-ins that differ from actual, and reports whether it wrote any.
 func (s *SystemdService) writeUnit(ctx context.Context, n *Node, actual, expected *SystemdService) (bool, error) {
 	var written []string
 	if expected.Definition != nil && (actual == nil || actual.Definition == nil || *actual.Definition != *expected.Definition) {
-		if err := n.writeNodeFile(expected.unitPath(), *expected.Definition, 0o644); err != nil {
+		if err := n.writeNodeFile(ctx, expected.unitPath(), *expected.Definition, 0o644); err != nil {
 			return false, err
 		}
 		written = append(written, expected.unitPath())
@@ -288,7 +284,7 @@ func (s *SystemdService) writeUnit(ctx context.Context, n *Node, actual, expecte
 			}
 		}
 		p := path.Join(expected.dropInDir(), name)
-		if err := n.writeNodeFile(p, data, 0o644); err != nil {
+		if err := n.writeNodeFile(ctx, p, data, 0o644); err != nil {
 			return false, err
 		}
 		written = append(written, p)
