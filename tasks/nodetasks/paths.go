@@ -258,7 +258,6 @@ func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
-
 // classify tells the engine how to treat a filesystem error: permission problems are access denied, a busy
 // resource is worth another try, anything else is terminal.
 func classify(err error) error {
