@@ -82,22 +82,30 @@ func (n *Node) hashNodeFile(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
-	if err := checkNodePath("Path", expected.Path); err != nil {
+// Validate checks the path, the hash's syntax, the URL's scheme and the mode's bits.
+func (a *Asset) Validate() error {
+	if err := checkNodePath("Path", a.Path); err != nil {
 		return err
 	}
-	if expected.SHA256 == "" {
+	if a.SHA256 == "" {
 		return errors.New("field SHA256 is required: set it to the hex sha256 of the file at URL (sha256sum FILE)")
 	}
-	if b, err := hex.DecodeString(expected.SHA256); err != nil || len(b) != sha256.Size {
-		return fmt.Errorf("field SHA256: %q is not a sha256 in hex (64 characters 0-9a-f)", expected.SHA256)
+	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("field SHA256: %q is not a sha256 in hex (64 characters 0-9a-f)", a.SHA256)
 	}
-	if lower := strings.ToLower(expected.SHA256); lower != expected.SHA256 {
+	if lower := strings.ToLower(a.SHA256); lower != a.SHA256 {
 		return fmt.Errorf("field SHA256: write it in lowercase: %q", lower)
 	}
-	u, err := url.Parse(expected.URL)
+	u, err := url.Parse(a.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("field URL: %q is not an http or https URL", expected.URL)
+		return fmt.Errorf("field URL: %q is not an http or https URL", a.URL)
+	}
+	return checkMode("Mode", a.Mode)
+}
+
+func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
+	if err := expected.Validate(); err != nil {
+		return err
 	}
 	if actual != nil && actual.found != nil && actual.found.typ != TypeFile && actual.found.typ != TypeSymlink {
 		return fmt.Errorf("%s is a %s, not a file: remove it", expected.Path, actual.found.typ)

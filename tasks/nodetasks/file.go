@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -140,29 +141,48 @@ func typeOf(f *File) string {
 	return *f.Type
 }
 
-func (f *File) CheckChanges(actual, expected, changes *File) error {
-	if err := checkNodePath("Path", expected.Path); err != nil {
+// Validate checks what needs no look at the node: the path, the type and the fields it takes, the mode's bits,
+// the owner's and group's syntax.
+func (f *File) Validate() error {
+	if err := checkNodePath("Path", f.Path); err != nil {
 		return err
 	}
-	t := typeOf(expected)
+	t := typeOf(f)
 	switch t {
 	case TypeFile, TypeDirectory:
-		if expected.Target != nil {
+		if f.Target != nil {
 			return fmt.Errorf("field Target is for a symlink; this is a %s: set Type to %q or drop Target", t, TypeSymlink)
 		}
-		if t == TypeDirectory && expected.Contents != nil {
+		if t == TypeDirectory && f.Contents != nil {
 			return errors.New("field Contents is for a file; this is a directory: drop Contents or set Type to \"file\"")
 		}
 	case TypeSymlink:
-		if expected.Target == nil || *expected.Target == "" {
+		if f.Target == nil || *f.Target == "" {
 			return errors.New("field Target is required for a symlink: set it to what the link points to")
 		}
-		if expected.Contents != nil || expected.Mode != nil {
+		if strings.ContainsRune(*f.Target, 0) {
+			return fmt.Errorf("field Target: %q contains a NUL byte", *f.Target)
+		}
+		if f.Contents != nil || f.Mode != nil {
 			return errors.New("a symlink has neither Contents nor Mode of its own: drop them, or manage the target")
 		}
 	default:
 		return fmt.Errorf("field Type: %q is not one of %q, %q, %q", t, TypeFile, TypeDirectory, TypeSymlink)
 	}
+	if err := checkMode("Mode", f.Mode); err != nil {
+		return err
+	}
+	if err := checkOwner("Owner", f.Owner); err != nil {
+		return err
+	}
+	return checkOwner("Group", f.Group)
+}
+
+func (f *File) CheckChanges(actual, expected, changes *File) error {
+	if err := expected.Validate(); err != nil {
+		return err
+	}
+	t := typeOf(expected)
 	if actual == nil {
 		return nil
 	}
@@ -171,17 +191,6 @@ func (f *File) CheckChanges(actual, expected, changes *File) error {
 		return fmt.Errorf("%s is a %s, not a %s: kubeup replaces only files, directories and symlinks: remove it", expected.Path, at, t)
 	case at == TypeDirectory && t != TypeDirectory:
 		return fmt.Errorf("%s is a directory, not a %s: kubeup does not remove directories: remove it by hand", expected.Path, t)
-	}
-	return nil
-}
-
-// checkNodePath vets a path on the node that names a task.
-func checkNodePath(field, p string) error {
-	if !filepath.IsAbs(p) {
-		return fmt.Errorf("field %s: %q is not an absolute path", field, p)
-	}
-	if filepath.Clean(p) != p {
-		return fmt.Errorf("field %s: %q is not clean: write %q", field, p, filepath.Clean(p))
 	}
 	return nil
 }

@@ -144,20 +144,42 @@ func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, 
 
 var fsTypeName = regexp.MustCompile(`^[a-z0-9]+$`)
 
-func (m *FormatAndMount) CheckChanges(actual, expected, changes *FormatAndMount) error {
-	if err := checkNodePath("MountPoint", expected.MountPoint); err != nil {
+// deviceName is a cloud disk name: an EBS volume id or a GCE device name.
+var deviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+// Validate checks the mount point, the device's form, the filesystem type's and the options' syntax.
+func (m *FormatAndMount) Validate() error {
+	if err := checkNodePath("MountPoint", m.MountPoint); err != nil {
 		return err
 	}
-	if expected.Device == "" {
+	switch {
+	case m.Device == "":
 		return errors.New("field Device is required: a device path such as /dev/nvme1n1, or a cloud disk name")
+	case strings.HasPrefix(m.Device, "/"):
+		if err := checkNodePath("Device", m.Device); err != nil {
+			return err
+		}
+	case len(m.Device) > 128 || !deviceName.MatchString(m.Device):
+		return fmt.Errorf("field Device: %q is neither a device path such as /dev/nvme1n1 nor a cloud disk name "+
+			"such as vol-0abc123 (letters, digits, - and _)", m.Device)
 	}
-	if expected.FSType != nil && !fsTypeName.MatchString(*expected.FSType) {
-		return fmt.Errorf("field FSType: %q is not a filesystem type such as ext4 or xfs", *expected.FSType)
+	if m.FSType != nil && !fsTypeName.MatchString(*m.FSType) {
+		return fmt.Errorf("field FSType: %q is not a filesystem type such as ext4 or xfs", *m.FSType)
 	}
-	for _, o := range expected.Options {
-		if o == "" || strings.ContainsAny(o, ", \t\n") {
+	for _, o := range m.Options {
+		if o == "" || strings.ContainsAny(o, ", \t\n\x00") {
 			return fmt.Errorf("field Options: %q is not one mount option", o)
 		}
+		if o == "remount" || o == "bind" || o == "rbind" || o == "move" {
+			return fmt.Errorf("field Options: %q is an operation of mount(8), not an option of the mount: drop it", o)
+		}
+	}
+	return nil
+}
+
+func (m *FormatAndMount) CheckChanges(actual, expected, changes *FormatAndMount) error {
+	if err := expected.Validate(); err != nil {
+		return err
 	}
 	if actual == nil {
 		return nil

@@ -3,6 +3,7 @@ package nodetasks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"kubeup.dev/kubeup/engine"
@@ -50,17 +51,35 @@ func (m *ManifestFile) Find(ctx context.Context, n *Node) (*ManifestFile, error)
 	return &ManifestFile{Path: m.Path, Manifest: &s}, nil
 }
 
-func (m *ManifestFile) CheckChanges(actual, expected, changes *ManifestFile) error {
-	if err := checkNodePath("Path", expected.Path); err != nil {
+// Validate checks the path and the pod: a name, containers with a name and an image, host paths that are
+// absolute and clean.
+func (m *ManifestFile) Validate() error {
+	if err := checkNodePath("Path", m.Path); err != nil {
 		return err
 	}
-	if expected.Pod == nil {
+	if m.Pod == nil {
 		return errors.New("field Pod is required: the static pod to write")
 	}
-	if len(expected.Pod.Spec.Containers) == 0 || expected.Pod.Metadata.Name == "" {
+	if len(m.Pod.Spec.Containers) == 0 || m.Pod.Metadata.Name == "" {
 		return errors.New("field Pod: a static pod needs metadata.name and at least one container")
 	}
+	for i, c := range m.Pod.Spec.Containers {
+		if c.Name == "" || c.Image == "" {
+			return fmt.Errorf("field Pod: spec.containers[%d] needs a name and an image", i)
+		}
+	}
+	for i, v := range m.Pod.Spec.Volumes {
+		if v.HostPath != nil {
+			if err := checkNodePath(fmt.Sprintf("Pod: spec.volumes[%d].hostPath.path", i), v.HostPath.Path); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+func (m *ManifestFile) CheckChanges(actual, expected, changes *ManifestFile) error {
+	return expected.Validate()
 }
 
 // Render writes the manifest atomically: the kubelet never reads half a pod.

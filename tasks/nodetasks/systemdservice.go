@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -191,18 +192,25 @@ func (n *Node) writeNodeFile(ctx context.Context, p string, data string, mode os
 
 var unitSuffixes = []string{".service", ".socket", ".timer", ".path", ".mount", ".target"}
 
-func (s *SystemdService) CheckChanges(actual, expected, changes *SystemdService) error {
-	if strings.Contains(expected.Name, "/") || !slices.ContainsFunc(unitSuffixes, func(suf string) bool {
-		return strings.HasSuffix(expected.Name, suf) && len(expected.Name) > len(suf)
-	}) {
-		return fmt.Errorf("field Name: %q is not a unit name such as kubelet.service", expected.Name)
+// unitName is what systemd accepts as a unit name (letters, digits and ":-_.\@", at most 255 characters),
+// with the suffix of a type kubeup manages.
+var unitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+\.(service|socket|timer|path|mount|target)$`)
+
+// Validate checks the unit's name and the drop-ins' file names.
+func (s *SystemdService) Validate() error {
+	if len(s.Name) > 255 || !unitName.MatchString(s.Name) || strings.HasPrefix(s.Name, ".") {
+		return fmt.Errorf("field Name: %q is not a unit name such as kubelet.service (one of %s)", s.Name, strings.Join(unitSuffixes, " "))
 	}
-	for name := range expected.DropIns {
-		if strings.Contains(name, "/") || !strings.HasSuffix(name, ".conf") || name == ".conf" {
+	for _, name := range slices.Sorted(maps.Keys(s.DropIns)) {
+		if strings.ContainsAny(name, "/\x00") || !strings.HasSuffix(name, ".conf") || name == ".conf" || strings.HasPrefix(name, ".") {
 			return fmt.Errorf("field DropIns: %q is not a drop-in file name such as 10-kubeup.conf", name)
 		}
 	}
 	return nil
+}
+
+func (s *SystemdService) CheckChanges(actual, expected, changes *SystemdService) error {
+	return expected.Validate()
 }
 
 // Render writes the unit and drop-ins that differ and reloads systemd if it did; enables or disables; then
