@@ -116,23 +116,20 @@ func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
 // Render downloads the file when its hash differs, verifying the hash as it streams into a temporary file that
 // is renamed over Path only when the hash matches; a mode change alone is made in place.
 func (a *Asset) Render(ctx context.Context, n *Node, actual, expected, changes *Asset) error {
-	p, err := n.hostPath(expected.Path, true)
-	if err != nil {
-		return err
-	}
 	mode := os.FileMode(0o644)
 	if expected.Mode != nil {
 		mode = *expected.Mode
 	}
 	if actual != nil && changes.SHA256 == "" {
-		if err := os.Chmod(p, mode); err != nil {
-			return fmt.Errorf("changing the mode of %s: %w", expected.Path, classify(err))
+		if err := n.chmodNode(expected.Path, mode); err != nil {
+			return err
 		}
 		engine.Logger(ctx).Info("changed mode", "path", expected.Path, "mode", mode)
 		return nil
 	}
 	var size int64
-	err = n.writeAtomic(ctx, expected.Path, mode, -1, -1, func(w io.Writer) error {
+	err := n.writeAtomic(ctx, expected.Path, mode, -1, -1, func(w io.Writer) error {
+		var err error
 		size, err = n.download(ctx, expected.URL, expected.SHA256, w)
 		return err
 	})

@@ -305,8 +305,8 @@ func (n *Node) chownChmod(ctx context.Context, p string, expected, changes *File
 		engine.Logger(ctx).Info("changed owner", "path", expected.Path, "uid", uid, "gid", gid)
 	}
 	if typeOf(expected) != TypeSymlink && (changes.Mode != nil || changes.Owner != nil || changes.Group != nil) {
-		if err := os.Chmod(p, mode); err != nil {
-			return fmt.Errorf("changing the mode of %s: %w", expected.Path, classify(err))
+		if err := n.chmodNode(expected.Path, mode); err != nil {
+			return err
 		}
 		engine.Logger(ctx).Info("changed mode", "path", expected.Path, "mode", mode)
 	}

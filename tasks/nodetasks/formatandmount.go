@@ -213,8 +213,8 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	return nil
 }
 
-// Render formats the device if, probed again under its lock, it is blank and reads as zeros; then mounts it, or remounts
-// it with the options that are missing.
+// Render formats the device if, probed again under its lock, it is blank and reads as zeros; then mounts it, or
+// remounts it with the options that are missing.
 func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, changes *FormatAndMount) error {
 	dev, err := n.resolveDevice(expected.Device)
 	if err != nil {

@@ -258,6 +258,24 @@ func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
+// chmodNode sets the mode of the file or directory at node path p in place, through a descriptor: a symbolic link
+// there is not followed (chmod(2) would follow it, out of the root too), it is an error.
+func (n *Node) chmodNode(p string, mode os.FileMode) error {
+	rel, err := n.resolve(p, false, false)
+	if err != nil {
+		return err
+	}
+	f, err := n.openResolved(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return fmt.Errorf("changing the mode of %s: %w", p, classify(err))
+	}
+	defer f.Close()
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("changing the mode of %s: %w", p, classify(err))
+	}
+	return nil
+}
+
 // classify tells the engine how to treat a filesystem error: permission problems are access denied, a busy
 // resource is worth another try, anything else is terminal.
 func classify(err error) error {

@@ -221,3 +221,25 @@ func TestOpenBeneath(t *testing.T) {
 		}
 	}
 }
+
+// A mode change in place never follows a symbolic link: chmod(2) would, out of the root too.
+func TestChmodNodeFollowsNoLink(t *testing.T) {
+	n := testNode(t, map[string]string{"/etc/a": "a"})
+	out := secretOutside(t)
+	symlink(t, n, "/etc/out", out)
+	symlink(t, n, "/etc/rel", climbTo(t, n, "/etc/rel", out))
+	for _, p := range []string{"/etc/out", "/etc/rel"} {
+		if err := n.chmodNode(p, 0o666); err == nil {
+			t.Errorf("chmodNode(%s): want an error", p)
+		}
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the file outside the root: %v, %v; want mode 0644 still", st.Mode(), err)
+	}
+	if err := n.chmodNode("/etc/a", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(n.Root, "etc/a")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("/etc/a: %v, %v; want mode 0600", st.Mode(), err)
+	}
+}
