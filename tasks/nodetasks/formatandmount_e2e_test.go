@@ -63,7 +63,7 @@ func blkidValue(t *testing.T, dev, tag string) string {
 func TestFormatAndMountE2E(t *testing.T) {
 	ctx := context.Background()
 
-	t.Run("a blank device is formatted and mounted by UUID", func(t *testing.T) {
+	t.Run("a blank device is formatted and mounted", func(t *testing.T) {
 		n := realNode(t, "")
 		dev := e2e.LoopDevice(t, diskSize)
 		mp := filepath.Join(t.TempDir(), "etcd")
