@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
@@ -15,27 +16,39 @@ import (
 
 // Clusters reads and writes the clusters of one state store:
 //
-//	<cluster>/config                  the Cluster as the user wrote it
-//	<cluster>/instancegroup/<name>    each InstanceGroup
+//	<cluster>/config                  the cluster's spec as the user wrote it: the Cluster, then its
+//	                                  InstanceGroups (YAML documents separated by "---")
+//	<cluster>/lock                    who is running `update --yes` or `delete --yes` on it (see Lock)
 //	<cluster>/cluster-completed.spec  the complete spec the last update applied
 //	<cluster>/nodeup/<group>[.sha256] each group's node configuration, which nodeup reads
 //
-// Writes of a spec are conditional: the cluster's config object is written first, on the condition that it
-// still has the generation that was read (or does not exist, on create). Of two operators changing a cluster at
-// once, the second is refused before it writes anything.
+// A cluster's spec is one object, so that every change of it is all or nothing: no object store offers
+// transactions over several objects. It is written with one conditional write (statestore.Store.WriteIf): on
+// create, on the condition that it does not exist; on a change, that it still has the generation that was read.
+// Of two operators changing a cluster at once, the second is refused and writes nothing.
 type Clusters struct {
 	Store statestore.Store
+
+	// lockPoll is how often a wait for a cluster's lock looks again (default 1s); lockMessageEvery how often
+	// it says that it still waits (default 5s). Tests make them short.
+	lockPoll, lockMessageEvery time.Duration
 }
 
-// Stored is a cluster as read from the store, with the generations its writes are conditional on.
+// Stored is a cluster as read from the store.
 type Stored struct {
 	Cluster        *model.Cluster
-	InstanceGroups []*model.InstanceGroup
-	gens           map[string]statestore.Generation // by path; absent paths are absent
-	raw            map[string][]byte                // what was read, by path
+	InstanceGroups []*model.InstanceGroup // sorted by name
+	// Generation is the generation of the spec object that was read: what `kubeup get` prints as
+	// metadata.resourceVersion, and what a change of this spec is conditional on. The objects above do not
+	// carry it.
+	Generation statestore.Generation
+	raw        []byte // what was read
 }
 
-// List returns the names of the clusters in the store, sorted.
+// specPath is the object that holds a cluster's spec.
+func specPath(name string) string { return model.ConfigPath(name) }
+
+// List returns the names of the clusters in the store, sorted, whether their specs can be read or not.
 func (cs *Clusters) List(ctx context.Context) ([]string, error) {
 	paths, err := cs.Store.List(ctx, "")
 	if err != nil {
@@ -61,54 +74,60 @@ func (e *NotFoundError) Error() string {
 		e.Name, e.Store, statestore.EnvStateStore)
 }
 
-// Get reads a cluster and its instance groups. Each object is decoded strictly, as a file would be.
-func (cs *Clusters) Get(ctx context.Context, name string) (*Stored, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	s := &Stored{gens: map[string]statestore.Generation{}, raw: map[string][]byte{}}
-	cfg := model.ConfigPath(name)
-	data, gen, err := cs.Store.Read(ctx, cfg)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &NotFoundError{Name: name, Store: cs.Store.URL()}
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.gens[cfg], s.raw[cfg] = gen, data
-	objs, err := model.Decode(cs.location(cfg), data)
-	if err != nil {
-		return nil, err
-	}
-	if objs.Cluster == nil || len(objs.InstanceGroups) > 0 {
-		return nil, fmt.Errorf("%s: want exactly one Cluster", cs.location(cfg))
-	}
-	s.Cluster = objs.Cluster
+// UnreadableError says a cluster's stored spec does not decode: the object is corrupt, or a newer kubeup wrote
+// fields this one does not know. The cluster can still be listed, deleted (Delete) and replaced whole (Replace).
+type UnreadableError struct {
+	Name string
+	Err  error // why, naming the object
+}
 
-	paths, err := cs.Store.List(ctx, path.Join(name, "instancegroup"))
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("cluster %s: its stored spec cannot be read (if a newer kubeup wrote it, upgrade kubeup; otherwise replace it with a valid spec, `kubeup replace -f FILE`, or delete the cluster, `kubeup delete cluster %s`): %v",
+		e.Name, e.Name, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Get reads a cluster's spec. A spec that does not decode (strictly, as a file would be) is an *UnreadableError.
+func (cs *Clusters) Get(ctx context.Context, name string) (*Stored, error) {
+	raw, gen, err := cs.read(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range paths {
-		data, gen, err := cs.Store.Read(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		s.gens[p], s.raw[p] = gen, data
-		objs, err := model.Decode(cs.location(p), data)
-		if err != nil {
-			return nil, err
-		}
-		if objs.Cluster != nil || len(objs.InstanceGroups) != 1 {
-			return nil, fmt.Errorf("%s: want exactly one InstanceGroup", cs.location(p))
-		}
-		ig := objs.InstanceGroups[0]
-		if want := path.Base(p); ig.Metadata.Name != want {
-			return nil, fmt.Errorf("%s: metadata.name is %q, but the object is named %q", cs.location(p), ig.Metadata.Name, want)
-		}
-		s.InstanceGroups = append(s.InstanceGroups, ig)
+	return cs.decode(name, raw, gen)
+}
+
+// read returns a cluster's spec object as it is stored.
+func (cs *Clusters) read(ctx context.Context, name string) ([]byte, statestore.Generation, error) {
+	if err := checkName(name); err != nil {
+		return nil, "", err
 	}
-	return s, nil
+	raw, gen, err := cs.Store.Read(ctx, specPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", &NotFoundError{Name: name, Store: cs.Store.URL()}
+	}
+	return raw, gen, err
+}
+
+func (cs *Clusters) decode(name string, raw []byte, gen statestore.Generation) (*Stored, error) {
+	loc := cs.location(specPath(name))
+	objs, err := model.Decode(loc, raw)
+	if err != nil {
+		return nil, &UnreadableError{Name: name, Err: err}
+	}
+	switch {
+	case objs.Cluster == nil:
+		err = fmt.Errorf("%s: no Cluster in it", loc)
+	case objs.Cluster.Metadata.Name != name:
+		err = fmt.Errorf("%s: metadata.name is %q, but the cluster is %q", loc, objs.Cluster.Metadata.Name, name)
+	default:
+		err = duplicateGroups(loc, objs.InstanceGroups)
+	}
+	if err != nil {
+		return nil, &UnreadableError{Name: name, Err: err}
+	}
+	c, igs := withoutResourceVersion(objs.Cluster, objs.InstanceGroups)
+	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: raw}, nil
 }
 
 // Complete returns the complete, validated spec of a stored cluster.
@@ -124,48 +143,178 @@ func (cs *Clusters) Complete(s *Stored) (*model.Cluster, []*model.InstanceGroup,
 // Create writes a new cluster. It sets spec.configBase, validates the complete spec (every problem at once,
 // naming source) and refuses a cluster that exists already. Nothing is written when it fails.
 func (cs *Clusters) Create(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
-	if err := checkName(c.Metadata.Name); err != nil {
-		return err
-	}
-	s := &Stored{gens: map[string]statestore.Generation{}, raw: map[string][]byte{}}
-	existing, err := cs.Get(ctx, c.Metadata.Name)
-	var nf *NotFoundError
-	switch {
-	case err == nil && existing != nil:
-		return fmt.Errorf("cluster %q already exists in %s: change it with `kubeup edit cluster` or `kubeup replace -f`, or delete it first",
-			c.Metadata.Name, cs.Store.URL())
-	case err != nil && !errors.As(err, &nf):
-		return err
-	}
-	return cs.write(ctx, source, s, c, igs)
+	_, err := cs.write(ctx, source, c, igs, statestore.Absent)
+	return err
 }
 
-// Replace writes new specs over a stored cluster: the cluster (which must be in objs) and the instance groups
-// objs holds; instance groups objs does not name are kept. Nothing is written when the result is invalid, or
-// when another operator changed the cluster since s was read.
-func (cs *Clusters) Replace(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) error {
+// ReplaceOptions say how Replace treats a spec that was read before the cluster last changed.
+type ReplaceOptions struct {
+	// Force writes the spec even when its metadata.resourceVersion says it was read before the cluster's last
+	// change, overwriting that change.
+	Force bool
+}
+
+// Replaced says what Replace did.
+type Replaced struct {
+	// Stored is the cluster as it is now stored.
+	Stored *Stored
+	// Kept are the instance groups of the stored spec that the new one did not name, and that were kept.
+	Kept []string
+	// Unreadable is why the replaced spec could not be read, or nil. Then nothing of it was kept.
+	Unreadable error
+}
+
+// Replace writes a new spec over a stored cluster: the Cluster of objs (required), and the instance groups of
+// objs; the stored instance groups that objs does not name are kept. The combined result is validated first,
+// and written in one conditional write: all or nothing, and nothing when another operator changed the cluster
+// since it was read.
+//
+// objs carry the generation they were read at as metadata.resourceVersion (kubeup get prints it). When they do,
+// and the cluster has changed since, Replace refuses rather than silently revert that change, unless o.Force.
+// Objects without one (a hand-written spec) replace unconditionally, as kubectl replace does. A cluster whose
+// stored spec cannot be read (see UnreadableError) is replaced whole.
+func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Objects, o ReplaceOptions) (*Replaced, error) {
+	if objs.Cluster == nil {
+		return nil, fmt.Errorf("%s: no Cluster in it: replace needs the cluster's spec", source)
+	}
+	name := objs.Cluster.Metadata.Name
+	rv, err := resourceVersion(source, objs)
+	if err != nil {
+		return nil, err
+	}
+	raw, gen, err := cs.read(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := cs.decode(name, raw, gen)
+	var unreadable *UnreadableError
+	if err != nil && !errors.As(err, &unreadable) {
+		return nil, err
+	}
+	if rv != "" && rv != string(gen) && !o.Force {
+		return nil, fmt.Errorf("cluster %s was changed by someone else since %s was read (%w: its metadata.resourceVersion is %s, the store's is now %s): nothing was written. "+
+			"To keep both changes, read the cluster again (`kubeup get cluster %s -o yaml`), re-apply your change to it and replace with that; "+
+			"to overwrite the other change knowingly, replace with --force",
+			name, source, statestore.ErrConflict, rv, gen, name)
+	}
+	r := &Replaced{}
+	if unreadable != nil {
+		r.Unreadable = unreadable.Err
+		r.Stored, err = cs.write(ctx, source, objs.Cluster, objs.InstanceGroups, gen)
+		return r, err
+	}
+	r.Stored, r.Kept, err = cs.replace(ctx, source, stored, objs.Cluster, objs.InstanceGroups)
+	return r, err
+}
+
+// replace writes c and igs over s, keeping the instance groups of s that igs does not name, on the condition
+// that the cluster is still at s.Generation.
+func (cs *Clusters) replace(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (*Stored, []string, error) {
 	if c.Metadata.Name != s.Cluster.Metadata.Name {
-		return fmt.Errorf("%s: metadata.name %q is not the cluster being replaced, %q", source, c.Metadata.Name, s.Cluster.Metadata.Name)
+		return nil, nil, fmt.Errorf("%s: metadata.name %q is not the cluster being replaced, %q", source, c.Metadata.Name, s.Cluster.Metadata.Name)
 	}
 	merged := slices.Clone(igs)
+	var kept []string
 	for _, old := range s.InstanceGroups {
 		if !slices.ContainsFunc(igs, func(ig *model.InstanceGroup) bool { return ig.Metadata.Name == old.Metadata.Name }) {
 			merged = append(merged, old)
+			kept = append(kept, old.Metadata.Name)
 		}
 	}
-	slices.SortFunc(merged, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
-	return cs.write(ctx, source, s, c, merged)
+	written, err := cs.write(ctx, source, c, merged, s.Generation)
+	return written, kept, err
 }
 
-// write validates and writes a cluster's specs: config first, conditionally (the lock against a concurrent
-// change), then each instance group that changed, conditionally too.
-func (cs *Clusters) write(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) error {
+// write validates a cluster's spec and writes it, in one object, on the condition that the object is still at
+// generation ifGen (statestore.Absent: that it does not exist).
+func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup, ifGen statestore.Generation) (*Stored, error) {
 	name := c.Metadata.Name
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := duplicateGroups(source, igs); err != nil {
+		return nil, err
+	}
+	c, igs = withoutResourceVersion(c, igs)
 	c.Spec.ConfigBase = cs.configBase(name)
+	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	if err := checkProvider(source, c); err != nil {
+		return nil, err
+	}
 	full, fullIGs := model.Complete(c, igs)
 	if err := model.Validate(source, full, fullIGs); err != nil {
-		return err
+		return nil, err
 	}
+	data, err := model.Encode(objects(c, igs)...)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > model.MaxSpecBytes {
+		return nil, fmt.Errorf("%s: the spec of cluster %s would be %d bytes, over the limit of %d bytes for a spec: nothing was written",
+			source, name, len(data), model.MaxSpecBytes)
+	}
+	gen, err := cs.Store.WriteIf(ctx, specPath(name), data, ifGen)
+	switch {
+	case errors.Is(err, statestore.ErrConflict) && ifGen == statestore.Absent:
+		return nil, fmt.Errorf("cluster %q already exists in %s (%w): change it with `kubeup edit cluster` or `kubeup replace -f`, or delete it first",
+			name, cs.Store.URL(), err)
+	case errors.Is(err, statestore.ErrConflict):
+		return nil, fmt.Errorf("cluster %s was changed by someone else since it was read (%w): nothing was written; read it again (`kubeup get cluster %s -o yaml`) and redo your change",
+			name, err, name)
+	case err != nil:
+		return nil, err
+	}
+	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: data}, nil
+}
+
+// checkProvider refuses a cloud whose provider kubeup does not have yet: a cluster it could store but never
+// update.
+func checkProvider(source string, c *model.Cluster) error {
+	switch p := c.Spec.CloudProvider; p {
+	case model.CloudAWS, model.CloudGCE:
+		return fmt.Errorf("%s: spec.cloudProvider: kubeup cannot run %s clusters yet (its provider is a later issue): use cloudProvider local", source, p)
+	}
+	return nil
+}
+
+// resourceVersion is the generation objs were read at: the metadata.resourceVersion they carry, which must be
+// the same in each (or "" when none carries one).
+func resourceVersion(source string, objs *model.Objects) (string, error) {
+	rv := ""
+	for _, o := range objects(objs.Cluster, objs.InstanceGroups) {
+		var v string
+		switch o := o.(type) {
+		case *model.Cluster:
+			v = o.Metadata.ResourceVersion
+		case *model.InstanceGroup:
+			v = o.Metadata.ResourceVersion
+		}
+		switch {
+		case v == "":
+		case rv == "":
+			rv = v
+		case v != rv:
+			return "", fmt.Errorf("%s: its documents carry different metadata.resourceVersions (%s and %s): they were read at different times; read the cluster again (`kubeup get cluster NAME -o yaml`)",
+				source, rv, v)
+		}
+	}
+	return rv, nil
+}
+
+// withoutResourceVersion returns copies of c and igs without metadata.resourceVersion, which is never stored.
+func withoutResourceVersion(c *model.Cluster, igs []*model.InstanceGroup) (*model.Cluster, []*model.InstanceGroup) {
+	cc := *c
+	cc.Metadata.ResourceVersion = ""
+	out := make([]*model.InstanceGroup, len(igs))
+	for i, ig := range igs {
+		g := *ig
+		g.Metadata.ResourceVersion = ""
+		out[i] = &g
+	}
+	return &cc, out
+}
+
+func duplicateGroups(source string, igs []*model.InstanceGroup) error {
 	seen := map[string]bool{}
 	for _, ig := range igs {
 		if seen[ig.Metadata.Name] {
@@ -173,34 +322,19 @@ func (cs *Clusters) write(ctx context.Context, source string, s *Stored, c *mode
 		}
 		seen[ig.Metadata.Name] = true
 	}
-
-	type object struct {
-		path string
-		obj  any
-	}
-	objs := []object{{model.ConfigPath(name), c}}
-	for _, ig := range igs {
-		objs = append(objs, object{model.InstanceGroupPath(name, ig.Metadata.Name), ig})
-	}
-	for _, o := range objs {
-		data, err := model.Encode(o.obj)
-		if err != nil {
-			return err
-		}
-		if o.path != model.ConfigPath(name) && string(s.raw[o.path]) == string(data) && s.raw[o.path] != nil {
-			continue // an unchanged instance group is not written again; config always is: it is the lock
-		}
-		gen, err := cs.Store.WriteIf(ctx, o.path, data, s.gens[o.path])
-		if errors.Is(err, statestore.ErrConflict) {
-			return fmt.Errorf("cluster %s was changed by someone else since it was read (%w): nothing more was written; read it again (`kubeup get cluster %s -o yaml`) and redo your change",
-				name, err, name)
-		}
-		if err != nil {
-			return err
-		}
-		s.gens[o.path], s.raw[o.path] = gen, data
-	}
 	return nil
+}
+
+// objects lists a cluster (if any) and its instance groups, in that order.
+func objects(c *model.Cluster, igs []*model.InstanceGroup) []any {
+	objs := []any{}
+	if c != nil {
+		objs = append(objs, c)
+	}
+	for _, ig := range igs {
+		objs = append(objs, ig)
+	}
+	return objs
 }
 
 // configBase is the URL of a cluster's directory in the store.
@@ -212,13 +346,14 @@ func (cs *Clusters) location(p string) string {
 	return strings.TrimSuffix(cs.Store.URL(), "/") + "/" + p
 }
 
-// checkName refuses a cluster name that cannot be a directory of the store before it is used as one.
+// checkName refuses a name that is not a cluster name (model.ValidClusterName) before it is used to find
+// anything in the store: a path of the store is never built from it.
 func checkName(name string) error {
 	if name == "" {
 		return errors.New("a cluster name is required (for example demo.example.com)")
 	}
-	if strings.ContainsAny(name, "/\\") || name == "." || name == ".." || strings.HasPrefix(name, ".") {
-		return fmt.Errorf("%q is not a cluster name: use a DNS name such as demo.example.com", name)
+	if err := model.ValidClusterName(name); err != nil {
+		return fmt.Errorf("%q is not a cluster name: %w", name, err)
 	}
 	return nil
 }

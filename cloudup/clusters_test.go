@@ -4,19 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
 const demo = "demo.example.com"
@@ -85,40 +83,135 @@ func TestConcurrentReplace(t *testing.T) {
 	if err := cs.Create(ctx, "create", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	alice, err := cs.Get(ctx, demo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := cs.Get(ctx, demo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := readForReplace(t, cs)
+	bob := readForReplace(t, cs)
 
-	aliceSpec := *alice.Cluster
-	aliceSpec.Spec.KubernetesVersion = "1.34.3"
-	if err := cs.Replace(ctx, "alice.yaml", alice, &aliceSpec, nil); err != nil {
+	alice.Cluster.Spec.KubernetesVersion = "1.34.3"
+	if _, err := cs.Replace(ctx, "alice.yaml", &model.Objects{Cluster: alice.Cluster}, ReplaceOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := cs.Store.List(ctx, "")
+	before, _ := cs.Store.ReadFile(ctx, specPath(demo))
 
-	bobSpec := *bob.Cluster
-	bobSpec.Spec.KubernetesVersion = "1.34.4"
-	nodes := *bob.InstanceGroups[1]
-	size := int32(5)
-	nodes.Spec.MaxSize = &size
-	err = cs.Replace(ctx, "bob.yaml", bob, &bobSpec, []*model.InstanceGroup{&nodes})
+	bob.Cluster.Spec.KubernetesVersion = "1.34.4"
+	bob.InstanceGroups[1].Spec.MaxSize = ptr[int32](5)
+	_, err := cs.Replace(ctx, "bob.yaml", bob, ReplaceOptions{})
 	if !errors.Is(err, statestore.ErrConflict) || !strings.Contains(err.Error(), "changed by someone else") {
 		t.Fatalf("the second operator's replace: %v, want a conflict", err)
+	}
+	if after, _ := cs.Store.ReadFile(ctx, specPath(demo)); !bytes.Equal(before, after) {
+		t.Errorf("the refused replace changed the spec:\n%s", after)
+	}
+}
+
+// readForReplace reads the demo cluster as `kubeup get cluster -o yaml` prints it: each object carries the
+// generation it was read at.
+func readForReplace(t *testing.T, cs *Clusters) *model.Objects {
+	t.Helper()
+	s, err := cs.Get(context.Background(), demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := model.Encode(objects(s.Cluster, s.InstanceGroups)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := model.Decode("read.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs.Cluster.Metadata.ResourceVersion = string(s.Generation)
+	for _, ig := range objs.InstanceGroups {
+		ig.Metadata.ResourceVersion = string(s.Generation)
+	}
+	return objs
+}
+
+// TestRefusedReplaceWritesNothing: alice changes only the nodes group; bob, who read the cluster before her,
+// changes the cluster and the nodes group. Bob is refused, and none of his change is written: when the cluster
+// and each group were objects of their own, his cluster object was written (its content, hence its generation,
+// had not changed) before his group was refused.
+func TestRefusedReplaceWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs := newDemo(t, 1)
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	alice := readForReplace(t, cs)
+	bob := readForReplace(t, cs)
+	alice.InstanceGroups[1].Spec.MaxSize = ptr[int32](3)
+	if _, err := cs.Replace(ctx, "alice.yaml", &model.Objects{Cluster: alice.Cluster, InstanceGroups: alice.InstanceGroups[1:]}, ReplaceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bob.Cluster.Spec.KubernetesVersion = "1.34.3"
+	bob.InstanceGroups[1].Spec.MaxSize = ptr[int32](7)
+	if _, err := cs.Replace(ctx, "bob.yaml", &model.Objects{Cluster: bob.Cluster, InstanceGroups: bob.InstanceGroups[1:]}, ReplaceOptions{}); !errors.Is(err, statestore.ErrConflict) {
+		t.Fatalf("bob's replace: %v, want a conflict", err)
 	}
 	got, err := cs.Get(ctx, demo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Cluster.Spec.KubernetesVersion != "1.34.3" || *got.InstanceGroups[1].Spec.MaxSize != 1 {
-		t.Errorf("after the refused replace: version %s, nodes maxSize %d", got.Cluster.Spec.KubernetesVersion, *got.InstanceGroups[1].Spec.MaxSize)
+	if v, max := got.Cluster.Spec.KubernetesVersion, *got.InstanceGroups[1].Spec.MaxSize; v == "1.34.3" || max != 3 {
+		t.Errorf("after bob's refused replace: kubernetesVersion %q (bob's is 1.34.3), nodes maxSize %d (alice's is 3)", v, max)
 	}
-	if after, _ := cs.Store.List(ctx, ""); strings.Join(after, " ") != strings.Join(before, " ") {
-		t.Errorf("objects changed: %v -> %v", before, after)
+}
+
+// TestConcurrentReplacesAreAllOrNothing races replaces of the cluster and its groups from one read, on every
+// kind of store: the spec that is left is one writer's whole (cluster and groups from the same writer), and
+// every writer whose replace was refused got a conflict.
+func TestConcurrentReplacesAreAllOrNothing(t *testing.T) {
+	for _, b := range testStores {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			cs := b.open(t)
+			c, igs := newDemo(t, 1)
+			// The local provider's pool and zone file, which only a file:// store has a default for, are never
+			// used: nothing is applied.
+			c.Spec.Local = &model.LocalSpec{PoolDir: "/nonexistent/pool", ZoneFile: "/nonexistent/example.com.zone"}
+			if err := cs.Create(ctx, "create", c, igs); err != nil {
+				t.Fatal(err)
+			}
+			const writers = 8
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			errs := make([]error, writers)
+			for i := range writers {
+				objs := readForReplace(t, cs)
+				objs.Cluster.Spec.KubernetesVersion = fmt.Sprintf("1.34.%d", 10+i)
+				for _, ig := range objs.InstanceGroups {
+					ig.Spec.MaxSize = ptr(int32(10 + i))
+				}
+				wg.Go(func() {
+					<-start
+					_, errs[i] = cs.Replace(ctx, fmt.Sprintf("writer%d.yaml", i), objs, ReplaceOptions{})
+				})
+			}
+			close(start)
+			wg.Wait()
+			won := 0
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					won++
+				case !errors.Is(err, statestore.ErrConflict):
+					t.Errorf("writer %d: %v, want success or a conflict", i, err)
+				}
+			}
+			if won == 0 || (b.name != "s3" && won != 1) { // gofakes3 ignores conditional headers: see statestore
+				t.Errorf("%d writers won, want 1", won)
+			}
+			got, err := cs.Get(ctx, demo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := got.Cluster.Spec.KubernetesVersion
+			for _, ig := range got.InstanceGroups {
+				if v := fmt.Sprintf("1.34.%d", *ig.Spec.MaxSize); v != want {
+					t.Errorf("a mix of writers: kubernetesVersion %s, instance group %s from the writer of %s", want, ig.Metadata.Name, v)
+				}
+			}
+		})
 	}
 }
 
@@ -165,6 +258,28 @@ func TestEdit(t *testing.T) {
 	if s.Cluster.Spec.KubernetesVersion != "1.34.3" {
 		t.Errorf("after the edit: kubernetesVersion %q", s.Cluster.Spec.KubernetesVersion)
 	}
+
+	// Someone replaces the cluster while the editor is open: the edit is refused and kept, theirs stays.
+	var shown []byte
+	changed, kept, err = cs.Edit(ctx, demo, func(path string) error {
+		shown, _ = os.ReadFile(path)
+		objs := readForReplace(t, cs)
+		objs.Cluster.Spec.KubernetesVersion = "1.34.4"
+		if _, err := cs.Replace(ctx, "theirs.yaml", objs, ReplaceOptions{}); err != nil {
+			return err
+		}
+		return replaceIn("1.34.3", "1.34.5")(path)
+	})
+	if !errors.Is(err, statestore.ErrConflict) || changed || kept == "" {
+		t.Fatalf("an edit over a concurrent change: changed %v, kept %q, err %v", changed, kept, err)
+	}
+	os.Remove(kept)
+	if s, _ := cs.Get(ctx, demo); s.Cluster.Spec.KubernetesVersion != "1.34.4" {
+		t.Errorf("after the refused edit: kubernetesVersion %q, want theirs, 1.34.4", s.Cluster.Spec.KubernetesVersion)
+	}
+	if !strings.Contains(string(shown), "resourceVersion: "+string(s.Generation)) {
+		t.Errorf("the editor was not shown the resourceVersion it edits:\n%s", shown)
+	}
 	if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubeup-edit-*.yaml")); len(leftovers) > 0 {
 		for _, l := range leftovers {
 			if strings.Contains(l, filepath.Base(kept)) {
@@ -178,21 +293,7 @@ func TestEdit(t *testing.T) {
 // behind the real SDK) and the local provider's pool and zone file set explicitly.
 func TestLifecycleOnS3(t *testing.T) {
 	ctx := context.Background()
-	mem := s3mem.New()
-	if err := mem.CreateBucket("state"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	t.Cleanup(srv.Close)
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL_S3": srv.URL,
-	} {
-		t.Setenv(k, v)
-	}
-	cs := openStore(t, "s3://state/kubeup")
+	cs := s3Clusters(t)
 	local := t.TempDir()
 
 	c, igs := newDemo(t, 3)
@@ -226,15 +327,11 @@ func TestLifecycleOnS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := cs.Store.ReadFile(ctx, model.NodeConfigPath(demo, "control-plane-a")+".sha256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := model.DecodeNodeConfig("control-plane-a", conf, string(sum)); err != nil {
+	if _, err := model.DecodeNodeConfigObject("control-plane-a", conf); err != nil {
 		t.Errorf("the node configuration in the store: %v", err)
 	}
 
-	if err := cs.Delete(ctx, demo, true, &out); err != nil {
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
@@ -273,7 +370,7 @@ func TestUpdateRefusesASpecChangedSinceItsDryRun(t *testing.T) {
 		}
 		nodes := *other.InstanceGroups[1]
 		nodes.Spec.MaxSize = ptr[int32](5)
-		if err := cs.Replace(ctx, "other.yaml", other, other.Cluster, []*model.InstanceGroup{&nodes}); err != nil {
+		if _, err := cs.Replace(ctx, "other.yaml", &model.Objects{Cluster: other.Cluster, InstanceGroups: []*model.InstanceGroup{&nodes}}, ReplaceOptions{}); err != nil {
 			t.Error(err)
 		}
 	}}
@@ -308,7 +405,7 @@ func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := cs.Delete(ctx, "prod.example.com", true, &out); err != nil {
+	if err := cs.Delete(ctx, "prod.example.com", DeleteOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "eu.prod") {
@@ -320,8 +417,9 @@ func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
 	}
 }
 
-// TestDeleteOfAClusterNeverApplied deletes an aws cluster's spec: kubeup cannot update aws clusters yet, so it
-// owns nothing in the cloud, and its state must not be stuck in the store.
+// TestDeleteOfAClusterNeverApplied deletes an aws cluster's spec: kubeup cannot update aws clusters yet (nor
+// create them: the spec is written as a newer kubeup would), so it owns nothing in the cloud, and its state must
+// not be stuck in the store.
 func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	ctx := context.Background()
 	cs := openStore(t, "file://"+t.TempDir())
@@ -329,14 +427,23 @@ func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
+	store := func() {
+		t.Helper()
+		c.Spec.ConfigBase = cs.configBase(demo)
+		data, err := model.Encode(objects(c, igs)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Store.WriteFile(ctx, specPath(demo), data); err != nil {
+			t.Fatal(err)
+		}
 	}
+	store()
 	var out bytes.Buffer
-	if err := cs.Delete(ctx, demo, false, &out); err != nil || !strings.Contains(out.String(), "StoreFile/"+model.ConfigPath(demo)) {
+	if err := cs.Delete(ctx, demo, DeleteOptions{Out: &out}); err != nil || !strings.Contains(out.String(), "StoreFile/"+specPath(demo)) {
 		t.Fatalf("delete dry run: %v\n%s", err, &out)
 	}
-	if err := cs.Delete(ctx, demo, true, &out); err != nil {
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
@@ -344,16 +451,69 @@ func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	}
 
 	// Applied (by a kubeup that could): refused, nothing deleted.
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
-	}
+	store()
 	if err := cs.Store.WriteFile(ctx, model.CompletedSpecPath(demo), []byte("applied")); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.Delete(ctx, demo, true, &out); err == nil || !strings.Contains(err.Error(), "cannot delete aws resources yet") {
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err == nil || !strings.Contains(err.Error(), "cannot delete aws resources yet") {
 		t.Errorf("delete of an applied aws cluster: %v, want it refused", err)
 	}
 	if _, err := cs.Get(ctx, demo); err != nil {
 		t.Errorf("the refused delete removed the cluster: %v", err)
+	}
+}
+
+// TestCreateRefusesProvidersNotYetThere: an aws or gce cluster could be stored but never updated; it is refused
+// when it would be written, by create and by replace, and nothing is written.
+func TestCreateRefusesProvidersNotYetThere(t *testing.T) {
+	ctx := context.Background()
+	for _, cloud := range []struct{ name, zone string }{{model.CloudAWS, "us-east-1a"}, {model.CloudGCE, "europe-west1-b"}} {
+		t.Run(cloud.name, func(t *testing.T) {
+			cs := openStore(t, "file://"+t.TempDir())
+			c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: cloud.name, Zones: []string{cloud.zone}, Project: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "create: spec.cloudProvider: kubeup cannot run " + cloud.name + " clusters yet"
+			if err := cs.Create(ctx, "create", c, igs); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("create: %v, want %q", err, want)
+			}
+			if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
+				t.Errorf("the refused create wrote %v", left)
+			}
+
+			local, localIGs := newDemo(t, 1)
+			if err := cs.Create(ctx, "create", local, localIGs); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := cs.Store.ReadFile(ctx, specPath(demo))
+			objs := readForReplace(t, cs)
+			objs.Cluster.Spec.CloudProvider = cloud.name
+			objs.Cluster.Spec.Zones = []string{"a"}
+			objs.Cluster.Spec.Project = "p"
+			objs.Cluster.Spec.Region = "a"
+			objs.Cluster.Spec.Local = nil
+			if _, err := cs.Replace(ctx, "x.yaml", objs, ReplaceOptions{}); err == nil || !strings.Contains(err.Error(), "kubeup cannot run "+cloud.name) {
+				t.Errorf("replace with cloudProvider %s: %v, want it refused", cloud.name, err)
+			}
+			if after, _ := cs.Store.ReadFile(ctx, specPath(demo)); !bytes.Equal(before, after) {
+				t.Error("the refused replace changed the spec")
+			}
+		})
+	}
+}
+
+// TestUpdateExplainsAConflict: a task that found the cloud changed by someone else (localtasks.ErrConflict) is
+// reported with what to do; other errors are left as they are.
+func TestUpdateExplainsAConflict(t *testing.T) {
+	conflict := fmt.Errorf("LocalVolume/a: %w", localtasks.ErrConflict)
+	err := explainConflict(demo, conflict)
+	if !errors.Is(err, localtasks.ErrConflict) || !strings.Contains(err.Error(), "changed by someone else while this update ran") ||
+		!strings.Contains(err.Error(), "Run `kubeup update cluster demo.example.com` again") {
+		t.Errorf("explainConflict: %v", err)
+	}
+	other := errors.New("disk full")
+	if got := explainConflict(demo, other); got != other {
+		t.Errorf("explainConflict changed another error: %v", got)
 	}
 }

@@ -14,21 +14,45 @@ import (
 	"kubeup.dev/kubeup/model"
 )
 
+// DeleteOptions say how Delete runs.
+type DeleteOptions struct {
+	// Apply deletes; otherwise Delete only lists what it would delete.
+	Apply bool
+	// Out receives the report (stdout).
+	Out io.Writer
+	// Lock says how Delete waits for the cluster's lock while another run holds it (see Lock).
+	Lock LockOptions
+}
+
 // Delete removes a cluster: what it owns in the cloud (found by its tags, not by the spec, so that a volume the
-// spec no longer lists still goes) and then its objects in the state store, config last, so that an interrupted
-// delete can be run again. Without apply it only lists what it would delete.
-func (cs *Clusters) Delete(ctx context.Context, name string, apply bool, out io.Writer) error {
-	stored, err := cs.Get(ctx, name)
+// spec no longer lists still goes) and then its objects in the state store, its spec last, so that an
+// interrupted delete can be run again. Without o.Apply it only lists what it would delete. A cluster whose spec
+// cannot be read is deleted too: its cloud is then found from the complete spec its last update applied, and
+// when there is none (no update applied it), only its state is deleted. It says so in either case.
+func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) error {
+	out := o.Out
+	if _, _, err := cs.read(ctx, name); err != nil {
+		return err
+	}
+	unlock := func() error { return nil }
+	if o.Apply {
+		var err error
+		if unlock, err = cs.Lock(ctx, name, "delete --yes", o.Lock); err != nil {
+			return err
+		}
+		defer unlock() // on failure; on success it is released, and its error reported, below
+	}
+	c, err := cs.specToDelete(ctx, name, out)
 	if err != nil {
 		return err
 	}
-	// The complete spec says where the cloud is; a spec that no longer validates must still be deletable.
-	c, _ := model.Complete(stored.Cluster, stored.InstanceGroups)
 
 	var cloudKeys []string
 	var cleanup func() error
-	switch c.Spec.CloudProvider {
-	case model.CloudLocal:
+	switch {
+	case c == nil:
+		cleanup = func() error { return nil }
+	case c.Spec.CloudProvider == model.CloudLocal:
 		if c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
 			return fmt.Errorf("cluster %s: spec.local.poolDir is not set: cannot find the cluster's volumes", name)
 		}
@@ -71,12 +95,13 @@ func (cs *Clusters) Delete(ctx context.Context, name string, apply bool, out io.
 	if err != nil {
 		return err
 	}
-	// config last: while it exists, the cluster can be found and the delete run again.
-	cfg := model.ConfigPath(name)
-	files = slices.DeleteFunc(files, func(p string) bool { return p == cfg })
-	files = append(files, cfg)
+	// The spec last: while it exists, the cluster can be found and the delete run again. The lock is released
+	// after it.
+	spec, lock := specPath(name), lockPath(name)
+	files = slices.DeleteFunc(files, func(p string) bool { return p == spec || p == lock })
+	files = append(files, spec)
 
-	if !apply {
+	if !o.Apply {
 		fmt.Fprintf(out, "Will delete cluster %s:\n", name)
 		for _, k := range cloudKeys {
 			fmt.Fprintf(out, "  %s\n", k)
@@ -99,8 +124,47 @@ func (cs *Clusters) Delete(ctx context.Context, name string, apply bool, out io.
 		}
 		fmt.Fprintf(out, "Deleted StoreFile/%s\n", f)
 	}
+	if err := unlock(); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "Deleted cluster %s\n", name)
 	return nil
+}
+
+// specToDelete returns the complete spec that says where the cluster's cloud is, or nil when it owns nothing in
+// the cloud. A spec that no longer validates must still be deletable; one that cannot be read at all is replaced
+// by the complete spec the last update applied, and out says so.
+func (cs *Clusters) specToDelete(ctx context.Context, name string, out io.Writer) (*model.Cluster, error) {
+	stored, err := cs.Get(ctx, name)
+	var unreadable *UnreadableError
+	if !errors.As(err, &unreadable) {
+		if err != nil {
+			return nil, err
+		}
+		c, _ := model.Complete(stored.Cluster, stored.InstanceGroups)
+		return c, nil
+	}
+	fmt.Fprintf(out, "The spec of cluster %s cannot be read: %v\n", name, unreadable.Err)
+	applied := model.CompletedSpecPath(name)
+	data, err := cs.Store.ReadFile(ctx, applied)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "No update applied it (the store holds no complete spec of it), so it owns nothing in the cloud: only its state is deleted.\n"+
+			"(Had an update of it been interrupted before its end, the volumes tagged kubernetes.io/cluster/%s=owned and the DNS records under %s that it made could not be found from here.)\n",
+			name, name)
+		return nil, nil
+	}
+	if err == nil {
+		var objs *model.Objects
+		if objs, err = model.Decode(cs.location(applied), data); err == nil && objs.Cluster == nil {
+			err = fmt.Errorf("%s: no Cluster in it", cs.location(applied))
+		}
+		if err == nil {
+			fmt.Fprintf(out, "Its cloud resources are found from the complete spec its last update applied, %s.\n", cs.location(applied))
+			return objs.Cluster, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster %s: cannot find its cloud resources: its spec cannot be read (%v), nor the complete spec its last update applied (%w). "+
+		"Replace its spec with a valid one (`kubeup replace -f FILE`), then delete it", name, unreadable.Err, err)
 }
 
 // removeEmptyDirs removes each directory when it is empty, and its parent when that is the default

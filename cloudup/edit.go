@@ -11,18 +11,23 @@ import (
 
 const editHeader = `# Edit the spec of cluster %s, then save and quit. Lines starting with '#' are ignored.
 # An invalid spec is refused with every problem listed; your text is then kept for you.
+# metadata.resourceVersion is the version of the spec you are editing: if someone changes the cluster before
+# you save, your edit is refused (and kept), not written over their change.
 `
 
 // Edit writes a cluster's spec to a temporary file, has edit (the user's editor) change it, and replaces the
-// stored spec with the result once it validates. An unchanged file changes nothing (changed is false). When the
-// edit is refused (invalid, or the cluster changed meanwhile), the edited file is kept and its path returned
-// with the error, so the user's work is not lost.
+// stored spec with the result once it validates, on the condition that the cluster is still at the generation
+// it read (the metadata.resourceVersion the file shows; what the user makes of that line does not matter). An
+// unchanged file changes nothing (changed is false). When the edit is refused (invalid, or the cluster changed
+// meanwhile), the edited file is kept and its path returned with the error, so the user's work is not lost.
 func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string) error) (changed bool, kept string, err error) {
 	s, err := cs.Get(ctx, name)
 	if err != nil {
 		return false, "", err
 	}
-	spec, err := model.Encode(s.Cluster)
+	shown := *s.Cluster
+	shown.Metadata.ResourceVersion = string(s.Generation)
+	spec, err := model.Encode(&shown)
 	if err != nil {
 		return false, "", err
 	}
@@ -51,9 +56,10 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 		keep = true
 		return false, path, fmt.Errorf("the editor failed: %w", err)
 	}
-	edited, err := os.ReadFile(path)
+	edited, err := readFile(path)
 	if err != nil {
-		return false, "", err
+		keep = true
+		return false, path, err
 	}
 	if bytes.Equal(edited, original) {
 		return false, "", nil
@@ -63,11 +69,21 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 		err = fmt.Errorf("%s: want exactly one Cluster (edit instance groups with `kubeup replace -f`)", path)
 	}
 	if err == nil {
-		err = cs.Replace(ctx, path, s, objs.Cluster, nil)
+		_, _, err = cs.replace(ctx, path, s, objs.Cluster, nil)
 	}
 	if err != nil {
 		keep = true
 		return false, path, err
 	}
 	return true, "", nil
+}
+
+// readFile reads at most model.MaxSpecBytes of the edited file.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return model.ReadSpec(path, f)
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 
+	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/localtasks"
@@ -26,15 +26,32 @@ type UpdateOptions struct {
 	Out      io.Writer
 	Logger   *slog.Logger
 	Progress io.Writer
+	// Lock says how an apply waits for the cluster's lock while another run holds it (see Lock).
+	Lock LockOptions
 }
 
 // Update brings the cloud in line with the cluster's spec: volumes, DNS records, and the complete spec and node
 // configurations in the state store. It always runs a dry run first and reports it; with Apply, it then applies
-// what the dry run found, and reports what it did.
+// what the dry run found, and reports what it did. An apply holds the cluster's lock from before its dry run to
+// its end: a second apply waits for the first, then finds what the first did.
 func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*engine.Plan, error) {
 	stored, err := cs.Get(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if o.Apply {
+		unlock, err := cs.Lock(ctx, name, "update --yes", o.Lock)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := unlock(); err != nil && o.Logger != nil {
+				o.Logger.Warn("the cluster's lock is left", "cluster", name, "err", err)
+			}
+		}()
+		if stored, err = cs.Get(ctx, name); err != nil { // as it is now that no other run changes the cloud
+			return nil, err
+		}
 	}
 	c, igs, err := cs.Complete(stored)
 	if err != nil {
@@ -90,7 +107,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		if errors.As(err, &re) && applied != nil {
 			fmt.Fprintf(o.Out, "Applied %d of %d changes before the failure.\n", len(applied.Plan.Changes), len(res.Plan.Changes))
 		}
-		return nil, err
+		return nil, explainConflict(name, err)
 	}
 	if o.JSON {
 		return applied.Plan, applied.Plan.WriteJSON(o.Out)
@@ -103,18 +120,27 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 	return applied.Plan, nil
 }
 
-// checkUnchanged refuses when the cluster's specs in the store are no longer those stored holds: its config or
-// any instance group changed, appeared or went. Every object is compared, not only config's generation: a
-// replace that changes only instance groups writes config back unchanged, and a content-hash generation
-// (file://, and the ETag of s3://) does not change with it.
+// explainConflict says what to do when a task found the cloud changed by someone else between its dry run and
+// its change (a run that does not take the cluster's lock, or a hand): the task changed nothing, and a new run
+// sees the cloud as it is now.
+func explainConflict(name string, err error) error {
+	if !errors.Is(err, localtasks.ErrConflict) {
+		return err
+	}
+	return fmt.Errorf("%w\ncluster %s: its cloud was changed by someone else while this update ran (a run that does not take the cluster's lock, or a change by hand); what conflicted was left as it is. Run `kubeup update cluster %s` again to see what remains to do",
+		err, name, name)
+}
+
+// checkUnchanged refuses when the cluster's spec in the store is no longer the one stored holds.
 func (cs *Clusters) checkUnchanged(ctx context.Context, stored *Stored) error {
 	name := stored.Cluster.Metadata.Name
-	now, err := cs.Get(ctx, name)
+	raw, _, err := cs.read(ctx, name)
 	if err != nil {
 		return err
 	}
-	if !maps.EqualFunc(now.raw, stored.raw, bytes.Equal) {
-		return fmt.Errorf("cluster %s was changed by someone else while this update was planned: nothing was applied; run the update again", name)
+	if !bytes.Equal(raw, stored.raw) {
+		return fmt.Errorf("cluster %s was changed by someone else while this update was planned (%w): nothing was applied; run the update again",
+			name, statestore.ErrConflict)
 	}
 	return nil
 }

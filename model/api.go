@@ -28,6 +28,12 @@ type ObjectMeta struct {
 	Name string `json:"name"`
 	// Labels are free-form; kubeup does not interpret them.
 	Labels map[string]string `json:"labels,omitempty"`
+	// ResourceVersion is the generation of the cluster's stored spec that this object was read at, as kubectl's
+	// metadata.resourceVersion: `kubeup get` and `kubeup edit` print it, and `kubeup replace` refuses a file
+	// whose resourceVersion is no longer the store's (someone changed the cluster since). It is never stored
+	// inside the object, and Complete and Validate ignore it. Empty: not read from the store (a hand-written
+	// spec), which replace writes unconditionally.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Cluster is a Kubernetes cluster: where it runs, its control plane's etcd clusters and the configuration of

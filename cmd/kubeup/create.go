@@ -21,23 +21,34 @@ func newCreateClusterCommand(g *globals) *cobra.Command {
 	var dryRun bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "cluster --name NAME --cloud local|aws|gce --zones Z1,Z2,...",
+		Use:   "cluster --name NAME --cloud local --zones Z1,Z2,...",
 		Short: "Write a new cluster's spec to the state store",
 		Long: `Write a new cluster's spec and instance groups to the state store: one control-plane instance group per
 control-plane node, spread over the zones, and a "nodes" group across all of them. Nothing runs in the cloud
 until "kubeup update cluster NAME --yes".
 
-With --dry-run, print the spec (-o yaml or json) instead of writing it.`,
+With --dry-run, print the spec (-o yaml or json) instead of writing it.
+
+The cloud is local: kubeup cannot run aws or gce clusters yet (their providers are later issues), so it
+refuses to create a spec that it could not update.`,
 		Example: `  kubeup create cluster --name demo.example.com --cloud local --zones a,b,c --control-plane-count 3
-  kubeup create cluster --name prod.example.com --cloud aws --zones us-east-1a,us-east-1b,us-east-1c --dry-run -o yaml`,
+  kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if o.Name == "" {
 				return fmt.Errorf("--name is required: the cluster's DNS name, for example demo.example.com")
 			}
-			if o.CloudProvider == "" {
-				return fmt.Errorf("--cloud is required: local, aws or gce")
+			switch o.CloudProvider {
+			case "":
+				return fmt.Errorf("--cloud is required: local")
+			case model.CloudAWS, model.CloudGCE:
+				return fmt.Errorf("--cloud %s: kubeup cannot run %s clusters yet (its provider is a later issue), so it does not create one: use --cloud local",
+					o.CloudProvider, o.CloudProvider)
+			}
+			if o.ControlPlaneCount < 1 {
+				return fmt.Errorf("--control-plane-count %d: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5",
+					o.ControlPlaneCount)
 			}
 			if err := checkOutput(output, "yaml", "json"); err != nil {
 				return err
@@ -70,12 +81,12 @@ With --dry-run, print the spec (-o yaml or json) instead of writing it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "the cluster's DNS name, e.g. demo.example.com (required)")
-	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local, aws or gce (required)")
+	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local (required; aws and gce are later issues)")
 	f.StringSliceVar(&o.Zones, "zones", nil, "zones to run in, comma-separated (required)")
 	f.IntVar(&o.ControlPlaneCount, "control-plane-count", 1, "control-plane nodes (and etcd members): 1, 3 or 5")
 	f.IntVar(&o.NodeCount, "node-count", 1, "nodes in the \"nodes\" instance group; 0 leaves the group out")
 	f.StringVar(&o.DNSZone, "dns-zone", "", "DNS zone of the cluster's records (default: the name's parent domain)")
-	f.StringVar(&o.Project, "project", "", "GCP project (gce)")
+	f.StringVar(&o.Project, "project", "", "GCP project (gce, a later issue)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Kubernetes version (default "+model.DefaultKubernetesVersion+")")
 	f.BoolVar(&dryRun, "dry-run", false, "print the spec instead of writing it")
 	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/cloudup"
 )
 
 func newDeleteCommand(g *globals) *cobra.Command {
@@ -9,15 +11,19 @@ func newDeleteCommand(g *globals) *cobra.Command {
 		Use:   "delete",
 		Short: "Delete a resource: a cluster",
 	}
-	var yes bool
+	var o cloudup.DeleteOptions
 	cmd := &cobra.Command{
 		Use:   "cluster NAME [--yes]",
 		Short: "Delete a cluster: its cloud resources, then its state",
 		Long: `Find what the cluster owns in the cloud by its tags (volumes tagged kubernetes.io/cluster/NAME=owned, DNS
 records under NAME but not under another cluster of the store named under it) and its objects in the state
 store. Without --yes, list them and delete nothing. With --yes,
-delete the cloud resources, then the state, the cluster's config last, so that an interrupted delete can be run
-again.`,
+delete the cloud resources, then the state, the cluster's spec last, so that an interrupted delete can be run
+again. delete --yes holds the cluster's lock as update --yes does (see "kubeup update cluster").
+
+A cluster whose spec cannot be read (corrupt, or written by a newer kubeup) can be deleted too: its cloud is
+then found from the complete spec its last update applied; with none, no update applied it, and only its state
+is deleted. The report says which.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -25,10 +31,12 @@ again.`,
 			if err != nil {
 				return err
 			}
-			return cs.Delete(ctx, args[0], yes, cmd.OutOrStdout())
+			o.Out, o.Lock.Messages = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return cs.Delete(ctx, args[0], o)
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete (without it, only list what would be deleted)")
+	cmd.Flags().BoolVarP(&o.Apply, "yes", "y", false, "delete (without it, only list what would be deleted)")
+	lockFlags(cmd, &o.Lock)
 	del.AddCommand(cmd)
 	return del
 }

@@ -16,7 +16,7 @@ func cliReference(root *cobra.Command) []byte {
 	var b bytes.Buffer
 	b.WriteString("# kubeup command reference\n\n")
 	b.WriteString("<!-- Generated from the cobra commands by `make update-golden` (cmd/kubeup/docs.go); do not edit. -->\n\n")
-	b.WriteString("Results go to stdout, errors and logs to stderr. A user error exits 1.\n\n")
+	b.WriteString("Results go to stdout, errors and logs to stderr. An error exits 1; `kubeup update cluster --detailed-exitcode` exits 2 when changes are pending.\n\n")
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Hidden || c.Name() == "help" {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
 )
 
@@ -26,7 +29,13 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 		Aliases: []string{"clusters"},
 		Short:   "List the clusters, or show one",
 		Long: `Without NAME, list the clusters in the state store. With NAME, show that cluster: a table, or its spec with
--o yaml or -o json. --full shows the complete spec, every default filled in, as "kubeup update cluster" uses it.`,
+-o yaml or -o json. --full shows the complete spec, every default filled in, as "kubeup update cluster" uses it.
+
+A spec printed with -o yaml or json carries metadata.resourceVersion, the version of the cluster's spec it was
+read at: "kubeup replace -f" refuses it once the cluster has changed since, rather than undo that change.
+
+A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) is listed as (unreadable),
+the others as usual; the command then fails with the reason.`,
 		Example: `  kubeup get clusters
   kubeup get cluster demo.example.com --full -o yaml`,
 		Args: cobra.MaximumNArgs(1),
@@ -45,29 +54,32 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 			} else if names, err = cs.List(ctx); err != nil {
 				return err
 			}
+			// One cluster that cannot be read does not hide the others: it is listed as unreadable, and why is
+			// the command's error, after what could be shown.
 			clusters := []any{}
 			var rows [][]string
+			var problems []error
 			for _, name := range names {
-				s, err := cs.Get(ctx, name)
+				c, complete, err := getCluster(cs, cmd, name, full)
 				if err != nil {
-					return err
-				}
-				c := s.Cluster
-				if full {
-					if c, _, err = cs.Complete(s); err != nil {
+					if len(args) == 1 {
 						return err
 					}
+					problems = append(problems, err)
+					rows = append(rows, []string{name, "(unreadable)", "-", "-"})
+					continue
 				}
 				clusters = append(clusters, c)
 				// The table shows the version the cluster runs: the complete spec's, defaulted when the user
 				// spec leaves it out.
-				complete, _ := model.Complete(s.Cluster, s.InstanceGroups)
 				rows = append(rows, []string{c.Metadata.Name, c.Spec.CloudProvider, strings.Join(c.Spec.Zones, ","), complete.Spec.KubernetesVersion})
 			}
 			if output == "table" {
-				return table(cmd.OutOrStdout(), []string{"NAME", "CLOUD", "ZONES", "KUBERNETES"}, rows)
+				err = table(cmd.OutOrStdout(), []string{"NAME", "CLOUD", "ZONES", "KUBERNETES"}, rows)
+			} else {
+				err = printObjects(cmd.OutOrStdout(), output, len(args) == 1, clusters...)
 			}
-			return printObjects(cmd.OutOrStdout(), output, len(args) == 1, clusters...)
+			return errors.Join(append([]error{err}, problems...)...)
 		},
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete spec, with every default filled in")
@@ -105,6 +117,7 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 					return err
 				}
 			}
+			igs = withResourceVersion(s, igs)
 			if output != "table" {
 				return printObjects(cmd.OutOrStdout(), output, false, objects(nil, igs)...)
 			}
@@ -120,6 +133,35 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete specs, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd
+}
+
+// getCluster reads one cluster: its spec (the complete one with full) as get prints it, with the
+// metadata.resourceVersion it was read at, and its complete spec.
+func getCluster(cs *cloudup.Clusters, cmd *cobra.Command, name string, full bool) (shown, complete *model.Cluster, err error) {
+	s, err := cs.Get(cmd.Context(), name)
+	if err != nil {
+		return nil, nil, err
+	}
+	complete, _ = model.Complete(s.Cluster, s.InstanceGroups)
+	c := s.Cluster
+	if full {
+		if c, _, err = cs.Complete(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	shown = new(*c)
+	shown.Metadata.ResourceVersion = string(s.Generation)
+	return shown, complete, nil
+}
+
+// withResourceVersion returns copies of igs that carry the generation of s they were read at.
+func withResourceVersion(s *cloudup.Stored, igs []*model.InstanceGroup) []*model.InstanceGroup {
+	out := make([]*model.InstanceGroup, len(igs))
+	for i, ig := range igs {
+		out[i] = new(*ig)
+		out[i].Metadata.ResourceVersion = string(s.Generation)
+	}
+	return out
 }
 
 func size(p *int32) string {

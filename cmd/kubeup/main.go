@@ -6,11 +6,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/spf13/cobra"
 	"kubeup.dev/kubeup/cloudup"
@@ -23,9 +25,30 @@ func main() {
 	defer stop()
 	root := newRootCommand()
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		os.Exit(1)
+		var status exitStatus
+		if !errors.As(err, &status) {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		}
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitStatus is the error of a command that succeeded but must exit with another status than 0: update
+// --detailed-exitcode's 2, "changes are pending". main prints no message for it.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// exitCode is the status kubeup exits with after err: 0 for none, an exitStatus's own, 1 for any other error.
+func exitCode(err error) int {
+	var status exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &status):
+		return int(status)
+	}
+	return 1
 }
 
 // globals are the flags every command has.
@@ -48,6 +71,14 @@ func (g *globals) clusters(ctx context.Context) (*cloudup.Clusters, error) {
 		return nil, err
 	}
 	return &cloudup.Clusters{Store: store}, nil
+}
+
+// lockFlags adds the flags of a command that takes the cluster's lock (update --yes, delete --yes).
+func lockFlags(cmd *cobra.Command, o *cloudup.LockOptions) {
+	cmd.Flags().DurationVar(&o.Timeout, "lock-timeout", 10*time.Minute,
+		"how long to wait for the cluster's lock while another update or delete of it runs (0: until interrupted)")
+	cmd.Flags().StringVar(&o.ForceUnlock, "force-unlock", "",
+		"take over the cluster's lock with this ID (shown while waiting for it) from a run that died on another machine")
 }
 
 // logger writes structured logs to stderr: warnings only, unless --verbose.

@@ -4,19 +4,32 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
 )
 
 func newReplaceCommand(g *globals) *cobra.Command {
 	var file string
+	var o cloudup.ReplaceOptions
 	cmd := &cobra.Command{
 		Use:   "replace -f FILE",
 		Short: "Replace a cluster's spec (and instance groups) with those in a file",
 		Long: `Replace a cluster's spec with the Cluster in FILE ("-" for stdin), and each InstanceGroup the file holds;
-instance groups the file does not hold are kept. The whole result is validated first: every problem is listed
-with its field path, and nothing is written. The cloud is not changed until "kubeup update cluster NAME --yes".`,
+instance groups the file does not hold are kept. The whole result is validated first, and written in one
+piece: every problem is listed with its field path, and nothing is written. FILE may hold at most 1 MiB.
+
+A spec printed by "kubeup get" carries metadata.resourceVersion, the version of the cluster's spec it was
+read at. When the cluster has changed since (someone ran edit or replace), replace refuses rather than
+silently undo that change: read the cluster again, re-apply your change to it and replace with that, or
+replace with --force to overwrite the other change knowingly. A file without resourceVersion (a spec written
+by hand, or kept in git) replaces whatever is stored, as kubectl replace does.
+
+A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) can be replaced too; then
+nothing of the stored spec is kept. The cloud is not changed until "kubeup update cluster NAME --yes".`,
 		Example: `  kubeup get cluster demo.example.com -o yaml > demo.yaml
   $EDITOR demo.yaml
   kubeup replace -f demo.yaml`,
@@ -26,39 +39,51 @@ with its field path, and nothing is written. The cloud is not changed until "kub
 			if file == "" {
 				return fmt.Errorf("-f is required: the file holding the Cluster (\"-\" for stdin)")
 			}
-			var data []byte
-			var err error
-			if file == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(file)
-			}
+			source, data, err := readSpec(cmd, file)
 			if err != nil {
 				return err
 			}
-			objs, err := model.Decode(file, data)
+			objs, err := model.Decode(source, data)
 			if err != nil {
 				return err
-			}
-			if objs.Cluster == nil {
-				return fmt.Errorf("%s: no Cluster in the file: replace needs the cluster's spec", file)
 			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
 			}
-			s, err := cs.Get(ctx, objs.Cluster.Metadata.Name)
+			r, err := cs.Replace(ctx, source, objs, o)
 			if err != nil {
 				return err
 			}
-			if err := cs.Replace(ctx, file, s, objs.Cluster, objs.InstanceGroups); err != nil {
-				return err
+			out, name := cmd.OutOrStdout(), objs.Cluster.Metadata.Name
+			fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", name)
+			if r.Unreadable != nil {
+				fmt.Fprintf(out, "  Its stored spec could not be read, and nothing of it was kept: %v\n", r.Unreadable)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Replaced the spec of cluster %s. Review the changes: kubeup update cluster %s\n",
-				objs.Cluster.Metadata.Name, objs.Cluster.Metadata.Name)
+			if len(r.Kept) > 0 {
+				fmt.Fprintf(out, "  Kept the instance groups %s does not hold: %s\n", source, strings.Join(r.Kept, ", "))
+			}
+			fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", name)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Cluster and InstanceGroups (\"-\" for stdin)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if the cluster changed since FILE's metadata.resourceVersion, overwriting that change")
 	return cmd
+}
+
+// readSpec reads at most model.MaxSpecBytes of the file ("-": stdin), and returns the name to give it in
+// messages.
+func readSpec(cmd *cobra.Command, file string) (source string, data []byte, err error) {
+	if file == "-" {
+		data, err = model.ReadSpec("stdin", cmd.InOrStdin())
+		return "stdin", data, err
+	}
+	var r io.ReadCloser
+	if r, err = os.Open(file); err != nil {
+		return file, nil, err
+	}
+	defer r.Close()
+	data, err = model.ReadSpec(file, r)
+	return file, data, err
 }

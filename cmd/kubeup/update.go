@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
 	"kubeup.dev/kubeup/cloudup"
 )
 
@@ -12,22 +13,36 @@ func newUpdateCommand(g *globals) *cobra.Command {
 		Use:   "update",
 		Short: "Bring a cluster's cloud resources in line with its spec",
 	}
-	var yes bool
+	var yes, detailed bool
 	var target, output string
+	var lock cloudup.LockOptions
 	cmd := &cobra.Command{
 		Use:   "cluster NAME [--yes]",
 		Short: "Show, then with --yes apply, the changes that bring the cloud in line with the spec",
 		Long: `Build the cluster's task graph from its complete spec (volumes for every etcd member, the API's DNS
 records, the complete spec and each instance group's node configuration in the state store) and compare it
 with the cloud. Without --yes, print what would change ("Will create resources", "Will modify resources")
-and change nothing. With --yes, apply those changes. The exit status is 0 when there is nothing to do.`,
+and change nothing. With --yes, apply those changes.
+
+update --yes holds the cluster's lock (the object <cluster>/lock of the state store) from its dry run to its
+end, so that two runs never change the cloud at once: a second update --yes (or delete --yes) waits for the
+first, saying every few seconds who holds the lock and since when, then finds what the first did. It waits up
+to --lock-timeout, or until interrupted. A lock whose process is gone is taken over when that process ran on
+this machine; when a run died on another machine, take its lock over with --force-unlock ID, the ID the
+waiting message shows.
+
+Exit status: 0 on success (with or without changes to make), 1 on an error. With --detailed-exitcode, as
+terraform plan -detailed-exitcode: 0 when there is nothing to change, 2 when the dry run found changes, 1 on
+an error; with --yes, 0 after a successful apply (as terraform apply).`,
 		Example: `  kubeup update cluster demo.example.com
   kubeup update cluster demo.example.com --yes
-  kubeup update cluster demo.example.com -o json`,
+  kubeup update cluster demo.example.com -o json
+  kubeup update cluster demo.example.com --detailed-exitcode >/dev/null; echo $?   # 0, 1 or 2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			o := cloudup.UpdateOptions{Out: cmd.OutOrStdout(), Logger: g.logger(cmd.ErrOrStderr())}
+			o := cloudup.UpdateOptions{Out: cmd.OutOrStdout(), Logger: g.logger(cmd.ErrOrStderr()), Lock: lock}
+			o.Lock.Messages = cmd.ErrOrStderr()
 			if g.verbose {
 				o.Progress = cmd.ErrOrStderr()
 			}
@@ -49,13 +64,21 @@ and change nothing. With --yes, apply those changes. The exit status is 0 when t
 			if err != nil {
 				return err
 			}
-			_, err = cs.Update(ctx, args[0], o)
-			return err
+			plan, err := cs.Update(ctx, args[0], o)
+			if err != nil {
+				return err
+			}
+			if detailed && !o.Apply && !plan.Empty() {
+				return exitStatus(2)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply the changes (without it, only show them)")
 	cmd.Flags().StringVar(&target, "target", "direct", "direct: change the cloud (with --yes); dryrun: only show the changes, even with --yes")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when the dry run found changes, 0 when none, 1 on an error")
+	lockFlags(cmd, &lock)
 	update.AddCommand(cmd)
 	return update
 }
