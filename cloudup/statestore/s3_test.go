@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/e2e"
 )
 
 func openS3(t *testing.T) *s3Store {
@@ -194,7 +195,7 @@ func TestS3Errors(t *testing.T) {
 func TestS3AWSCLI(t *testing.T) {
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("SKIPPING: the aws CLI is not installed (the Makefile installs awscli); " +
+		e2e.CannotRun(t, "the aws CLI is not installed (the Makefile installs awscli): "+
 			"the check that an independent S3 client agrees with the s3:// store did not run")
 	}
 	srv := newFakeS3(t, nil)
