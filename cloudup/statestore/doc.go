@@ -1,6 +1,6 @@
 // Package statestore is kubeup's state store: the directory or bucket where the operator's side keeps each
 // cluster (its spec, instance groups, complete spec) and the configuration nodes read at boot. It is a generic
-// object store, read and written whole; the layout (<cluster>/config, <cluster>/instancegroup/<name>, ...) is the
+// object store, read and written whole; the layout (<cluster>/config, <cluster>/nodeup/<group>, ...) is the
 // caller's business. A Store satisfies storetasks.Store.
 //
 // # URLs

@@ -44,7 +44,7 @@ type Store interface {
 	// Delete removes the object. An absent object is not an error.
 	Delete(ctx context.Context, path string) error
 	// List returns the path of every object under the directory prefix (at any depth), sorted, relative to the
-	// store's root: List(ctx, "demo") returns "demo/config" and "demo/instancegroup/nodes", never "demo2/config".
+	// store's root: List(ctx, "demo") returns "demo/config" and "demo/nodeup/nodes", never "demo2/config".
 	// The empty prefix lists the whole store. A prefix with no object under it gives an empty list.
 	List(ctx context.Context, prefix string) ([]string, error)
 }

@@ -151,6 +151,9 @@ func parseBlkid(out []byte) probe {
 
 // hasPartitions reports whether the kernel lists partitions of dev in sysfs.
 func hasPartitions(dev string) bool {
+	if real, err := filepath.EvalSymlinks(dev); err == nil { // /dev/disk/by-id/... names the kernel's device
+		dev = real
+	}
 	name := filepath.Base(dev)
 	entries, err := os.ReadDir(filepath.Join("/sys/class/block", name))
 	if err != nil {

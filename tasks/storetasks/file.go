@@ -10,7 +10,7 @@ import (
 )
 
 // File is an object in the state store with the given contents: the node configuration of an instance group
-// and its sha256, which nodeup reads at boot. It is generic over the world so that every cloud's graph can
+// (its sha256 on its first line), which nodeup reads at boot. It is generic over the world so that every cloud's graph can
 // hold it: engine.Add(g, &storetasks.File[*localtasks.Cloud]{...}).
 type File[C World] struct {
 	// Path is the object's path in the store ("demo.example.com/nodeup/nodes"), and the task's name.
