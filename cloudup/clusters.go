@@ -43,6 +43,9 @@ type Stored struct {
 	// carry it.
 	Generation statestore.Generation
 	raw        []byte // what was read
+	// legacy are the objects of an older kubeup's layout that the instance groups were read from, which the
+	// next write of the spec makes obsolete.
+	legacy []string
 }
 
 // specPath is the object that holds a cluster's spec.
@@ -94,7 +97,41 @@ func (cs *Clusters) Get(ctx context.Context, name string) (*Stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cs.decode(name, raw, gen)
+	return cs.decodeStored(ctx, name, raw, gen)
+}
+
+// decodeStored decodes a cluster's spec object. A spec an older kubeup wrote holds the Cluster alone, its
+// instance groups in objects of their own (<cluster>/instancegroup/<name>): they are read as part of it, and the
+// next change of the spec writes them into its one object (and removes the old ones).
+func (cs *Clusters) decodeStored(ctx context.Context, name string, raw []byte, gen statestore.Generation) (*Stored, error) {
+	s, err := cs.decode(name, raw, gen)
+	if err != nil || len(s.InstanceGroups) > 0 {
+		return s, err
+	}
+	paths, err := cs.Store.List(ctx, path.Join(name, "instancegroup"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		data, err := cs.Store.ReadFile(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := model.Decode(cs.location(p), data)
+		if err == nil && (objs.Cluster != nil || len(objs.InstanceGroups) != 1) {
+			err = fmt.Errorf("%s: want exactly one InstanceGroup", cs.location(p))
+		}
+		if err != nil {
+			return nil, &UnreadableError{Name: name, Err: err}
+		}
+		s.InstanceGroups = append(s.InstanceGroups, objs.InstanceGroups[0])
+		s.legacy = append(s.legacy, p)
+	}
+	if err := duplicateGroups(cs.location(path.Join(name, "instancegroup")), s.InstanceGroups); err != nil {
+		return nil, &UnreadableError{Name: name, Err: err}
+	}
+	slices.SortFunc(s.InstanceGroups, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	return s, nil
 }
 
 // read returns a cluster's spec object as it is stored.
@@ -186,7 +223,7 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 	if err != nil {
 		return nil, err
 	}
-	stored, err := cs.decode(name, raw, gen)
+	stored, err := cs.decodeStored(ctx, name, raw, gen)
 	var unreadable *UnreadableError
 	if err != nil && !errors.As(err, &unreadable) {
 		return nil, err
@@ -222,7 +259,16 @@ func (cs *Clusters) replace(ctx context.Context, source string, s *Stored, c *mo
 		}
 	}
 	written, err := cs.write(ctx, source, c, merged, s.Generation)
-	return written, kept, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range s.legacy { // their groups are in the spec's object now: never read again
+		if err := cs.Store.Delete(ctx, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("the spec of cluster %s was written; removing %s, which the older layout used and nothing reads now: %w",
+				c.Metadata.Name, cs.location(p), err)
+		}
+	}
+	return written, kept, nil
 }
 
 // write validates a cluster's spec and writes it, in one object, on the condition that the object is still at

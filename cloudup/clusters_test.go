@@ -517,3 +517,54 @@ func TestUpdateExplainsAConflict(t *testing.T) {
 		t.Errorf("explainConflict changed another error: %v", got)
 	}
 }
+
+// TestOlderLayout: a store an older kubeup wrote keeps the Cluster in <cluster>/config and each instance group
+// in <cluster>/instancegroup/<name>. Such a cluster reads whole; its next change writes one object and removes
+// the old ones.
+func TestOlderLayout(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs := newDemo(t, 1)
+	c.Spec.ConfigBase = cs.configBase(demo)
+	write := func(p string, obj any) {
+		t.Helper()
+		data, err := model.Encode(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Store.WriteFile(ctx, p, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(model.ConfigPath(demo), c)
+	for _, ig := range igs {
+		write(model.InstanceGroupPath(demo, ig.Metadata.Name), ig)
+	}
+
+	s, err := cs.Get(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.InstanceGroups) != len(igs) {
+		t.Fatalf("read %d instance groups of the older layout, want %d", len(s.InstanceGroups), len(igs))
+	}
+	if _, _, err := cs.Complete(s); err != nil {
+		t.Fatalf("the older layout's spec does not validate: %v", err)
+	}
+
+	changed := *s.Cluster
+	changed.Spec.KubernetesVersion = "1.34.1"
+	if _, err := cs.Replace(ctx, "f.yaml", &model.Objects{Cluster: &changed}, ReplaceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if paths, err := cs.Store.List(ctx, demo+"/instancegroup"); err != nil || len(paths) != 0 {
+		t.Errorf("after a change, the older layout's objects are left: %v, %v", paths, err)
+	}
+	s, err = cs.Get(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.InstanceGroups) != len(igs) || s.Cluster.Spec.KubernetesVersion != "1.34.1" {
+		t.Errorf("after a change: %d instance groups, version %q", len(s.InstanceGroups), s.Cluster.Spec.KubernetesVersion)
+	}
+}
