@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
 // A test binary that -timeout kills (it panics), or that a signal ends, runs none of its t.Cleanup functions:
@@ -292,7 +294,7 @@ func mountinfoEntries() [][2]string {
 		if len(f) < 5 {
 			continue
 		}
-		out = append(out, [2]string{unescapeMountinfo(f[4]), f[2]})
+		out = append(out, [2]string{mountinfo.Unescape(f[4]), f[2]})
 	}
 	return out
 }
@@ -331,22 +333,4 @@ func mountsOfDevice(dev string) []string {
 		}
 	}
 	return out
-}
-
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

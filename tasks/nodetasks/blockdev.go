@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
 // resolveDevice turns a device name into the path of its device node: a path as is (symlinks such as
@@ -109,31 +111,13 @@ func parseMountinfo(b []byte) []mountEntry {
 		}
 		out = append(out, mountEntry{
 			dev:        unix.Mkdev(uint32(major), uint32(minor)),
-			mountPoint: unescapeOctal(f[4]),
+			mountPoint: mountinfo.Unescape(f[4]),
 			fsType:     f[sep+1],
-			source:     unescapeOctal(f[sep+2]),
+			source:     mountinfo.Unescape(f[sep+2]),
 			options:    append(strings.Split(f[5], ","), strings.Split(f[sep+3], ",")...),
 		})
 	}
 	return out
-}
-
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // userspaceOptions are mount(8) options that never show in mountinfo.

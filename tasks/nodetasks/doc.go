@@ -26,6 +26,7 @@
 // probed onto the mount point opened inside the root (mount --no-canonicalize onto /proc/self/fd/3), in the
 // current mount namespace: mounts, like systemd, are the live system's.
 //
-// The package imports the engine, go-systemd, sigs.k8s.io/yaml and the standard library. It must not import
-// model, cloudup, nodeup, protokube or cmd: the model builds these tasks, never the other way round.
+// The package imports the engine, internal/mountinfo, go-systemd, sigs.k8s.io/yaml and the standard library.
+// It must not import model, cloudup, nodeup, protokube or cmd: the model builds these tasks, never the other
+// way round.
 package nodetasks
