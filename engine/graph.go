@@ -62,6 +62,18 @@ type Classed interface {
 // only when both tasks describe the same thing; then the first one is kept and returned, so that dependents
 // read the outputs of the task that actually runs. A conflicting duplicate is reported by Validate.
 func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
+	return add(g, task, &typed[T, C]{task: task}, opts)
+}
+
+// AddIn puts into g, a graph of world C, a task of another world W that is a part of C: the engine runs it on
+// in(world). One graph and one run can so converge a world made of parts, each with its own task packages: a
+// protokube round converges the node (nodetasks, world *nodetasks.Node) and the cloud's volumes and DNS at once.
+// in must return the same part every time it is called on one world. Everything else is as with Add.
+func AddIn[T Resource[T, W], C, W any](g *Graph[C], in func(C) W, task T, opts ...AddOption) T {
+	return add(g, task, &inPart[T, C, W]{typed: typed[T, W]{task: task}, in: in}, opts)
+}
+
+func add[T Task, C any](g *Graph[C], task T, r runner[C], opts []AddOption) T {
 	typeInfoOf(structOf(task).Type()) // a task is a pointer to a struct with valid tags: panic now, not mid-run
 	var o addOptions
 	for _, opt := range opts {
@@ -90,7 +102,7 @@ func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
 		}
 		return task
 	}
-	n := &node[C]{task: task, runner: &typed[T, C]{task: task}, lifecycle: o.lifecycle, deadline: o.deadline}
+	n := &node[C]{task: task, runner: r, lifecycle: o.lifecycle, deadline: o.deadline}
 	if c, ok := any(task).(Classed); ok {
 		n.class = c.APIClass()
 	}
@@ -172,6 +184,18 @@ func (g *Graph[C]) lifecycleOf(n *node[C]) Lifecycle {
 	}
 	return n.lifecycle
 }
+
+// inPart is the runner of a task of type T whose world W is a part of the graph's world C.
+type inPart[T Resource[T, W], C, W any] struct {
+	typed typed[T, W]
+	in    func(C) W
+}
+
+func (r *inPart[T, C, W]) sync(ctx context.Context, world C, target Target, lc Lifecycle) (*Change, error) {
+	return r.typed.sync(ctx, r.in(world), target, lc)
+}
+
+func (r *inPart[T, C, W]) canRender() bool { return r.typed.canRender() }
 
 // typed is the runner of a task of type T.
 type typed[T Resource[T, C], C any] struct {
