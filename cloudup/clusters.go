@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // Clusters reads and writes the clusters of one state store:

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // LockOptions say how Lock waits for a cluster's lock that another run holds.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // messages is a LockOptions.Messages that hands each message to the test.

@@ -9,8 +9,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/internal/fakegcs"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // testStores are the kinds of state store a test may run on: file://, s3:// (gofakes3 behind the real SDK) and

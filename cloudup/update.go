@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 

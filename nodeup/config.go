@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // ConfigError is a problem with the node configuration or with how it is named: missing, malformed, invalid, an

@@ -12,6 +12,6 @@
 // With InstallSystemdUnit, nodeup also installs itself (Executable, its one task type) and the oneshot unit
 // kubeup-nodeup.service that runs it at every boot, in the same graph: idempotent and dry-runnable like the rest.
 //
-// nodeup imports the engine, model, tasks/nodetasks and cloudup/statestore (to read the state store). It must
+// nodeup imports the engine, model, tasks/nodetasks and statestore (to read the state store). It must
 // not import the rest of cloudup, protokube or cmd.
 package nodeup

@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"kubeup.dev/kubeup/cloudup"
-	"kubeup.dev/kubeup/cloudup/statestore"
 	"kubeup.dev/kubeup/internal/version"
+	"kubeup.dev/kubeup/statestore"
 )
 
 func main() {

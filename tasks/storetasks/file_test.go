@@ -12,7 +12,7 @@ import (
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
-// memStore is an in-memory store; the real ones are tested in cloudup/statestore.
+// memStore is an in-memory store; the real ones are tested in statestore.
 type memStore struct {
 	mu      sync.Mutex
 	objects map[string]string

@@ -1,7 +1,7 @@
 // Package storetasks holds the tasks that write to the state store, the bucket or directory where kubeup keeps
 // each cluster's spec and the configuration its nodes read at boot.
 //
-// It defines the small interface it needs from a store (cloudup/statestore implements it) and imports no SDK.
+// It defines the small interface it needs from a store (statestore implements it) and imports no SDK.
 package storetasks
 
 import "context"
