@@ -90,6 +90,20 @@ func parseConf(raw string) (*confSource, error) {
 	return nil, configErrorf("--conf %q: unsupported scheme %q: want %s", raw, scheme, forms)
 }
 
+// LoadConfig reads the node configuration conf names (a path, file:///abs/path, s3:// or gs:// URL), verifies it
+// against the sha256 on its first line (reading again for up to o.ConfigWait a copy that does not match yet),
+// decodes and validates it: what nodeup does before it changes anything. protokube reads its configuration with
+// it, so that both read the same object with the same checks. Of o, only Err, Logger, ConfigWait and
+// ConfigPollInterval are used.
+func LoadConfig(ctx context.Context, conf string, o Options) (*model.NodeConfig, error) {
+	o.defaults()
+	src, err := parseConf(conf)
+	if err != nil {
+		return nil, err
+	}
+	return src.load(ctx, &o)
+}
+
 // load reads the configuration, verifies it against the sha256 on its first line, decodes and validates it. A
 // configuration whose content does not match its sha256 (a copy still being written, a truncated or damaged one)
 // is read again every o.ConfigPollInterval for up to o.ConfigWait, then refused. A missing, damaged, undecodable
