@@ -146,13 +146,54 @@ type EtcdMemberSpec struct {
 	Encrypted *bool `json:"encrypted,omitempty"`
 }
 
-// LocalSpec configures the local cloud provider: volumes are sparse disk images in a pool directory, DNS
-// records live in a zone file.
+// LocalSpec configures the local cloud provider: volumes are sparse disk images in a pool directory; DNS
+// records live in a zone file, a hosts file or a DNS server that takes RFC 2136 updates (DNS).
 type LocalSpec struct {
 	// PoolDir holds the volumes; defaulted beside a file:// state store (<store>-local/volumes).
 	PoolDir string `json:"poolDir,omitempty"`
-	// ZoneFile is the DNS zone file kubeup manages; defaulted to <store>-local/dns/<dnsZone>.zone.
+	// ZoneFile is the DNS zone file kubeup manages; defaulted to <store>-local/dns/<dnsZone>.zone. `kubeup
+	// update cluster` writes the API's placeholder records there whatever DNS.Provider is; protokube publishes
+	// there when DNS.Provider is zonefile.
 	ZoneFile string `json:"zoneFile,omitempty"`
+	// DNS is the DNS provider protokube publishes the etcd members' and the API's records with; defaulted to
+	// the zone file.
+	DNS *LocalDNSSpec `json:"dns,omitempty"`
+}
+
+// DNS providers of the local cloud provider (spec.local.dns.provider).
+const (
+	// LocalDNSZoneFile keeps the records in spec.local.zoneFile, an RFC 1035 master file a DNS server may load.
+	LocalDNSZoneFile = "zonefile"
+	// LocalDNSHosts keeps the records in a managed block of a hosts file (hostsFile): name resolution on one
+	// machine, without a DNS server.
+	LocalDNSHosts = "hosts"
+	// LocalDNSRFC2136 sends RFC 2136 dynamic updates, signed with TSIG, to a DNS server (BIND, Knot, PowerDNS).
+	LocalDNSRFC2136 = "rfc2136"
+)
+
+// Defaults of spec.local.dns.
+const (
+	DefaultHostsFile     = "/etc/hosts"
+	DefaultTSIGAlgorithm = "hmac-sha256"
+)
+
+// LocalDNSSpec is the DNS provider of the local cloud provider. Each provider reads only its own fields; the
+// others must be left out.
+type LocalDNSSpec struct {
+	// Provider is zonefile (the default: spec.local.zoneFile), hosts or rfc2136.
+	Provider string `json:"provider,omitempty"`
+	// HostsFile is the hosts file (provider hosts), an absolute path on the node: /etc/hosts by default.
+	HostsFile string `json:"hostsFile,omitempty"`
+	// Server is the DNS server's address, host:port (provider rfc2136), for example 192.0.2.53:53.
+	Server string `json:"server,omitempty"`
+	// TSIGKeyName is the name of the TSIG key the updates are signed with (provider rfc2136).
+	TSIGKeyName string `json:"tsigKeyName,omitempty"`
+	// TSIGAlgorithm is the TSIG key's algorithm (provider rfc2136): hmac-sha256 by default.
+	TSIGAlgorithm string `json:"tsigAlgorithm,omitempty"`
+	// TSIGSecretFile is the absolute path, on the node, of a file holding the TSIG key's secret in base64
+	// (provider rfc2136). The secret itself is never in the spec: the spec is stored, printed and copied to
+	// every node.
+	TSIGSecretFile string `json:"tsigSecretFile,omitempty"`
 }
 
 // InstanceGroup is a group of machines with one role, machine type and image.

@@ -101,9 +101,26 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 			setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
 			setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
 		}
+		completeLocalDNS(s.Local)
 	}
 
 	completeComponents(c)
+}
+
+// completeLocalDNS defaults the local DNS provider to the zone file, and the fields of the provider chosen: a
+// field of another provider is left as it is, for validation to refuse.
+func completeLocalDNS(l *LocalSpec) {
+	if l.DNS == nil {
+		l.DNS = &LocalDNSSpec{}
+	}
+	d := l.DNS
+	setDefault(&d.Provider, LocalDNSZoneFile)
+	switch d.Provider {
+	case LocalDNSHosts:
+		setDefault(&d.HostsFile, DefaultHostsFile)
+	case LocalDNSRFC2136:
+		setDefault(&d.TSIGAlgorithm, DefaultTSIGAlgorithm)
+	}
 }
 
 // parentDomain is the domain a cluster's records go in by default: its name without the first label

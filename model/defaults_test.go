@@ -225,6 +225,45 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 			want: []string{"/var/lib/kubeup/pool", "/tmp/s-local/dns/example.com.zone"},
 		},
 		{
+			name: "local.dns: the zone file by default",
+			set:  func(*Cluster, []*InstanceGroup) {},
+			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
+			want: LocalDNSSpec{Provider: "zonefile"},
+		},
+		{
+			name: "local.dns hosts: /etc/hosts by default",
+			set: func(c *Cluster, _ []*InstanceGroup) {
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "hosts"}}
+			},
+			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
+			want: LocalDNSSpec{Provider: "hosts", HostsFile: "/etc/hosts"},
+		},
+		{
+			name: "local.dns hosts: a hosts file set",
+			set: func(c *Cluster, _ []*InstanceGroup) {
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "hosts", HostsFile: "/run/hosts"}}
+			},
+			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
+			want: LocalDNSSpec{Provider: "hosts", HostsFile: "/run/hosts"},
+		},
+		{
+			name: "local.dns rfc2136: hmac-sha256 by default, nothing else invented",
+			set: func(c *Cluster, _ []*InstanceGroup) {
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGSecretFile: "/k"}}
+			},
+			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
+			want: LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGAlgorithm: "hmac-sha256", TSIGSecretFile: "/k"},
+		},
+		{
+			name: "local.dns rfc2136: an algorithm set",
+			set: func(c *Cluster, _ []*InstanceGroup) {
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k",
+					TSIGAlgorithm: "hmac-sha512", TSIGSecretFile: "/k"}}
+			},
+			get:  func(c *Cluster, _ []*InstanceGroup) any { return c.Spec.Local.DNS.TSIGAlgorithm },
+			want: "hmac-sha512",
+		},
+		{
 			name: "instance group machineType, image and minSize 0",
 			set: func(_ *Cluster, igs []*InstanceGroup) {
 				nodes := igs[len(igs)-1]

@@ -159,21 +159,6 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	}
 }
 
-func validateLocal(ps *problems, s *ClusterSpec) {
-	if s.Local == nil {
-		ps.add("spec.local", "required for cloudProvider local: poolDir and zoneFile")
-		return
-	}
-	for _, f := range []struct{ field, v string }{{"poolDir", s.Local.PoolDir}, {"zoneFile", s.Local.ZoneFile}} {
-		field, v := f.field, f.v
-		if v == "" {
-			ps.add("spec.local."+field, "required when the state store is not file:// (an absolute path)")
-			continue
-		}
-		validatePath(ps, "spec.local."+field, v, true)
-	}
-}
-
 func validateNetworking(ps *problems, n *NetworkingSpec) {
 	if n == nil {
 		ps.add("spec.networking", "required")
