@@ -1,0 +1,109 @@
+package model
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// Where an etcd member lives on a control-plane node, and how it runs: protokube mounts the member's volume at
+// EtcdMountPoint, keeps the member's data in EtcdDataDir on it, and writes EtcdPod to EtcdManifestPath while,
+// and only while, the volume is mounted there.
+
+// etcdMountPrefix starts the mount point of every etcd volume: /mnt/master-<volume>, as kops has it.
+const etcdMountPrefix = "/mnt/master-"
+
+// EtcdMountPoint is where protokube mounts the etcd volume volumeID: /mnt/master-<volumeID>. volumeID is the
+// provider's id of the volume (the volume's name in the local pool, vol-... on aws, the disk's name on gce):
+// none of them holds a '/'.
+func EtcdMountPoint(volumeID string) string { return etcdMountPrefix + volumeID }
+
+// EtcdDataDir is the member's data directory on its mounted volume: <mountPoint>/data. Not the volume's root:
+// the root of a fresh filesystem holds lost+found, which is no etcd data; and a directory of its own that
+// exists only on the volume lets the manifest require it (hostPath type Directory), so that kubelet never
+// starts etcd on the node's root filesystem when the volume is not mounted. protokube creates it (mode 0700)
+// on the mounted volume before it writes the manifest; the member holds data when <dataDir>/member exists.
+func EtcdDataDir(mountPoint string) string { return path.Join(mountPoint, "data") }
+
+// EtcdManifestPath is the path of the static-pod manifest of etcd cluster etcdCluster (main, events) on a node
+// of nc: etcd-<etcdCluster>.manifest in spec.kubelet.podManifestPath, beside the other components' manifests.
+// nc's spec must be complete (as DecodeNodeConfig leaves it).
+func EtcdManifestPath(nc *NodeConfig, etcdCluster string) string {
+	return path.Join(nc.Cluster.Spec.Kubelet.PodManifestPath, etcdPodName(etcdCluster)+".manifest")
+}
+
+func etcdPodName(etcdCluster string) string { return "etcd-" + etcdCluster }
+
+// EtcdPod is the static pod of member m of etcd cluster ec, on the node of pc that holds the member's volume:
+// `etcd` (the binary of the image, and of Debian's etcd-server) with the member's flags from the typed
+// configuration, then the cluster's own (ec.Flags), all sorted by name as every component's are:
+//
+//	--name=<member>  --data-dir=<dataDir>
+//	--listen-peer-urls=http://0.0.0.0:<peerPort>  --listen-client-urls=http://0.0.0.0:<clientPort>
+//	--initial-advertise-peer-urls=http://<member's DNS name>:<peerPort>
+//	--advertise-client-urls=http://<member's DNS name>:<clientPort>
+//	--initial-cluster=<m1>=http://<m1's DNS name>:<peerPort>,... (every member, in ec's order)
+//	--initial-cluster-state=new|existing  --initial-cluster-token=<cluster name>-etcd-<ec.Name>
+//
+// existing says the member joins a cluster that already runs (its data directory already holds a member, or
+// the others already formed the cluster), else it forms a new one with the others. The member is reached by its
+// DNS name, which protokube publishes for the node that holds its volume: the member keeps its name and data
+// wherever its volume goes. The pod runs on the host's network, with dataDir (EtcdDataDir) mounted read-write
+// at the same path; it must exist, on the mounted volume.
+//
+// Peers and clients speak plain http for now: TLS (peer and client certificates from the etcd CAs) comes with
+// the PKI (issue 10), and then these URLs become https.
+func EtcdPod(pc *ProtokubeConfig, ec ProtokubeEtcdCluster, m ProtokubeEtcdMember, dataDir string, existing bool) *nodetasks.Pod {
+	peerURL := func(host string) string { return fmt.Sprintf("http://%s:%d", host, ec.PeerPort) }
+	initial := make([]string, len(ec.Members))
+	for i, other := range ec.Members {
+		initial[i] = other.Name + "=" + peerURL(other.DNSName)
+	}
+	state := "new"
+	if existing {
+		state = "existing"
+	}
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + dataDir,
+		"--listen-peer-urls=" + peerURL("0.0.0.0"),
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ec.ClientPort),
+		"--initial-advertise-peer-urls=" + peerURL(m.DNSName),
+		fmt.Sprintf("--advertise-client-urls=http://%s:%d", m.DNSName, ec.ClientPort),
+		"--initial-cluster=" + strings.Join(initial, ","),
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + pc.ClusterName + "-etcd-" + ec.Name,
+	}
+	args = append(args, ec.Flags...)
+	slices.SortStableFunc(args, func(a, b string) int { return strings.Compare(flagName(a), flagName(b)) })
+
+	cpu := "100m"
+	if ec.Name == "main" {
+		cpu = "200m" // kube-apiserver's objects: the busier cluster
+	}
+	name := etcdPodName(ec.Name)
+	p := staticPod(name, ec.Image, "etcd", args, cpu)
+	c := &p.Spec.Containers[0]
+	c.Ports = []nodetasks.ContainerPort{
+		{Name: "peer", ContainerPort: ec.PeerPort, HostPort: ec.PeerPort},
+		{Name: "client", ContainerPort: ec.ClientPort, HostPort: ec.ClientPort},
+	}
+	// A serializable health check asks this member only: a member that lost its quorum is not restarted for
+	// it, which would not bring the quorum back.
+	c.LivenessProbe = &nodetasks.Probe{
+		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: "/health?serializable=true", Port: ec.ClientPort, Scheme: "HTTP"},
+		InitialDelaySeconds: 15, TimeoutSeconds: 15,
+	}
+	p.Spec.Volumes = []nodetasks.Volume{{Name: "data", HostPath: &nodetasks.HostPathVolumeSource{Path: dataDir, Type: "Directory"}}}
+	c.VolumeMounts = []nodetasks.VolumeMount{{Name: "data", MountPath: dataDir}}
+	return p
+}
+
+// flagName is the name of a flag --name=value: --name.
+func flagName(flag string) string {
+	name, _, _ := strings.Cut(flag, "=")
+	return name
+}
