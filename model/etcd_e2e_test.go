@@ -110,8 +110,9 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 	m := ProtokubeEtcdMember{Name: "a", DNSName: "localhost"}
 	ec := ProtokubeEtcdCluster{Name: "main", PeerPort: peer, ClientPort: client, Members: []ProtokubeEtcdMember{m},
 		Flags: []string{"--heartbeat-interval=100", "--election-timeout=1000"}}
-	dataDir := EtcdDataDir(t.TempDir())                 // the volume's mount point
-	if err := os.MkdirAll(dataDir, 0o700); err != nil { // protokube's part: the directory on the mounted volume
+	// A temporary directory stands for the volume's mount point; protokube creates the data directory on it.
+	dataDir := EtcdDataDir(t.TempDir())
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(t.TempDir(), "etcd.log")
