@@ -40,15 +40,19 @@ func registryDir() string {
 }
 
 // Record kinds, in the order a reap undoes them: processes first (they may hold mounts busy), then mounts,
-// then loop devices, then directories.
+// then network namespaces (the processes still in one are killed with it; its links go with it), then network
+// links, then loop devices, then directories, then directories removed only when empty.
 const (
-	kindProcess = "process" // PID with its start time: a process id alone may have been reused
-	kindMount   = "mount"   // Path
-	kindLoop    = "loop"    // Dev, attached to the file Path
-	kindDir     = "dir"     // Path, removed once nothing is mounted under it
+	kindProcess  = "process"  // PID with its start time: a process id alone may have been reused
+	kindMount    = "mount"    // Path
+	kindNetns    = "netns"    // Path: /run/netns/NAME, a named network namespace (ip netns add NAME)
+	kindLink     = "link"     // Dev: a network interface's name on the host, with its Ifindex (never reused by name alone)
+	kindLoop     = "loop"     // Dev, attached to the file Path
+	kindDir      = "dir"      // Path, removed once nothing is mounted under it
+	kindEmptyDir = "emptydir" // Path, removed only when empty (a directory shared with other test processes)
 )
 
-var kindOrder = map[string]int{kindProcess: 0, kindMount: 1, kindLoop: 2, kindDir: 3}
+var kindOrder = map[string]int{kindProcess: 0, kindMount: 1, kindNetns: 2, kindLink: 3, kindLoop: 4, kindDir: 5, kindEmptyDir: 6}
 
 // record is one thing a test process made that must not outlive it.
 type record struct {
@@ -58,6 +62,8 @@ type record struct {
 	Group bool   `json:"group,omitempty"` // kill PID's process group too
 	Dev   string `json:"dev,omitempty"`
 	Path  string `json:"path,omitempty"`
+	// Ifindex is a link's interface index: a link is ours only while its name still has this index.
+	Ifindex int `json:"ifindex,omitempty"`
 }
 
 var (
@@ -71,29 +77,39 @@ var (
 // problem this exists to prevent.
 func register(t testing.TB, rec record) (done func()) {
 	t.Helper()
+	done, err := registerErr(rec)
+	if err != nil {
+		t.Fatalf("e2e registry: %v", err)
+	}
+	return done
+}
+
+// registerErr is register for a goroutine other than the test's, which must not call t.Fatal.
+func registerErr(rec record) (done func(), err error) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	if regSelf == "" {
 		start, err := processStart(os.Getpid())
 		if err != nil {
-			t.Fatalf("e2e registry: %v", err)
+			return nil, err
 		}
-		regSelf = filepath.Join(registryDir(), fmt.Sprintf("%d-%d", os.Getpid(), start))
-		if err := os.MkdirAll(regSelf, 0o700); err != nil {
-			t.Fatalf("e2e registry: %v", err)
+		self := filepath.Join(registryDir(), fmt.Sprintf("%d-%d", os.Getpid(), start))
+		if err := os.MkdirAll(self, 0o700); err != nil {
+			return nil, err
 		}
+		regSelf = self
 	}
 	regSeq++
 	path := filepath.Join(regSelf, fmt.Sprintf("%06d-%s.json", regSeq, rec.Kind))
 	b, _ := json.Marshal(rec)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatalf("e2e registry: %v", err)
+		return nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		t.Fatalf("e2e registry: %v", err)
+		return nil, err
 	}
-	return func() { os.Remove(path) }
+	return func() { os.Remove(path) }, nil
 }
 
 var reaped sync.Once
@@ -244,6 +260,15 @@ func undo(r record) (msg string, err error) {
 			return "removing " + r.Path, err
 		}
 		return "removed " + r.Path, nil
+	case kindNetns:
+		return undoNetns(r.Path)
+	case kindLink:
+		return undoLink(r.Dev, r.Ifindex)
+	case kindEmptyDir:
+		if err := os.Remove(r.Path); err != nil {
+			return "", nil // gone, or not empty: another process's things are in it
+		}
+		return "removed the empty directory " + r.Path, nil
 	}
 	return "", fmt.Errorf("unknown record kind %q", r.Kind)
 }
