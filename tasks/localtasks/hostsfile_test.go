@@ -332,12 +332,12 @@ func TestHostsFileConcurrent(t *testing.T) {
 // the TTL survives the hosts file.
 func TestHostsFileRecordTask(t *testing.T) {
 	h := newHostsFile(t, ptr(userHosts))
-	w := hostsWorld{h}
+	w := providerWorld{h}
 	ttl := 120
-	build := func() *engine.Graph[hostsWorld] {
-		g := engine.NewGraph[hostsWorld]()
-		engine.Add(g, &dnstasks.Record[hostsWorld]{Name: "api.demo.example.com", Type: "A", TTL: &ttl, Values: []string{"10.0.0.2", "10.0.0.1"}})
-		engine.Add(g, &dnstasks.Record[hostsWorld]{Name: "api.demo.example.com", Type: "AAAA", Values: []string{"fd00::1"}})
+	build := func() *engine.Graph[providerWorld] {
+		g := engine.NewGraph[providerWorld]()
+		engine.Add(g, &dnstasks.Record[providerWorld]{Name: "api.demo.example.com", Type: "A", TTL: &ttl, Values: []string{"10.0.0.2", "10.0.0.1"}})
+		engine.Add(g, &dnstasks.Record[providerWorld]{Name: "api.demo.example.com", Type: "AAAA", Values: []string{"fd00::1"}})
 		return g
 	}
 	enginetest.ApplyThenNoChanges(t, context.Background(), w, build)
@@ -354,6 +354,7 @@ func TestHostsFileRecordTask(t *testing.T) {
 	}
 }
 
-type hostsWorld struct{ p dnstasks.Provider }
+// providerWorld is a dnstasks.World over one provider.
+type providerWorld struct{ p dnstasks.Provider }
 
-func (w hostsWorld) DNSProvider() dnstasks.Provider { return w.p }
+func (w providerWorld) DNSProvider() dnstasks.Provider { return w.p }
