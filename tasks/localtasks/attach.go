@@ -1,0 +1,244 @@
+package localtasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// loopDevices binds disk images to loop devices: losetup on a real machine, an in-memory fake in unit tests.
+type loopDevices interface {
+	// bound returns the loop devices bound to the image file img (by its device and inode), sorted.
+	bound(ctx context.Context, img string) ([]string, error)
+	// attach binds img to a free loop device and returns it.
+	attach(ctx context.Context, img string) (string, error)
+	// detach unbinds a loop device.
+	detach(ctx context.Context, dev string) error
+	// busy reports whether something holds dev open exclusively: a mounted filesystem does.
+	busy(dev string) (bool, error)
+}
+
+// Attach claims volume id for this node and attaches it as a loop device over its image, and returns the
+// device. A volume this node holds already keeps its device (the claim is renewed). A volume another node holds
+// is a terminal error that matches volumetasks.ErrHeld, unless that node released it or its lease expired: then
+// this node takes it over, after unbinding the loop devices the previous holder left, if nothing uses them.
+func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
+	if err := v.checkNode(); err != nil {
+		return "", err
+	}
+	img, err := v.pool.ImagePath(id)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := v.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	info, err := v.pool.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if info == nil {
+		return "", engine.Terminal(fmt.Errorf("volume %s is not in the pool %s: create it (kubeup update cluster --yes) "+
+			"or attach another volume", id, v.pool.dir))
+	}
+	c, err := v.pool.readClaim(id)
+	if err != nil {
+		return "", err
+	}
+	now := v.now()
+	mine := c != nil && c.NodeID == v.node.NodeID
+	if c != nil && !mine && !c.expired(now) {
+		return "", v.heldBy(id, c)
+	}
+	if !mine {
+		// Whatever is bound to the image is the previous holder's (or was bound by hand): never share it.
+		if err := v.unbindAll(ctx, id, img, c, "claiming"); err != nil {
+			return "", err
+		}
+	}
+	rec := &claimRecord{NodeID: v.node.NodeID, InternalIP: v.node.InternalIP, ExternalIP: v.node.ExternalIP,
+		Since: now, Renewed: now, Lease: v.leaseString()}
+	if mine {
+		rec.Since, rec.Device = c.Since, c.Device
+	}
+	bound, err := v.loops.bound(ctx, img)
+	if err != nil {
+		return "", err
+	}
+	dev := rec.Device
+	if !slices.Contains(bound, dev) {
+		dev = ""
+		if len(bound) > 0 {
+			dev = bound[0]
+		}
+	}
+	if c != nil && !mine {
+		engine.Logger(ctx).Warn("taking over a volume whose claim expired", "volume", id, "previous", c.NodeID,
+			"renewed", c.Renewed, "expired", c.expires())
+	}
+	if dev == "" {
+		// The claim first, then the device: a crash between leaves a claim of this node without a device, which
+		// the next Attach completes, never a device without a claim.
+		rec.Device = ""
+		if err := v.pool.writeClaim(id, rec); err != nil {
+			return "", err
+		}
+		if dev, err = v.loops.attach(ctx, img); err != nil {
+			if !mine {
+				// Claimed in vain: leave the volume to the others. A failure here leaves a claim without a
+				// device, which this node's next Attach completes or Detach removes.
+				err = errors.Join(err, v.pool.removeClaim(id))
+			}
+			return "", fmt.Errorf("attaching volume %s: %w", id, err)
+		}
+		engine.Logger(ctx).Info("attached volume", "volume", id, "device", dev, "image", img)
+	}
+	rec.Device = dev
+	if err := v.pool.writeClaim(id, rec); err != nil {
+		return "", err
+	}
+	return dev, nil
+}
+
+// Attached returns the loop device volume id is attached as, when this node holds its claim and its lease has
+// not expired; "" otherwise (then Attach renews or takes the claim).
+func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
+	img, err := v.pool.ImagePath(id)
+	if err != nil {
+		return "", err
+	}
+	c, err := v.pool.readClaim(id)
+	if err != nil || c == nil || c.NodeID != v.node.NodeID || c.expired(v.now()) {
+		return "", err
+	}
+	bound, err := v.loops.bound(ctx, img)
+	if err != nil || len(bound) == 0 {
+		return "", err
+	}
+	if slices.Contains(bound, c.Device) {
+		return c.Device, nil
+	}
+	return bound[0], nil
+}
+
+// Detach unbinds the loop devices of volume id and removes this node's claim. A volume whose claim is not this
+// node's is left alone. A device still in use (a filesystem mounted from it) is refused, and the claim kept:
+// unmount it first.
+func (v *Volumes) Detach(ctx context.Context, id string) error {
+	img, err := v.pool.ImagePath(id)
+	if err != nil {
+		return err
+	}
+	unlock, err := v.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c, err := v.pool.readClaim(id)
+	if err != nil || c == nil || c.NodeID != v.node.NodeID {
+		return err
+	}
+	if err := v.unbindAll(ctx, id, img, c, "detaching"); err != nil {
+		return err
+	}
+	if err := v.pool.removeClaim(id); err != nil {
+		return err
+	}
+	engine.Logger(ctx).Info("detached volume", "volume", id)
+	return nil
+}
+
+// unbindAll unbinds every loop device bound to volume id's image, or none when one of them is in use. c is the
+// volume's claim (nil: none), for the message; doing says what the caller does ("claiming").
+func (v *Volumes) unbindAll(ctx context.Context, id, img string, c *claimRecord, doing string) error {
+	bound, err := v.loops.bound(ctx, img)
+	if err != nil {
+		return err
+	}
+	for _, dev := range bound {
+		busy, err := v.loops.busy(dev)
+		if err != nil {
+			return fmt.Errorf("%s volume %s: %w", doing, id, err)
+		}
+		if busy {
+			whose := "without a claim"
+			if c != nil {
+				whose = "claimed by node " + c.NodeID
+			}
+			return engine.Terminal(fmt.Errorf("%s volume %s: it is attached as %s (%s) and in use, by a mounted filesystem or another exclusive user: "+
+				"kubeup never gives a volume that is in use to another node: unmount it where it is mounted (findmnt --source %s), then try again",
+				doing, id, dev, whose, dev))
+		}
+	}
+	for _, dev := range bound {
+		if err := v.loops.detach(ctx, dev); err != nil {
+			return fmt.Errorf("%s volume %s: %w", doing, id, err)
+		}
+		engine.Logger(ctx).Info("unbound loop device", "volume", id, "device", dev)
+	}
+	return nil
+}
+
+// losetup is loopDevices on the live machine, through losetup(8).
+type losetup struct{}
+
+func (losetup) bound(ctx context.Context, img string) ([]string, error) {
+	out, err := losetupRun(ctx, "--list", "--noheadings", "--output", "NAME", "--associated", img)
+	if err != nil {
+		return nil, err
+	}
+	devs := strings.Fields(out)
+	slices.Sort(devs)
+	return devs, nil
+}
+
+func (losetup) attach(ctx context.Context, img string) (string, error) {
+	out, err := losetupRun(ctx, "--find", "--show", img)
+	if err != nil {
+		return "", err
+	}
+	dev := strings.TrimSpace(out)
+	if !strings.HasPrefix(dev, "/dev/") {
+		return "", fmt.Errorf("losetup --find --show %s printed %q, not a device", img, out)
+	}
+	return dev, nil
+}
+
+func (losetup) detach(ctx context.Context, dev string) error {
+	_, err := losetupRun(ctx, "--detach", dev)
+	return err
+}
+
+// busy opens dev with O_EXCL: a block device that is mounted, or otherwise claimed exclusively, refuses with
+// EBUSY, in every mount namespace.
+func (losetup) busy(dev string) (bool, error) {
+	f, err := os.OpenFile(dev, os.O_RDONLY|os.O_EXCL, 0)
+	switch {
+	case err == nil:
+		f.Close()
+		return false, nil
+	case errors.Is(err, syscall.EBUSY):
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENXIO):
+		return false, nil // unbound meanwhile
+	}
+	return false, fmt.Errorf("checking whether %s is in use: %w", dev, classify(err))
+}
+
+func losetupRun(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "losetup", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("losetup %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
