@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +20,15 @@ import (
 // a filesystem nor a partition table, and reads as zeros at both ends (see probe.go); it is mounted from the device
 // node it probed, whose filesystem UUID it records, at the mount point resolved inside the node root. A different
 // device at the mount point is refused.
+//
+// The device is either fixed (Device) or the one a volume attachment reports when the task runs (Attachment):
+// every rule above holds for both.
 type FormatAndMount struct {
 	// MountPoint is the absolute path on the node the filesystem is mounted at, and the task's name.
 	MountPoint string
 	// Device is a device path ("/dev/loop3", "/dev/nvme1n1") or a cloud disk name resolved through
 	// /dev/disk/by-id: an EBS volume id ("vol-0abc...", found as nvme-Amazon_Elastic_Block_Store_vol0abc...) or
-	// a GCE disk's device name (found as google-NAME).
+	// a GCE disk's device name (found as google-NAME). Empty when Attachment names the device.
 	Device string
 	// FSType is the filesystem to create on a blank device and to expect on a formatted one. Find sets it to
 	// "ext4" when nil, so that the dry run shows a format.
@@ -33,10 +37,21 @@ type FormatAndMount struct {
 	Options []string `kubeup:"set,nilempty"`
 	// UUID is the filesystem's UUID: set by Find, or by Render after formatting.
 	UUID *string `kubeup:"output"`
-	// After orders the mount after other tasks, such as the attachment of the volume.
+	// After orders the mount after other tasks.
 	After []engine.Task `kubeup:"-"`
+	// Attachment, instead of Device, is the task that attaches the volume (volumetasks.Attach): the device is the
+	// one it reports when this task runs. It is a dependency. Until it reports one (a dry run of a volume not
+	// attached yet), Find sees no device and the dry run announces the format and mount.
+	Attachment DeviceSource `kubeup:"-"`
 
 	found *probe // what Find saw on the device, for CheckChanges
+}
+
+// DeviceSource is a task that attaches a device, and says which once it has: volumetasks.Attach is one.
+// AttachedDevice returns "" while the device is not attached (yet).
+type DeviceSource interface {
+	engine.Task
+	AttachedDevice() string
 }
 
 var (
@@ -47,7 +62,36 @@ var (
 func (m *FormatAndMount) Key() engine.Key {
 	return engine.Key{Type: "FormatAndMount", Name: m.MountPoint}
 }
-func (m *FormatAndMount) Deps() []engine.Task { return m.After }
+
+// Deps are After, and the Attachment.
+func (m *FormatAndMount) Deps() []engine.Task {
+	if m.Attachment == nil {
+		return m.After
+	}
+	return append(slices.Clip(m.After), m.Attachment)
+}
+
+// device returns the device to mount, as Device names it: Device, or what the Attachment reports now ("" while
+// it reports nothing).
+func (m *FormatAndMount) device() string {
+	if m.Attachment != nil {
+		return m.Attachment.AttachedDevice()
+	}
+	return m.Device
+}
+
+// attachedDevice returns the device the Attachment reports, checked as Validate checks Device; "" when it
+// reports none yet.
+func (m *FormatAndMount) attachedDevice() (string, error) {
+	name := m.device()
+	if m.Attachment == nil || name == "" {
+		return name, nil
+	}
+	if err := checkDeviceName(fmt.Sprintf("Attachment (%s)", m.Attachment.Key()), name); err != nil {
+		return "", engine.Terminal(err)
+	}
+	return name, nil
+}
 
 // DefaultFSType is the filesystem of a FormatAndMount whose FSType is nil.
 const DefaultFSType = "ext4"
@@ -60,7 +104,11 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 		fsType := DefaultFSType
 		m.FSType = &fsType
 	}
-	dev, err := n.resolveDevice(m.Device)
+	name, err := m.attachedDevice()
+	if err != nil || name == "" {
+		return nil, err // an Attachment that has not attached: nothing to look at yet
+	}
+	dev, err := n.resolveDevice(name)
 	if err != nil || dev == "" {
 		return nil, err
 	}
@@ -153,15 +201,18 @@ func (m *FormatAndMount) Validate() error {
 		return err
 	}
 	switch {
+	case m.Attachment != nil && m.Device != "":
+		return fmt.Errorf("fields Device (%q) and Attachment (%s) are both set: set Device for a fixed device, or "+
+			"Attachment for the device a volume attachment reports, not both", m.Device, m.Attachment.Key())
+	case m.Attachment != nil:
+		// The device is known when the task runs; it is checked then.
 	case m.Device == "":
-		return errors.New("field Device is required: a device path such as /dev/nvme1n1, or a cloud disk name")
-	case strings.HasPrefix(m.Device, "/"):
-		if err := checkNodePath("Device", m.Device); err != nil {
+		return errors.New("field Device is required: a device path such as /dev/nvme1n1, or a cloud disk name; " +
+			"or set Attachment to the task that attaches the volume")
+	default:
+		if err := checkDeviceName("Device", m.Device); err != nil {
 			return err
 		}
-	case len(m.Device) > 128 || !deviceName.MatchString(m.Device):
-		return fmt.Errorf("field Device: %q is neither a device path such as /dev/nvme1n1 nor a cloud disk name "+
-			"such as vol-0abc123 (letters, digits, - and _)", m.Device)
 	}
 	if m.FSType != nil && !fsTypeName.MatchString(*m.FSType) {
 		return fmt.Errorf("field FSType: %q is not a filesystem type such as ext4 or xfs", *m.FSType)
@@ -173,6 +224,18 @@ func (m *FormatAndMount) Validate() error {
 		if o == "remount" || o == "bind" || o == "rbind" || o == "move" {
 			return fmt.Errorf("field Options: %q is an operation of mount(8), not an option of the mount: drop it", o)
 		}
+	}
+	return nil
+}
+
+// checkDeviceName vets a device's name, which field gave: an absolute clean path, or a cloud disk name.
+func checkDeviceName(field, name string) error {
+	switch {
+	case strings.HasPrefix(name, "/"):
+		return checkNodePath(field, name)
+	case len(name) > 128 || !deviceName.MatchString(name):
+		return fmt.Errorf("field %s: %q is neither a device path such as /dev/nvme1n1 nor a cloud disk name "+
+			"such as vol-0abc123 (letters, digits, - and _)", field, name)
 	}
 	return nil
 }
@@ -191,9 +254,10 @@ func (m *FormatAndMount) CheckChanges(actual, expected, changes *FormatAndMount)
 // filesystem of another type, or mount over another device. mountedDevice is what is mounted at the mount
 // point when it is another device.
 func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) error {
+	name := expected.device()
 	if mountedDevice != expected.Device {
 		return fmt.Errorf("%s: %s is mounted there, not %s: unmount it, or choose another mount point",
-			expected.MountPoint, mountedDevice, expected.Device)
+			expected.MountPoint, mountedDevice, name)
 	}
 	if pr == nil {
 		return nil
@@ -205,10 +269,10 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	switch {
 	case pr.ptType != "" || (pr.fsType == "" && pr.other != ""):
 		return fmt.Errorf("device %s holds %s: kubeup formats only blank devices and mounts only filesystems: "+
-			"check that it is the right device; %s", expected.Device, pr, zeroHint(expected.Device))
+			"check that it is the right device; %s", name, pr, zeroHint(name))
 	case pr.fsType != "" && pr.fsType != want:
 		return fmt.Errorf("device %s holds %s, not %s: kubeup never reformats a device: "+
-			"check that it is the right device, or set FSType to %q", expected.Device, pr, want, pr.fsType)
+			"check that it is the right device, or set FSType to %q", name, pr, want, pr.fsType)
 	}
 	return nil
 }
@@ -216,12 +280,19 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 // Render formats the device if, probed again under its lock, it is blank and reads as zeros; then mounts it, or
 // remounts it with the options that are missing.
 func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, changes *FormatAndMount) error {
-	dev, err := n.resolveDevice(expected.Device)
+	name, err := expected.attachedDevice()
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return engine.NotReady(fmt.Errorf("%s has attached no device yet", expected.Attachment.Key()))
+	}
+	dev, err := n.resolveDevice(name)
 	if err != nil {
 		return err
 	}
 	if dev == "" {
-		return engine.NotReady(fmt.Errorf("device %s is not there yet (not attached?)", expected.Device))
+		return engine.NotReady(fmt.Errorf("device %s is not there yet (not attached?)", name))
 	}
 	devNum, err := deviceNumber(dev)
 	if err != nil {
@@ -253,10 +324,10 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		if pr, err = probeDevice(ctx, dev); err != nil {
 			return err
 		}
-		log.Info("formatted device", "device", expected.Device, "path", dev, "fstype", fsType, "uuid", pr.uuid)
+		log.Info("formatted device", "device", name, "path", dev, "fstype", fsType, "uuid", pr.uuid)
 	}
 	if pr.uuid == "" {
-		return fmt.Errorf("device %s: %s filesystem without a UUID: kubeup mounts only filesystems it can tell apart by UUID", expected.Device, pr.fsType)
+		return fmt.Errorf("device %s: %s filesystem without a UUID: kubeup mounts only filesystems it can tell apart by UUID", name, pr.fsType)
 	}
 	expected.UUID = &pr.uuid
 
@@ -296,9 +367,9 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	}
 	if mounted == nil || mounted.dev != devNum {
 		return engine.Terminal(fmt.Errorf("mounting %s (%s) at %s: the mount table shows %+v there instead: "+
-			"something else mounted there at the same time? check with findmnt %s", expected.Device, dev, expected.MountPoint, mounted, mp))
+			"something else mounted there at the same time? check with findmnt %s", name, dev, expected.MountPoint, mounted, mp))
 	}
-	log.Info("mounted", "device", expected.Device, "path", dev, "uuid", pr.uuid, "mountpoint", expected.MountPoint)
+	log.Info("mounted", "device", name, "path", dev, "uuid", pr.uuid, "mountpoint", expected.MountPoint)
 	return nil
 }
 
