@@ -1,0 +1,216 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+const testManifestDir = "/etc/kubernetes/manifests"
+
+// writeManifest writes pod as nodetasks.ManifestFile renders it, atomically, under root.
+func writeManifest(t *testing.T, root, name string, pod *nodetasks.Pod) {
+	t.Helper()
+	y, err := pod.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, testManifestDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shellPod is a static pod whose container runs script in sh with env GEN=gen and the node's /mnt/x at /mnt/x.
+func shellPod(script, gen string) *nodetasks.Pod {
+	return &nodetasks.Pod{
+		Metadata: nodetasks.ObjectMeta{Name: "shell", Namespace: "kube-system"},
+		Spec: nodetasks.PodSpec{
+			HostNetwork: true,
+			Containers: []nodetasks.Container{{
+				Name: "shell", Image: "registry.example/ignored:1",
+				Command:      []string{"sh", "-c"},
+				Args:         []string{script},
+				Env:          []nodetasks.EnvVar{{Name: "GEN", Value: gen}},
+				VolumeMounts: []nodetasks.VolumeMount{{Name: "x", MountPath: "/mnt/x"}},
+			}},
+			Volumes: []nodetasks.Volume{{Name: "x", HostPath: &nodetasks.HostPathVolumeSource{Path: "/mnt/x", Type: "DirectoryOrCreate"}}},
+		},
+	}
+}
+
+// waitFor polls cond every 50ms until it holds or 15s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 15s for %s", what)
+		}
+	}
+}
+
+func sameNamespace(t *testing.T, a, b string) bool {
+	t.Helper()
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		t.Fatal(err)
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// The fake kubelet runs a manifest's command in the node's network namespace with the node's hostPath mounted,
+// restarts it when the manifest changes, and stops it when the manifest is removed; the host's /mnt is never
+// written.
+func TestKubeletRunsRestartsAndStopsAStaticPod(t *testing.T) {
+	RequireRoot(t)
+	node := Network(t).Node(t, "kubelet")
+	root := t.TempDir()
+	k := RunStaticPods(t, node, root, testManifestDir)
+	out := filepath.Join(root, "mnt/x/out")
+	const script = `echo started $GEN > /mnt/x/out; sleep 600`
+	running := func(want string) FakePod {
+		t.Helper()
+		var pod FakePod
+		waitFor(t, "the pod to write "+want, func() bool {
+			b, _ := os.ReadFile(out)
+			var ok bool
+			pod, ok = k.Pod("shell.manifest")
+			return ok && pod.PID != 0 && string(b) == want
+		})
+		return pod
+	}
+
+	writeManifest(t, root, "shell.manifest", shellPod(script, "1"))
+	first := running("started 1\n")
+	if !sameNamespace(t, "/proc/"+strconv.Itoa(first.PID)+"/ns/net", "/run/netns/"+node.Name) {
+		t.Errorf("the pod's process is not in the node's network namespace")
+	}
+	if sameNamespace(t, "/proc/"+strconv.Itoa(first.PID)+"/ns/mnt", "/proc/self/ns/mnt") {
+		t.Errorf("the pod's process is in the host's mount namespace")
+	}
+	if _, err := os.Stat("/mnt/x"); err == nil {
+		t.Errorf("/mnt/x exists on the host: the fake kubelet wrote the host's /mnt")
+	}
+	firstStart, _ := processStart(first.PID)
+
+	writeManifest(t, root, "shell.manifest", shellPod(script, "2"))
+	second := running("started 2\n")
+	if alive(first.PID, firstStart) {
+		t.Errorf("the first process %d still runs after the manifest changed", first.PID)
+	}
+	if second.Starts != 2 {
+		t.Errorf("Starts = %d after a change, want 2", second.Starts)
+	}
+	secondStart, _ := processStart(second.PID)
+
+	if err := os.Remove(filepath.Join(root, testManifestDir, "shell.manifest")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pod to be stopped", func() bool { _, ok := k.Pod("shell.manifest"); return !ok })
+	if alive(second.PID, secondStart) {
+		t.Errorf("process %d still runs after its manifest was removed", second.PID)
+	}
+	if b, _ := os.ReadFile(second.Log); !strings.Contains(string(b), "=== fake kubelet: start 2 of shell.manifest") {
+		t.Errorf("the log %s does not record the second start:\n%s", second.Log, b)
+	}
+}
+
+// A container that exits is started again, with a back-off; Stop ends a running one.
+func TestKubeletRestartsAnExitedPodAndStops(t *testing.T) {
+	RequireRoot(t)
+	node := Network(t).Node(t, "kubelet")
+	root := t.TempDir()
+	k := RunStaticPods(t, node, root, testManifestDir)
+	writeManifest(t, root, "crash.manifest", shellPod(`echo run >> /mnt/x/runs; exit 3`, "1"))
+	waitFor(t, "a second run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(root, "mnt/x/runs"))
+		return strings.Count(string(b), "run\n") >= 2
+	})
+	if pod, _ := k.Pod("crash.manifest"); !strings.Contains(pod.LastError, "exit status 3") {
+		t.Errorf("LastError = %q, want the exit status 3", pod.LastError)
+	}
+
+	writeManifest(t, root, "sleep.manifest", shellPod(`sleep 600`, "1"))
+	var pod FakePod
+	waitFor(t, "the sleeper", func() bool { pod, _ = k.Pod("sleep.manifest"); return pod.PID != 0 })
+	start, _ := processStart(pod.PID)
+	k.Stop()
+	if alive(pod.PID, start) {
+		t.Errorf("process %d still runs after Stop", pod.PID)
+	}
+	if pods := k.Pods(); len(pods) != 2 || pods[0].PID != 0 || pods[1].PID != 0 {
+		t.Errorf("after Stop: %+v, want both pods without a process", pods)
+	}
+}
+
+// The mount plan covers a mount point missing on the host with the node's copy of its deepest existing
+// ancestor, never with /, and skips binds an earlier one already shows.
+func TestKubeletMountPlan(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"mnt/a/data", "tmp/t", "other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		binds   []bindMount
+		want    []bindMount
+		wantErr string
+	}{
+		{name: "missing on the host: the node's /mnt covers it",
+			binds: []bindMount{{root + "/mnt/a/data", "/mnt/a/data"}},
+			want:  []bindMount{{root + "/mnt", "/mnt"}}},
+		{name: "present on the host: bound as it is",
+			binds: []bindMount{{root + "/tmp", "/tmp"}},
+			want:  []bindMount{{root + "/tmp", "/tmp"}}},
+		{name: "a mount path other than the host path, under a covered ancestor",
+			binds: []bindMount{{root + "/other", "/mnt/kubeup-elsewhere"}},
+			want:  []bindMount{{root + "/mnt", "/mnt"}, {root + "/other", "/mnt/kubeup-elsewhere"}}},
+		{name: "ancestors first",
+			binds: []bindMount{{root + "/tmp/t", "/tmp/t"}, {root + "/tmp", "/tmp"}},
+			want:  []bindMount{{root + "/tmp", "/tmp"}}},
+		{name: "only / above it",
+			binds:   []bindMount{{root + "/other", "/kubeup-no-such-top/x"}},
+			wantErr: "never writes the host's /"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := planMounts(root, tt.binds)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("planMounts: %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("planMounts (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(root, "mnt/kubeup-elsewhere")); err != nil {
+		t.Errorf("the mount point of /mnt/kubeup-elsewhere was not made in the node's tree: %v", err)
+	}
+}
