@@ -1,11 +1,18 @@
 package model
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/engine/enginetest"
@@ -140,8 +147,8 @@ func TestBuildNodeGraph(t *testing.T) {
 	}
 }
 
-// TestNodeFiles pins what the node graph writes: the kube-apiserver manifest, kubelet's flags and protokube's
-// configuration on a control-plane node of the 3-control-plane cluster.
+// TestNodeFiles pins what the node graph writes: the kube-apiserver manifest, kubelet's flags and unit on a
+// control-plane node of the 3-control-plane cluster.
 func TestNodeFiles(t *testing.T) {
 	_, g := nodeGraph(t, 3, "control-plane-b")
 	for _, tt := range []struct {
@@ -151,7 +158,6 @@ func TestNodeFiles(t *testing.T) {
 		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-apiserver.manifest"}, "testdata/build-node-kube-apiserver.manifest.golden"},
 		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-proxy.manifest"}, "testdata/build-node-kube-proxy.manifest.golden"},
 		{engine.Key{Type: "File", Name: kubeletEnvFile}, "testdata/build-node-kubelet.env.golden"},
-		{engine.Key{Type: "File", Name: protokubeConfFile}, "testdata/build-node-protokube.yaml.golden"},
 		{engine.Key{Type: "SystemdService", Name: "kubelet.service"}, "testdata/build-node-kubelet.service.golden"},
 	} {
 		t.Run(tt.key.String(), func(t *testing.T) {
@@ -174,6 +180,139 @@ func TestNodeFiles(t *testing.T) {
 			}
 			golden.Assert(t, tt.golden, []byte(got))
 		})
+	}
+}
+
+// TestNodeConfFile checks that the node configuration protokube reads is the one nodeup converged to, as
+// Encode writes it, readable only by root, and that protokube's unit runs protokube with it.
+func TestNodeConfFile(t *testing.T) {
+	nc, g := nodeGraph(t, 3, "control-plane-b")
+	task, ok := g.Lookup(engine.Key{Type: "File", Name: nodeConfFile})
+	if !ok {
+		t.Fatalf("no %s", nodeConfFile)
+	}
+	f := task.(*nodetasks.File)
+	want, err := nc.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *f.Contents != string(want) || *f.Mode != 0o600 {
+		t.Errorf("%s: mode %v, contents:\n%s\nwant mode 0600 and the encoded node configuration", nodeConfFile, *f.Mode, *f.Contents)
+	}
+	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(*f.Contents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(nc, back); diff != "" {
+		t.Errorf("what protokube reads back (-nodeup's +protokube's):\n%s", diff)
+	}
+	svc, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: "protokube.service"})
+	if deps := svc.Deps(); len(deps) != 1 || deps[0] != task {
+		t.Errorf("protokube.service depends on %v, want %s: it restarts when its configuration changes", deps, nodeConfFile)
+	}
+	if _, ok := g.Lookup(engine.Key{Type: "File", Name: "/etc/kubeup/protokube.yaml"}); ok {
+		t.Error("the graph still writes protokube.yaml, which nothing reads")
+	}
+}
+
+// running is the Running field of a graph's service, "nil" when the service is left as it runs.
+func running(t *testing.T, tasks interface {
+	Lookup(engine.Key) (engine.Task, bool)
+}, unit string) string {
+	t.Helper()
+	task, ok := tasks.Lookup(engine.Key{Type: "SystemdService", Name: unit})
+	if !ok {
+		return "absent"
+	}
+	if r := task.(*nodetasks.SystemdService).Running; r != nil {
+		return fmt.Sprint(*r)
+	}
+	return "nil"
+}
+
+// TestNodeGraphServices checks who starts which service: nodeup starts kubelet on a Node and protokube on the
+// control plane, and leaves kubelet on the control plane to protokube; every unit is enabled all the same.
+func TestNodeGraphServices(t *testing.T) {
+	for _, tt := range []struct {
+		group              string
+		kubelet, protokube string
+	}{
+		{"control-plane-a", "nil", "true"},
+		{"nodes", "true", "absent"},
+	} {
+		t.Run(tt.group, func(t *testing.T) {
+			_, g := nodeGraph(t, 3, tt.group)
+			if got := running(t, g, "kubelet.service"); got != tt.kubelet {
+				t.Errorf("kubelet.service Running = %s, want %s", got, tt.kubelet)
+			}
+			if got := running(t, g, "protokube.service"); got != tt.protokube {
+				t.Errorf("protokube.service Running = %s, want %s", got, tt.protokube)
+			}
+			for _, task := range g.Tasks() {
+				if s, ok := task.(*nodetasks.SystemdService); ok && (s.Enabled == nil || !*s.Enabled) {
+					t.Errorf("%s is not enabled", s.Name)
+				}
+			}
+		})
+	}
+}
+
+// world is a world made of parts, as a protokube round's: the node is one of them.
+type world struct {
+	node *nodetasks.Node
+	// volumes, DNS, ... in protokube
+}
+
+func (w *world) Node() *nodetasks.Node { return w.node }
+
+// TestAddNodeTasksInAWorldOfParts checks that a graph of a world made of parts (protokube's round) holds the
+// same node tasks as nodeup's graph, with the services started as asked, and that one run of it converges the
+// node in that world: the files are written, and a second run has nothing to do.
+func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
+	nc, nodeupGraph := nodeGraph(t, 3, "control-plane-c")
+	g := engine.NewGraph[*world]()
+	if err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(engine.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(taskList(t, nodeupGraph.Tasks())), string(taskList(t, g.Tasks()))); diff != "" {
+		t.Errorf("the tasks differ from nodeup's (-nodeup +round):\n%s", diff)
+	}
+	if got := running(t, g, "kubelet.service"); got != "true" {
+		t.Errorf("StartKubelet: kubelet.service Running = %s, want true", got)
+	}
+	if got := running(t, g, "protokube.service"); got != "nil" {
+		t.Errorf("not StartProtokube: protokube.service Running = %s, want nil (protokube never restarts itself)", got)
+	}
+
+	ctx := context.Background()
+	root := t.TempDir()
+	node, err := nodetasks.NewNode(ctx, root, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{node: node}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := engine.Run(ctx, g, w, engine.Options{Target: engine.Apply, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{kubeletEnvFile, nodeConfFile, "/etc/systemd/system/kubelet.service", EtcdManifestPath(nc, "main")} {
+		_, err := os.Stat(filepath.Join(root, f))
+		switch {
+		case f == EtcdManifestPath(nc, "main") && err == nil:
+			t.Errorf("%s: the node tasks wrote etcd's manifest: that is protokube's, once it holds a volume", f)
+		case f != EtcdManifestPath(nc, "main") && err != nil:
+			t.Errorf("the round did not write %s: %v", f, err)
+		}
+	}
+	res, err := engine.Run(ctx, g, w, engine.Options{Target: engine.DryRun, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Plan.Empty() {
+		t.Errorf("a second round would change %+v", res.Plan.Changes)
 	}
 }
 

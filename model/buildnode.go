@@ -7,49 +7,92 @@ import (
 	"path"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // Paths on a node.
 const (
-	kubeletEnvFile     = "/etc/default/kubelet"
-	kubeletBinary      = "/usr/local/bin/kubelet"
-	protokubeBinary    = "/usr/local/bin/protokube"
-	protokubeConfFile  = "/etc/kubeup/protokube.yaml"
+	kubeletEnvFile  = "/etc/default/kubelet"
+	kubeletBinary   = "/usr/local/bin/kubelet"
+	protokubeBinary = "/usr/local/bin/protokube"
+	// nodeConfFile is the node configuration nodeup converged the node to, as Encode writes it (its sha256 on
+	// the first line): what protokube reads, with the same checks as nodeup, to run the same node tasks.
+	nodeConfFile       = "/etc/kubeup/node.conf"
 	systemdUnitDir     = "/etc/systemd/system"
 	controlPlaneTaint  = "node-role.kubernetes.io/control-plane=:NoSchedule"
 	instanceGroupLabel = "kubeup.dev/instancegroup"
 )
 
-// BuildNodeGraph returns the graph nodeup converges on a node of the configuration's instance group: kubelet's
-// flags and unit, the static-pod manifests (kube-apiserver, kube-controller-manager and kube-scheduler on the
-// control plane; kube-proxy everywhere) and, on the control plane, protokube's configuration and unit.
+// BuildNodeGraph returns the graph nodeup converges on a node of the configuration's instance group: the node
+// tasks of AddNodeTasks. nodeup starts kubelet on a Node; on the control plane it writes and enables kubelet's
+// unit but leaves kubelet to protokube, which makes sure it runs in each round (AddNodeTasks with StartKubelet).
 func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
+	g := engine.NewGraph[*nodetasks.Node]()
+	o := NodeTasksOptions{
+		StartKubelet:   nc.InstanceGroup == nil || nc.InstanceGroup.Spec.Role != RoleControlPlane,
+		StartProtokube: true,
+	}
+	if err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, o); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// NodeTasksOptions say what the node tasks do about the services they install. A service that is not started
+// has its unit written and enabled all the same (so it starts at boot); it is neither started nor restarted,
+// and runs as it runs.
+type NodeTasksOptions struct {
+	// StartKubelet starts kubelet.service when it is stopped, and restarts it when its unit or its flags
+	// (/etc/default/kubelet) changed. nodeup sets it on a Node; on the control plane nodeup leaves kubelet to
+	// protokube, which sets it in each round.
+	StartKubelet bool
+	// StartProtokube (control plane) starts protokube.service when it is stopped, and restarts it when its unit
+	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
+	// running it would be killed half-way.
+	StartProtokube bool
+}
+
+// AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
+// node in(world) of g's world: kubelet's flags and unit, the static-pod manifests (kube-apiserver,
+// kube-controller-manager and kube-scheduler on the control plane; kube-proxy everywhere) and, on the control
+// plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
+// nodeup's graph holds them alone (BuildNodeGraph); protokube adds
+// them to each round's graph, whose world is made of the node and the cloud.
+func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *NodeConfig, o NodeTasksOptions) error {
+	if nc.Cluster == nil || nc.InstanceGroup == nil {
+		return fmt.Errorf("node configuration: cluster and instanceGroup are required")
+	}
 	c, ig := nc.Cluster, nc.InstanceGroup
 	s := &c.Spec
 	if s.Kubelet == nil || s.KubeProxy == nil {
-		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
+		return fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
 	case RoleControlPlane, RoleNode:
 	default:
-		return nil, fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
+		return fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
 	}
 	controlPlane := ig.Spec.Role == RoleControlPlane
 	if controlPlane && (s.KubeAPIServer == nil || s.KubeControllerManager == nil || s.KubeScheduler == nil || nc.Protokube == nil) {
-		return nil, fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
+		return fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
+	}
+	envText, err := kubeletEnv(kubeletFlags(s.Kubelet, ig))
+	if err != nil {
+		return fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+	}
+	var conf []byte
+	if controlPlane {
+		if conf, err = nc.Encode(); err != nil {
+			return fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+		}
 	}
 
-	g := engine.NewGraph[*nodetasks.Node]()
-	manifestDir := engine.Add(g, &nodetasks.File{
+	manifestDir := engine.AddIn(g, in, &nodetasks.File{
 		Path: s.Kubelet.PodManifestPath, Type: ptr("directory"), Mode: ptr(os.FileMode(0o755)),
 	})
-
 	addManifest := func(pod *nodetasks.Pod) {
-		engine.Add(g, &nodetasks.ManifestFile{
+		engine.AddIn(g, in, &nodetasks.ManifestFile{
 			Path:  path.Join(s.Kubelet.PodManifestPath, pod.Metadata.Name+".manifest"),
 			Pod:   pod,
 			After: []engine.Task{manifestDir},
@@ -62,41 +105,45 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
-	envText, err := kubeletEnv(kubeletFlags(s.Kubelet, ig))
-	if err != nil {
-		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
-	}
-	env := engine.Add(g, &nodetasks.File{
+	env := engine.AddIn(g, in, &nodetasks.File{
 		Path:     kubeletEnvFile,
 		Contents: ptr(envText),
 		Mode:     ptr(os.FileMode(0o644)),
 	})
-	engine.Add(g, &nodetasks.SystemdService{
+	engine.AddIn(g, in, &nodetasks.SystemdService{
 		Name:       "kubelet.service",
 		Definition: ptr(kubeletUnit),
 		Enabled:    ptr(true),
-		Running:    ptr(true),
+		Running:    startIf(o.StartKubelet),
 		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
 		DependsOn: []engine.Task{env},
 	})
 
 	if controlPlane {
-		conf, err := yaml.Marshal(nc.Protokube)
-		if err != nil {
-			return nil, fmt.Errorf("encoding protokube's configuration: %w", err)
-		}
-		pconf := engine.Add(g, &nodetasks.File{
-			Path: protokubeConfFile, Contents: ptr(string(conf)), Mode: ptr(os.FileMode(0o644)),
+		// protokube reads the node configuration nodeup verified, from a copy of its own: nodeup's may be a URL
+		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
+		// is the cluster's spec.
+		confFile := engine.AddIn(g, in, &nodetasks.File{
+			Path: nodeConfFile, Contents: ptr(string(conf)), Mode: ptr(os.FileMode(0o600)),
 		})
-		engine.Add(g, &nodetasks.SystemdService{
+		engine.AddIn(g, in, &nodetasks.SystemdService{
 			Name:       "protokube.service",
 			Definition: ptr(protokubeUnit),
 			Enabled:    ptr(true),
-			Running:    ptr(true),
-			DependsOn:  []engine.Task{pconf},
+			Running:    startIf(o.StartProtokube),
+			DependsOn:  []engine.Task{confFile},
 		})
 	}
-	return g, nil
+	return nil
+}
+
+// startIf is a service's Running: true to start it, nil to leave it as it runs (never false: no caller stops
+// a service).
+func startIf(start bool) *bool {
+	if start {
+		return ptr(true)
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -166,14 +213,14 @@ KillMode=process
 WantedBy=multi-user.target
 `
 
+	// protokube starts kubelet itself, each round: its unit neither wants nor waits for kubelet's. Nor does it
+	// wait for the network: a round that cannot reach the cloud or DNS fails, and the next one tries again.
 	protokubeUnit = `# Managed by kubeup (nodeup).
 [Unit]
-Description=protokube: claims and mounts this node's etcd volumes, runs etcd, keeps DNS right
-Wants=kubelet.service
-After=kubelet.service
+Description=protokube: claims and mounts this node's etcd volumes, runs etcd, keeps DNS right, keeps kubelet running
 
 [Service]
-ExecStart=` + must(execLine(protokubeBinary, "--conf="+protokubeConfFile)) + `
+ExecStart=` + must(execLine(protokubeBinary, "--conf="+nodeConfFile)) + `
 Restart=always
 RestartSec=5s
 

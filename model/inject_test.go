@@ -176,7 +176,7 @@ func TestProtokubeUnitReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{protokubeBinary, "--conf=" + protokubeConfFile}, expandCommandLine(t, words, nil)); diff != "" {
+	if diff := cmp.Diff([]string{protokubeBinary, "--conf=" + nodeConfFile}, expandCommandLine(t, words, nil)); diff != "" {
 		t.Errorf("protokube's command line (-want +got):\n%s", diff)
 	}
 }

@@ -38,7 +38,8 @@ type ProtokubeConfig struct {
 	DNSNames []string `json:"dnsNames"`
 	// ClusterTag is the tag every volume of the cluster carries (kubernetes.io/cluster/<name>=owned).
 	ClusterTag Tag `json:"clusterTag"`
-	// Local is the local provider's pool and zone file (cloudProvider local).
+	// Local is the local provider's pool, zone file and DNS provider (cloudProvider local): spec.local of the
+	// complete spec, its DNS provider defaulted (zonefile unless the spec chose hosts or rfc2136).
 	Local        *LocalSpec             `json:"local,omitempty"`
 	EtcdClusters []ProtokubeEtcdCluster `json:"etcdClusters"`
 }
@@ -133,6 +134,9 @@ func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {
 		pe := ProtokubeEtcdCluster{
 			Name: e.Name, Version: e.Version, Image: e.Image, ClientPort: e.ClientPort, PeerPort: e.PeerPort,
 			Flags: Flags(e), TagKey: EtcdTagKey(e.Name),
+		}
+		if len(pe.Flags) == 0 {
+			pe.Flags = nil // as protokube reads it back: none is written
 		}
 		for _, m := range e.Members {
 			pe.Members = append(pe.Members, ProtokubeEtcdMember{

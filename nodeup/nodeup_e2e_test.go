@@ -54,8 +54,10 @@ func nodeupIn(t *testing.T, c *e2e.Container, args ...string) (string, error) {
 
 // TestNodeupE2E runs nodeup inside a booted Debian container with real systemd, as a node runs it at boot:
 // without the daemons' binaries the services fail and nodeup says which, with their journal; with them, the
-// units are installed, enabled and active; a second run restarts nothing; a changed kubelet flag restarts
-// kubelet only; and the unit --install-systemd-unit installs runs nodeup again through systemd.
+// units are installed and enabled, protokube is active, and kubelet is left for protokube to start (on the
+// control plane nodeup does not start it); a second run restarts nothing; a changed kubelet flag is written but
+// kubelet is not restarted by nodeup on the control plane, and on a Node it restarts kubelet only; and the unit
+// --install-systemd-unit installs runs nodeup again through systemd.
 func TestNodeupE2E(t *testing.T) {
 	e2e.RequireTools(t, "journalctl")
 	bin := buildNodeup(t)
@@ -89,46 +91,53 @@ func TestNodeupE2E(t *testing.T) {
 	})
 
 	t.Run("services that cannot start", func(t *testing.T) {
-		// No /usr/local/bin/kubelet: the files and units are written, and nodeup fails naming the service,
-		// its state and its journal.
+		// No /usr/local/bin/protokube: the files and units are written, and nodeup fails naming the service,
+		// its state and its journal. kubelet, which nodeup does not start on the control plane, is not tried.
 		out, err := nodeupIn(t, c, args...)
 		if err == nil {
-			t.Fatalf("nodeup succeeded without a kubelet binary:\n%s", out)
+			t.Fatalf("nodeup succeeded without a protokube binary:\n%s", out)
 		}
-		for _, want := range []string{"Error: ", "SystemdService/kubelet.service", "last journal lines"} {
+		for _, want := range []string{"Error: ", "SystemdService/protokube.service", "last journal lines"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("nodeup printed:\n%s\nwant it to contain %q", out, want)
 			}
 		}
-		for _, f := range []string{"etc/default/kubelet", "etc/kubernetes/manifests/kube-apiserver.manifest", "etc/systemd/system/kubelet.service"} {
+		for _, f := range []string{"etc/default/kubelet", "etc/kubernetes/manifests/kube-apiserver.manifest", "etc/systemd/system/kubelet.service",
+			"etc/kubeup/node.conf"} {
 			if _, err := os.Stat(filepath.Join(c.Dir, f)); err != nil {
 				t.Errorf("a failed service should not stop the rest: %v", err)
 			}
+		}
+		if got := c.Show(t, "kubelet.service", "ActiveState"); got != "inactive" {
+			t.Errorf("kubelet.service: ActiveState %q, want inactive: nodeup does not start kubelet on the control plane", got)
 		}
 	})
 
 	put(t, c, "/usr/local/bin/kubelet", []byte(stubDaemon), 0o755)
 	put(t, c, "/usr/local/bin/protokube", []byte(stubDaemon), 0o755)
-	// kubelet failed fast enough to hit systemd's start limit (5 starts in 10s), which refuses a plain start for
-	// the rest of that interval: nodeup resets the failed state itself, as an operator would after fixing the cause.
+	// protokube failed fast enough to hit systemd's start limit (5 starts in 10s), which refuses a plain start
+	// for the rest of that interval: nodeup resets the failed state itself, as an operator would after fixing the
+	// cause.
 	if out, err := nodeupIn(t, c, args...); err != nil {
 		t.Fatalf("nodeup with the daemons in place: %v\n%s", err, out)
 	}
-	for _, unit := range []string{"kubelet.service", "protokube.service"} {
+	for _, unit := range []string{"kubelet.service", "protokube.service", UnitName} {
 		if got := c.Show(t, unit, "UnitFileState"); got != "enabled" {
 			t.Errorf("%s: UnitFileState %q, want enabled", unit, got)
 		}
-		if got := c.Show(t, unit, "ActiveState"); got != "active" {
-			t.Errorf("%s: ActiveState %q, want active", unit, got)
-		}
 	}
-	if got := c.Show(t, UnitName, "UnitFileState"); got != "enabled" {
-		t.Errorf("%s: UnitFileState %q, want enabled", UnitName, got)
+	if got := c.Show(t, "protokube.service", "ActiveState"); got != "active" {
+		t.Errorf("protokube.service: ActiveState %q, want active", got)
+	}
+	if got := c.Show(t, "kubelet.service", "ActiveState"); got != "inactive" {
+		t.Errorf("kubelet.service: ActiveState %q, want inactive: on the control plane protokube starts kubelet, not nodeup", got)
 	}
 	installed, err := os.ReadFile(filepath.Join(c.Dir, InstalledBinary))
 	if err != nil || string(installed) != string(exe) {
 		t.Errorf("%s is not a copy of nodeup (%v)", InstalledBinary, err)
 	}
+	// What protokube's round does (the protokube here is a stand-in that only sleeps).
+	c.MustExec(t, "systemctl", "start", "kubelet.service")
 	invKubelet, invProtokube := c.Show(t, "kubelet.service", "InvocationID"), c.Show(t, "protokube.service", "InvocationID")
 
 	t.Run("a second run restarts nothing", func(t *testing.T) {
@@ -158,7 +167,7 @@ func TestNodeupE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("a changed kubelet flag restarts kubelet only", func(t *testing.T) {
+	t.Run("a changed kubelet flag on the control plane is left to protokube", func(t *testing.T) {
 		conf := nodeConfigWith(t, "control-plane-a", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](50) })
 		put(t, c, "/etc/kubeup/nodeup.conf", conf, 0o600)
 		out, err := nodeupIn(t, c, args...)
@@ -168,10 +177,41 @@ func TestNodeupE2E(t *testing.T) {
 		if !strings.Contains(out, "modified File//etc/default/kubelet") {
 			t.Errorf("nodeup printed:\n%s\nwant the kubelet flags changed", out)
 		}
-		if c.Show(t, "kubelet.service", "InvocationID") == invKubelet {
+		if c.Show(t, "kubelet.service", "InvocationID") != invKubelet {
+			t.Error("nodeup restarted kubelet on the control plane: that is protokube's job")
+		}
+		// protokube reads the whole node configuration, which changed: it restarts to read it.
+		if !strings.Contains(out, "modified File//etc/kubeup/node.conf") || c.Show(t, "protokube.service", "InvocationID") == invProtokube {
+			t.Errorf("nodeup printed:\n%s\nwant protokube's configuration changed, and protokube restarted", out)
+		}
+		for _, unit := range []string{"kubelet.service", "protokube.service"} {
+			if got := c.Show(t, unit, "ActiveState"); got != "active" {
+				t.Errorf("%s: ActiveState %q", unit, got)
+			}
+		}
+	})
+
+	t.Run("on a Node, a changed kubelet flag restarts kubelet only", func(t *testing.T) {
+		// The same machine converges to the Node group: nodeup starts kubelet there, and restarts it for its
+		// flags; protokube, not part of a Node, is left alone.
+		put(t, c, "/etc/kubeup/nodeup.conf", nodeConfig(t, "nodes"), 0o600)
+		if out, err := nodeupIn(t, c, args...); err != nil {
+			t.Fatalf("nodeup: %v\n%s", err, out)
+		}
+		inv, invP := c.Show(t, "kubelet.service", "InvocationID"), c.Show(t, "protokube.service", "InvocationID")
+		conf := nodeConfigWith(t, "nodes", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](50) })
+		put(t, c, "/etc/kubeup/nodeup.conf", conf, 0o600)
+		out, err := nodeupIn(t, c, args...)
+		if err != nil {
+			t.Fatalf("nodeup: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "modified File//etc/default/kubelet") {
+			t.Errorf("nodeup printed:\n%s\nwant the kubelet flags changed", out)
+		}
+		if c.Show(t, "kubelet.service", "InvocationID") == inv {
 			t.Error("kubelet did not restart after its flags changed")
 		}
-		if c.Show(t, "protokube.service", "InvocationID") != invProtokube {
+		if c.Show(t, "protokube.service", "InvocationID") != invP {
 			t.Error("protokube restarted, though only kubelet's flags changed")
 		}
 		if got := c.Show(t, "kubelet.service", "ActiveState"); got != "active" {

@@ -23,7 +23,7 @@ var controlPlaneFiles = []string{
 	"etc/default/kubelet",
 	"etc/systemd/system/kubelet.service",
 	"etc/systemd/system/protokube.service",
-	"etc/kubeup/protokube.yaml",
+	"etc/kubeup/node.conf",
 	"etc/kubernetes/manifests/kube-apiserver.manifest",
 	"etc/kubernetes/manifests/kube-controller-manager.manifest",
 	"etc/kubernetes/manifests/kube-scheduler.manifest",
