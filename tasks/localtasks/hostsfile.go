@@ -88,6 +88,9 @@ func (h *HostsFile) check(name, rrtype string) (string, error) {
 		return "", fmt.Errorf("hosts file %s: DNS record %s: a record of type %q cannot be kept in a hosts file, which maps names to addresses (A and AAAA): use the zonefile or rfc2136 DNS provider for it",
 			h.path, name, rrtype)
 	}
+	if strings.HasPrefix(name, "*.") {
+		return "", fmt.Errorf("hosts file %s: DNS record %s: a hosts file cannot hold a wildcard name: use the zonefile or rfc2136 DNS provider for it", h.path, name)
+	}
 	if !dnstasks.InZone(name, h.zone) {
 		return "", fmt.Errorf("DNS record %s: %w %s of hosts file %s: use a name that ends in .%s, or another zone",
 			name, dnstasks.ErrOutsideZone, h.zone, h.path, h.zone)
@@ -355,6 +358,9 @@ func parseHostsLine(line, zone string) (key hostsKey, ttl int, values [][3]strin
 		}
 		if !dnstasks.InZone(c, zone) {
 			return key, -1, nil, fmt.Errorf("name %q is not in zone %s, the block's: move it out of the block", name, zone)
+		}
+		if strings.HasPrefix(c, "*.") {
+			return key, -1, nil, fmt.Errorf("name %q: a hosts file cannot hold a wildcard name: remove it", name)
 		}
 		values = append(values, [3]string{rrtype, c, a.String()})
 	}

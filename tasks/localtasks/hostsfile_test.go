@@ -264,6 +264,13 @@ func TestHostsFileRefuses(t *testing.T) {
 			is:      dnstasks.ErrOutsideZone,
 		},
 		{
+			name: "wildcard",
+			call: func() error {
+				return h.Upsert(ctx, dnstasks.RecordSet{Name: "*.demo.example.com", Type: "A", TTL: 1, Values: []string{"10.0.0.1"}})
+			},
+			wantErr: "a hosts file cannot hold a wildcard name",
+		},
+		{
 			name: "invalid set",
 			call: func() error {
 				return h.Upsert(ctx, dnstasks.RecordSet{Name: "a.demo.example.com", Type: "A", TTL: 1, Values: []string{"fd00::1"}})
