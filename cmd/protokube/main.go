@@ -1,29 +1,101 @@
 // Command protokube runs on every control-plane node to keep it converged: etcd volumes, manifests, DNS.
 //
-// It is a thin main: flag wiring only.
+// It is a thin main: flag wiring only. The work is done by package protokube.
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"kubeup.dev/kubeup/internal/version"
+	"kubeup.dev/kubeup/protokube"
 )
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		os.Exit(1)
-	}
+	// systemd stops the unit with SIGTERM: protokube ends between rounds. SIGHUP starts a round at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	wake := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case wake <- struct{}{}:
+			default: // a round is asked for already
+			}
+		}
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, wake)
+	stop()
+	os.Exit(code)
 }
 
-func newRootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:               "protokube",
-		Short:             "Keep a control-plane node converged: etcd volumes, manifests, DNS",
-		Long:              "protokube runs forever on every control-plane node: it claims and mounts an etcd volume, writes the etcd manifest and publishes DNS.",
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+// run runs protokube with args and returns the exit code: 0, or 1 after printing "Error: ..." to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, wake <-chan struct{}) int {
+	cmd := newRootCommand(wake)
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
 	}
+	return 0
+}
+
+func newRootCommand(wake <-chan struct{}) *cobra.Command {
+	var (
+		o       protokube.Options
+		verbose bool
+	)
+	root := &cobra.Command{
+		Use:   "protokube --conf PATH|URL [--once] [--dryrun] [--root DIR] [--interval D]",
+		Short: "Keep a control-plane node converged: etcd volumes, manifests, DNS",
+		Long: `protokube runs on every control-plane node, in rounds: the first at start, then every --interval, and at
+once on SIGHUP. Each round reads the node configuration (the same object, with the same sha256 check, as nodeup),
+lists the etcd member volumes of this node's zone by their tags, keeps the one of each etcd cluster this node
+holds or claims a free one (attaching is the lock: a volume another node holds is never taken), formats it only
+if blank, mounts it under /mnt/master-<volume>, writes etcd's manifest while it is mounted (and removes it when
+it is not), publishes the member's DNS name and the API's names, and makes sure kubelet runs. One round is one
+engine run; a failed round is logged and the next one tries again. SIGTERM ends protokube between rounds.
+
+--dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.`,
+		Example: `  protokube --conf=/etc/kubeup/node.conf
+  protokube --conf=/etc/kubeup/node.conf --once --dryrun`,
+		Args:              cobra.NoArgs,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.Err, o.Wake = cmd.OutOrStdout(), cmd.ErrOrStderr(), wake
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			o.Logger = slog.New(slog.NewTextHandler(o.Err, &slog.HandlerOptions{Level: level}))
+			if o.Conf == "" {
+				return fmt.Errorf("--conf is required: the node configuration nodeup read (a path, file:///path, s3://bucket/key or gs://bucket/key)")
+			}
+			return protokube.Run(cmd.Context(), o)
+		},
+	}
+	f := root.Flags()
+	f.StringVar(&o.Conf, "conf", "", "the node configuration, as nodeup's --conf (required)")
+	f.StringVar(&o.Root, "root", "/", "the node's filesystem root")
+	f.BoolVar(&o.DryRun, "dryrun", false, "print each round's report; change nothing")
+	f.BoolVar(&o.Once, "once", false, "run one round and exit with its status")
+	f.DurationVar(&o.Interval, "interval", protokube.DefaultInterval, "time between rounds")
+	f.StringVar(&o.Node.NodeID, "node-id", "", "this node's id in the claims of volumes (default: the host name)")
+	f.StringVar(&o.Node.InternalIP, "internal-ip", "", "this node's internal address, published for its etcd members and the internal API name (default: the address of the default route's interface)")
+	f.StringVar(&o.Node.ExternalIP, "external-ip", "", "this node's public address, published for the public API name (default: the internal one)")
+	f.DurationVar(&o.Lease, "lease", 0, "how long a claim of a local volume holds without being renewed (default 5 × --interval)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log at debug level")
 	root.AddCommand(version.Command("protokube"))
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -11,24 +12,27 @@ func TestCommands(t *testing.T) {
 		name    string
 		args    []string
 		want    string
-		wantErr bool
+		wantErr string
 	}{
 		{name: "version", args: []string{"version"}, want: "protokube version dev\n"},
-		{name: "root prints help", args: nil, want: "Usage:\n  protokube [command]"},
+		{name: "help", args: []string{"--help"}, want: "Usage:\n  protokube --conf PATH|URL"},
+		{name: "no configuration", args: nil, wantErr: "--conf is required"},
+		{name: "a missing configuration is an error of the round", args: []string{"--conf", "/nonexistent/node.conf", "--once", "--node-id", "n1", "--internal-ip", "10.0.0.1"},
+			wantErr: "node configuration /nonexistent/node.conf does not exist"},
+		{name: "an unknown flag", args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			cmd := newRootCommand()
-			cmd.SetOut(&out)
-			cmd.SetErr(&out)
-			cmd.SetArgs(tt.args)
-			err := cmd.Execute()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Execute(%q) error = %v, want error: %v\n%s", tt.args, err, tt.wantErr, &out)
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tt.args, &out, &errOut, nil)
+			if tt.wantErr != "" {
+				if code != 1 || !strings.Contains(errOut.String(), tt.wantErr) {
+					t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, &errOut, tt.wantErr)
+				}
+				return
 			}
-			if !strings.Contains(out.String(), tt.want) {
-				t.Errorf("Execute(%q) printed:\n%s\nwant it to contain %q", tt.args, &out, tt.want)
+			if code != 0 || !strings.Contains(out.String(), tt.want) {
+				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant %q", code, &out, &errOut, tt.want)
 			}
 		})
 	}

@@ -1,0 +1,100 @@
+package protokube
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// memberVolume is an etcd member's volume, with the member its tags name.
+type memberVolume struct {
+	volume  volumetasks.Volume
+	cluster *model.ProtokubeEtcdCluster
+	member  *model.ProtokubeEtcdMember
+}
+
+// choice is what a round found and decided: for each etcd cluster, the member volume this node holds or claims
+// (absent: none), and every member volume of the cluster in this zone with its holder.
+type choice struct {
+	mine     map[string]memberVolume // by etcd cluster name
+	all      []memberVolume
+	problems []string // what the operator should know: logged every round, never acted on
+}
+
+// choose decides which member volume of each etcd cluster this node holds: the one it holds already, else the
+// first free one of its zone (by ID), else none. A node never claims a second member volume of one etcd cluster:
+// when it holds several already (which kubeup never does), it keeps the first and says so, leaving the others
+// as they are for the operator. A volume whose tag names no member of the spec is left alone, and said.
+func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *choice {
+	ch := &choice{mine: map[string]memberVolume{}}
+	for i := range pc.EtcdClusters {
+		ec := &pc.EtcdClusters[i]
+		var held, free []memberVolume
+		for _, v := range vols {
+			tag, ok := v.Tags[ec.TagKey]
+			if !ok || v.Zone != pc.Zone {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, "/")
+			j := slices.IndexFunc(ec.Members, func(m model.ProtokubeEtcdMember) bool { return m.Name == name })
+			if j < 0 {
+				ch.problems = append(ch.problems, fmt.Sprintf("volume %s: its tag %s=%s names no member of etcd cluster %s: left alone", v.ID, ec.TagKey, tag, ec.Name))
+				continue
+			}
+			mv := memberVolume{volume: v, cluster: ec, member: &ec.Members[j]}
+			ch.all = append(ch.all, mv)
+			switch {
+			case v.Holder == nil:
+				free = append(free, mv)
+			case v.Holder.NodeID == me:
+				held = append(held, mv)
+			}
+		}
+		switch {
+		case len(held) > 0:
+			ch.mine[ec.Name] = held[0]
+			if len(held) > 1 {
+				var ids []string
+				for _, h := range held[1:] {
+					ids = append(ids, h.volume.ID)
+				}
+				ch.problems = append(ch.problems, fmt.Sprintf("this node holds %d member volumes of etcd cluster %s: it serves %s only; release %s (detach it) so that another node can serve it",
+					len(held), ec.Name, held[0].volume.ID, strings.Join(ids, ", ")))
+			}
+		case len(free) > 0:
+			ch.mine[ec.Name] = free[0]
+		}
+	}
+	return ch
+}
+
+// apiAddresses are the addresses the API names carry: the internal and external addresses of every node that
+// holds (or, this round, claims) a member volume, sorted, without duplicates.
+func (ch *choice) apiAddresses(me volumetasks.Holder) (internal, external []string) {
+	holders := map[string]volumetasks.Holder{}
+	for _, mv := range ch.all {
+		if h := mv.volume.Holder; h != nil {
+			holders[h.NodeID] = *h
+		}
+	}
+	if len(ch.mine) > 0 {
+		holders[me.NodeID] = me
+	}
+	for _, h := range holders {
+		if h.InternalIP != "" {
+			internal = append(internal, h.InternalIP)
+		}
+		switch {
+		case h.ExternalIP != "":
+			external = append(external, h.ExternalIP)
+		case h.InternalIP != "":
+			external = append(external, h.InternalIP) // a machine without a public address: the API is reached inside
+		}
+	}
+	slices.Sort(internal)
+	slices.Sort(external)
+	return slices.Compact(internal), slices.Compact(external)
+}

@@ -1,0 +1,105 @@
+package protokube
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+func testConfig() *model.ProtokubeConfig {
+	pc := &model.ProtokubeConfig{ClusterName: "demo.example.com", Zone: "a"}
+	for _, name := range []string{"main", "events"} {
+		ec := model.ProtokubeEtcdCluster{Name: name, TagKey: "k8s.io/etcd/" + name}
+		for _, m := range []string{"a", "b", "c"} {
+			ec.Members = append(ec.Members, model.ProtokubeEtcdMember{Name: m, Zone: "a", DNSName: m + ".etcd-" + name + ".internal.demo.example.com"})
+		}
+		pc.EtcdClusters = append(pc.EtcdClusters, ec)
+	}
+	return pc
+}
+
+func vol(id, cluster, member, zone, holder string) volumetasks.Volume {
+	v := volumetasks.Volume{ID: id, Zone: zone, Tags: map[string]string{"k8s.io/etcd/" + cluster: member + "/a,b,c"}}
+	if holder != "" {
+		v.Holder = &volumetasks.Holder{NodeID: holder, InternalIP: "10.0.0." + strings.TrimPrefix(holder, "node"), ExternalIP: ""}
+	}
+	return v
+}
+
+// TestChoose: a node keeps what it holds, else claims the first free member volume of its zone, never a second
+// one of an etcd cluster, never one another node holds, never one of another zone.
+func TestChoose(t *testing.T) {
+	tests := []struct {
+		name     string
+		vols     []volumetasks.Volume
+		want     map[string]string // etcd cluster -> volume
+		problems []string
+	}{
+		{name: "nothing held: the first free one of each cluster",
+			vols: []volumetasks.Volume{vol("b.main", "main", "b", "a", ""), vol("a.main", "main", "a", "a", "node2"), vol("c.main", "main", "c", "a", ""), vol("a.events", "events", "a", "a", "")},
+			want: map[string]string{"main": "b.main", "events": "a.events"}},
+		{name: "what it holds, even when another is free",
+			vols: []volumetasks.Volume{vol("a.main", "main", "a", "a", ""), vol("c.main", "main", "c", "a", "node1")},
+			want: map[string]string{"main": "c.main"}},
+		{name: "all held by others: none",
+			vols: []volumetasks.Volume{vol("a.main", "main", "a", "a", "node2"), vol("b.main", "main", "b", "a", "node3")},
+			want: map[string]string{}},
+		{name: "another zone's volume is never claimed",
+			vols: []volumetasks.Volume{vol("a.main", "main", "a", "b", "")},
+			want: map[string]string{}},
+		{name: "two held: serves one, says so, claims nothing more",
+			vols:     []volumetasks.Volume{vol("a.main", "main", "a", "a", "node1"), vol("b.main", "main", "b", "a", "node1"), vol("c.main", "main", "c", "a", "")},
+			want:     map[string]string{"main": "a.main"},
+			problems: []string{"this node holds 2 member volumes of etcd cluster main: it serves a.main only; release b.main"}},
+		{name: "a tag that names no member is left alone",
+			vols:     []volumetasks.Volume{vol("x.main", "main", "x", "a", "")},
+			want:     map[string]string{},
+			problems: []string{"volume x.main: its tag k8s.io/etcd/main=x/a,b,c names no member of etcd cluster main: left alone"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := choose(testConfig(), "node1", tt.vols)
+			got := map[string]string{}
+			for c, mv := range ch.mine {
+				got[c] = mv.volume.ID
+				if mv.member == nil || !strings.HasPrefix(mv.volume.ID, mv.member.Name+".") {
+					t.Errorf("%s: member %v for volume %s", c, mv.member, mv.volume.ID)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("chose %v, want %v", got, tt.want)
+			}
+			for c, id := range tt.want {
+				if got[c] != id {
+					t.Errorf("etcd cluster %s: chose %q, want %q", c, got[c], id)
+				}
+			}
+			if len(ch.problems) != len(tt.problems) {
+				t.Fatalf("problems %q, want %q", ch.problems, tt.problems)
+			}
+			for i, p := range tt.problems {
+				if !strings.Contains(ch.problems[i], p) {
+					t.Errorf("problem %q lacks %q", ch.problems[i], p)
+				}
+			}
+		})
+	}
+}
+
+// TestAPIAddresses: the API names carry every holder's address, and this node's once it claims a volume; a node
+// without an external address is reached at its internal one.
+func TestAPIAddresses(t *testing.T) {
+	vols := []volumetasks.Volume{vol("a.main", "main", "a", "a", "node2"), vol("b.main", "main", "b", "a", "node3"), vol("c.main", "main", "c", "a", ""), vol("a.events", "events", "a", "a", "node2")}
+	vols[1].Holder.ExternalIP = "203.0.113.3"
+	ch := choose(testConfig(), "node1", vols)
+	internal, external := ch.apiAddresses(volumetasks.Holder{NodeID: "node1", InternalIP: "10.0.0.1", ExternalIP: "203.0.113.1"})
+	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(internal, want) {
+		t.Errorf("internal %v, want %v", internal, want)
+	}
+	if want := []string{"10.0.0.2", "203.0.113.1", "203.0.113.3"}; !slices.Equal(external, want) {
+		t.Errorf("external %v, want %v", external, want)
+	}
+}

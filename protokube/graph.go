@@ -1,0 +1,80 @@
+package protokube
+
+import (
+	"fmt"
+	"os"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// apiTTL is the TTL of the records protokube publishes: short, so that clients follow a control plane that
+// moved within a minute.
+const apiTTL = 60
+
+// buildGraph returns the graph of one round: the node's tasks (kubelet started), and for each etcd cluster
+// either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
+// member's DNS name) or the absence of its manifest; and the API's names, pointing at every node that holds a
+// member volume.
+func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
+	pc := nc.Protokube
+	g := engine.NewGraph[*Round]()
+	if err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true}); err != nil {
+		return nil, err
+	}
+	for i := range pc.EtcdClusters {
+		ec := &pc.EtcdClusters[i]
+		manifest := model.EtcdManifestPath(nc, ec.Name)
+		mv, ok := ch.mine[ec.Name]
+		if !ok {
+			engine.AddIn(g, (*Round).Node, &nodetasks.Absent{Path: manifest})
+			continue
+		}
+		attach := engine.Add(g, &volumetasks.Attach[*Round]{VolumeID: mv.volume.ID})
+		mountPoint := model.EtcdMountPoint(mv.volume.ID)
+		mount := engine.AddIn(g, (*Round).Node, &nodetasks.FormatAndMount{MountPoint: mountPoint, Attachment: attach})
+		// The manifest is written only once the volume is mounted, as the round began: etcd must never start on
+		// the node's own disk, and whether its data directory holds a member is known only then. A round that
+		// mounted a volume is followed by another at once (see Run).
+		mounted, err := r.mounted(mountPoint)
+		if err != nil {
+			return nil, fmt.Errorf("etcd cluster %s: %w", ec.Name, err)
+		}
+		if !mounted {
+			engine.AddIn(g, (*Round).Node, &nodetasks.Absent{Path: manifest})
+			continue
+		}
+		dataDir := model.EtcdDataDir(mountPoint)
+		existing, err := r.holdsMember(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		data := engine.AddIn(g, (*Round).Node, &nodetasks.File{
+			Path: dataDir, Type: ptr(nodetasks.TypeDirectory), Mode: ptr(os.FileMode(0o700)), After: []engine.Task{mount},
+		})
+		pod := model.EtcdPod(pc, *ec, *mv.member, dataDir, existing)
+		engine.AddIn(g, (*Round).Node, &nodetasks.ManifestFile{Path: manifest, Pod: pod, After: []engine.Task{mount, data}})
+		if me.InternalIP != "" {
+			engine.Add(g, &dnstasks.Record[*Round]{Name: mv.member.DNSName, Type: "A", TTL: ptr(apiTTL), Values: []string{me.InternalIP}})
+		}
+	}
+	internal, external := ch.apiAddresses(me)
+	published := map[string]bool{}
+	for i, name := range pc.DNSNames { // the internal name, then the public one
+		values := internal
+		if i > 0 {
+			values = external
+		}
+		if name == "" || len(values) == 0 || published[name] {
+			continue // one name for both: the internal addresses, which every node reaches
+		}
+		published[name] = true
+		engine.Add(g, &dnstasks.Record[*Round]{Name: name, Type: "A", TTL: ptr(apiTTL), Values: values})
+	}
+	return g, nil
+}
+
+func ptr[T any](v T) *T { return &v }

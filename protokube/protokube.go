@@ -1,0 +1,267 @@
+package protokube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/localtasks"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// Options are protokube's flags and where it writes.
+type Options struct {
+	// Conf is the node configuration, as nodeup's --conf: protokube reads it with the same checks.
+	Conf string
+	// Root is the node's filesystem root ("/" when empty); it must exist.
+	Root string
+	// DryRun prints each round's report and changes nothing; Once runs one round and returns its error.
+	DryRun, Once bool
+	// Interval is the time between rounds (default DefaultInterval). Wake starts a round at once (SIGHUP).
+	Interval time.Duration
+	Wake     <-chan struct{}
+	// Node is this node as its claims record it: its id (default: the host name) and its addresses (the
+	// internal one defaults to the address of the interface of the default route; the external one to none).
+	Node volumetasks.Holder
+	// Lease is how long a claim of a local volume holds without this node renewing it (default 5 × Interval).
+	Lease time.Duration
+	// NodeOptions adjust the node world (how systemd is reached).
+	NodeOptions nodetasks.NodeOptions
+	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
+	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
+
+	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
+	Out, Err io.Writer
+	Logger   *slog.Logger
+}
+
+// DefaultInterval is the time between two rounds.
+const DefaultInterval = time.Minute
+
+// roundTimeout bounds one round: a round that hangs (a DNS server that never answers) must not stop the next.
+const roundTimeout = 10 * time.Minute
+
+// quickRounds is how many rounds follow at once a round that attached or mounted a volume: the next one writes
+// the etcd manifest for what it mounted, without waiting an interval.
+const quickRounds = 3
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Lease <= 0 {
+		o.Lease = 5 * o.Interval
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(o.Err, nil))
+	}
+	if o.Providers == nil {
+		o.Providers = cloudProviders
+	}
+	if o.Node.NodeID == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("--node-id is required: the host name cannot be read: %w", err)
+		}
+		o.Node.NodeID = host
+	}
+	if o.Node.InternalIP == "" {
+		ip, err := defaultRouteAddress()
+		if err != nil {
+			return fmt.Errorf("--internal-ip is required: %w", err)
+		}
+		o.Node.InternalIP = ip
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return fmt.Errorf("--root %q: %w", o.Root, err)
+	}
+	o.Root = root
+	return nil
+}
+
+// Run runs rounds until ctx ends: the first at once, then every Interval, at once on Wake, and at once again
+// (up to quickRounds times) after a round that attached or mounted a volume. A failed round is logged, and the
+// next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish, then
+// Run returns nil. With Once, Run runs one round and returns its error.
+func Run(ctx context.Context, o Options) error {
+	if err := o.defaults(); err != nil {
+		return err
+	}
+	quick := 0
+	for {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
+		moved, err := o.round(rctx)
+		cancel()
+		if o.Once {
+			return err
+		}
+		if err != nil {
+			o.Logger.Error("round failed; the next round tries again", "err", err, "next", o.Interval)
+		}
+		if moved && quick < quickRounds && ctx.Err() == nil {
+			quick++
+			continue
+		}
+		quick = 0
+		select {
+		case <-ctx.Done():
+			o.Logger.Info("stopping between rounds", "reason", context.Cause(ctx))
+			return nil
+		case <-o.Wake:
+		case <-time.After(o.Interval):
+		}
+	}
+}
+
+// round runs one round: read the node configuration, find the etcd member volumes of this node's zone, decide
+// which this node holds, and converge the node, the volumes and DNS in one engine run. moved says that it
+// attached or mounted a volume.
+func (o *Options) round(ctx context.Context) (moved bool, err error) {
+	start := time.Now()
+	nc, err := nodeup.LoadConfig(ctx, o.Conf, nodeup.Options{Err: o.Err, Logger: o.Logger})
+	if err != nil {
+		return false, err
+	}
+	if nc.Protokube == nil {
+		return false, fmt.Errorf("node configuration %s: not a control-plane node's (no protokube section): protokube runs on control-plane nodes only", o.Conf)
+	}
+	pc := nc.Protokube
+	node, err := nodetasks.NewNode(ctx, o.Root, o.NodeOptions)
+	if err != nil {
+		return false, err
+	}
+	defer node.Close()
+	vols, dns, err := o.Providers(nc, o.Root, o.Node, o.Lease)
+	if err != nil {
+		return false, err
+	}
+	r := &Round{node: node, volumes: vols, dns: dns}
+
+	found, err := vols.List(ctx, map[string]string{pc.ClusterTag.Key: pc.ClusterTag.Value, model.TagControlPlane: "1"})
+	if err != nil {
+		return false, fmt.Errorf("listing the etcd volumes: %w", err)
+	}
+	ch := choose(pc, o.Node.NodeID, found)
+	for _, p := range ch.problems {
+		o.Logger.Warn(p)
+	}
+	if renewer, ok := vols.(volumetasks.Renewer); ok && !o.DryRun {
+		var held []string
+		for _, mv := range ch.all {
+			if h := mv.volume.Holder; h != nil && h.NodeID == o.Node.NodeID {
+				held = append(held, mv.volume.ID)
+			}
+		}
+		if len(held) > 0 {
+			if err := renewer.Renew(ctx, held); err != nil {
+				return false, fmt.Errorf("renewing the claims of %v: %w", held, err)
+			}
+		}
+	}
+	g, err := buildGraph(r, nc, o.Node, ch)
+	if err != nil {
+		return false, err
+	}
+	target := engine.Apply
+	if o.DryRun {
+		target = engine.DryRun
+	}
+	res, runErr := engine.Run(ctx, g, r, engine.Options{Target: target, Logger: o.Logger})
+	var changes []engine.Change
+	if res != nil && res.Plan != nil {
+		changes = res.Plan.Changes
+	}
+	if o.DryRun && runErr == nil {
+		if err := res.Plan.WriteText(o.Out); err != nil {
+			return false, err
+		}
+	}
+	var volumes []string
+	for _, name := range slices.Sorted(maps.Keys(ch.mine)) {
+		volumes = append(volumes, ch.mine[name].volume.ID)
+	}
+	for _, c := range changes {
+		if c.Key.Type == volumetasks.AttachKeyType || c.Key.Type == "FormatAndMount" {
+			moved = true
+		}
+	}
+	o.Logger.Info("round", "volumes", volumes, "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
+	return moved && !o.DryRun, runErr
+}
+
+// cloudProviders returns the volumes and DNS of the configuration's cloud.
+func cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
+	pc := nc.Protokube
+	switch pc.CloudProvider {
+	case model.CloudLocal:
+		if pc.Local == nil || pc.Local.PoolDir == "" {
+			return nil, nil, errors.New("protokube: the configuration names no local pool (spec.local.poolDir)")
+		}
+		pool, err := localtasks.NewPool(pc.Local.PoolDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		dns, err := localDNS(pc, root)
+		if err != nil {
+			return nil, nil, err
+		}
+		return localtasks.NewVolumes(pool, me, lease), dns, nil
+	}
+	return nil, nil, fmt.Errorf("protokube: cloudProvider %s: kubeup cannot run its volumes and DNS yet (its provider is a later issue)", pc.CloudProvider)
+}
+
+// localDNS is the DNS provider the local cloud's spec names. Its files are the node's, under root.
+func localDNS(pc *model.ProtokubeConfig, root string) (dnstasks.Provider, error) {
+	d := pc.Local.DNS
+	if d == nil {
+		d = &model.LocalDNSSpec{Provider: model.LocalDNSZoneFile}
+	}
+	switch d.Provider {
+	case "", model.LocalDNSZoneFile:
+		return localtasks.NewZoneFile(pc.Local.ZoneFile, pc.DNSZone)
+	case model.LocalDNSHosts:
+		return localtasks.NewHostsFile(filepath.Join(root, d.HostsFile), pc.DNSZone)
+	case model.LocalDNSRFC2136:
+		secret, err := os.ReadFile(filepath.Join(root, d.TSIGSecretFile))
+		if err != nil {
+			return nil, fmt.Errorf("spec.local.dns.tsigSecretFile: reading the TSIG secret of key %s: %w", d.TSIGKeyName, err)
+		}
+		return localtasks.NewRFC2136(d.Server, pc.DNSZone, d.TSIGKeyName, d.TSIGAlgorithm, strings.TrimSpace(string(secret)))
+	}
+	return nil, fmt.Errorf("spec.local.dns.provider %q: want %s, %s or %s", d.Provider, model.LocalDNSZoneFile, model.LocalDNSHosts, model.LocalDNSRFC2136)
+}
+
+// defaultRouteAddress is the local address this machine would use to reach the outside: the address of the
+// interface of its default route. Nothing is sent.
+func defaultRouteAddress() (string, error) {
+	c, err := net.Dial("udp", "192.0.2.1:9")
+	if err != nil {
+		return "", fmt.Errorf("this machine has no default route to tell its address by (%w): name it", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
