@@ -20,14 +20,12 @@ import (
 // Every 200ms it reads the node's manifest directory; for each *.manifest (a YAML Pod, as nodetasks.ManifestFile
 // writes it) it runs the first container's command and args, with the container's env, as a process on the
 // host (the image is ignored: the binary must be installed on the host, such as Debian's etcd) in the node's
-// network namespace and in a private mount namespace where each of the container's hostPath volume mounts is a
-// bind mount of the node's path (root + the volume's path). It restarts the process when the manifest changes,
+// network namespace and in a mount namespace and root filesystem of its own (see podScript): the host's programs
+// and /etc, and each of the container's hostPath volume mounts as a recursive bind mount of the node's path (root
+// + the volume's path, with what is mounted under it, such as the volume protokube mounted there). No other
+// mount of the host is in the pod's namespace. It restarts the process when the manifest changes,
 // and when it exits (after 1s, doubling up to 10s, as kubelet's back-off); it stops it (SIGTERM, then SIGKILL
 // after 10s) when the manifest is removed. Probes, ports, resources and the other containers are ignored.
-//
-// The mount namespace never writes the host's directories: a mount point missing on the host is made visible by
-// bind-mounting the node's copy of its deepest existing ancestor (root/mnt over /mnt for /mnt/master-x/data) in
-// the pod's namespace. An ancestor that is / itself cannot be covered: such a pod fails to start.
 type FakeKubelet struct {
 	node        *NetNode
 	root        string
@@ -78,7 +76,7 @@ const (
 func RunStaticPods(t testing.TB, node *NetNode, root, manifestDir string) *FakeKubelet {
 	t.Helper()
 	RequireRoot(t)
-	RequireTools(t, "ip", "unshare", "mount", "sh")
+	RequireTools(t, "ip", "unshare", "mount", "umount", "pivot_root", "sh")
 	k := &FakeKubelet{node: node, root: filepath.Clean(root), manifestDir: manifestDir, logDir: t.TempDir(), t: t,
 		pods: map[string]*fakePod{}, stop: make(chan struct{}), done: make(chan struct{})}
 	t.Cleanup(k.Stop)
@@ -281,17 +279,15 @@ func (k *FakeKubelet) start(name string, b []byte, n int) (*Process, error) {
 			return nil, fmt.Errorf("volume mount %q: no such volume", vm.Name)
 		}
 	}
-	plan, err := planMounts(k.root, binds)
+	rootfs := k.logFile(name)[:len(k.logFile(name))-len(".log")] + ".rootfs"
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return nil, err
+	}
+	script, err := podScript(rootfs, binds)
 	if err != nil {
 		return nil, err
 	}
-	var script strings.Builder
-	script.WriteString("set -e\n")
-	for _, m := range plan {
-		fmt.Fprintf(&script, "mount --bind %s %s\n", shellQuote(m.Source), shellQuote(m.Target))
-	}
-	script.WriteString(`exec "$@"` + "\n")
-	args := append([]string{"--mount", "--propagation", "private", "sh", "-c", script.String(), "fake-kubelet"}, c.Command...)
+	args := append([]string{"--mount", "--propagation", "slave", "sh", "-c", script, "fake-kubelet"}, c.Command...)
 	args = append(args, c.Args...)
 	cmd := k.node.Command(context.Background(), "unshare", args...)
 	cmd.Dir = "/"
@@ -339,80 +335,55 @@ func ensureHostPath(path, typ string) error {
 // bindMount is a bind mount of the pod's namespace: Source (a path of the host) over Target.
 type bindMount struct{ Source, Target string }
 
-// planMounts orders the pod's bind mounts, ancestors first, and adds what makes every target exist without
-// writing the host: a target missing on the host is covered by binding root's copy of its deepest existing
-// ancestor over that ancestor (which then holds the target, since the source exists under root). A target
-// covered by an earlier bind that already shows its source needs no bind of its own.
-func planMounts(root string, binds []bindMount) ([]bindMount, error) {
+// podScript is the shell script that makes the pod's filesystem and then runs the container's command ("$@"),
+// in a mount namespace of the pod's own. The filesystem is a tmpfs at rootfs holding the host's programs and
+// configuration (/usr and the /bin, /lib... links or binds; /etc with the node's resolv.conf and hosts that
+// `ip netns exec` bound there; /dev, /proc, /sys) and the pod's volumes (a recursive bind of each Source, with
+// what is mounted under it, at Target); the script pivots into it and detaches the host's tree. So the pod holds
+// no copy of another node's volume mount (a copy would keep the volume mounted and its loop device busy after
+// the host unmounted it, unseen by the host), and the host's directories are never written.
+func podScript(rootfs string, binds []bindMount) (string, error) {
+	var b strings.Builder
+	b.WriteString(`set -e
+R=` + shellQuote(rootfs) + `
+mount -t tmpfs -o mode=0755 fake-kubelet-pod "$R"
+cd "$R"
+for d in usr bin sbin lib lib32 lib64 libx32; do
+	if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$d"
+	elif [ -d "/$d" ]; then mkdir "$d"; mount --bind "/$d" "$d"
+	fi
+done
+mkdir etc dev sys proc tmp run var .old
+mount --rbind /etc etc
+mount --rbind /dev dev
+mount --rbind /sys sys
+mount -t proc proc proc
+mount -t tmpfs -o mode=1777 tmpfs tmp
+`)
 	sort.SliceStable(binds, func(i, j int) bool { return len(binds[i].Target) < len(binds[j].Target) })
-	var plan []bindMount
-	// visible returns the host path that the pod will see at target after the binds planned so far.
-	visible := func(target string) (string, bool) {
-		for i := len(plan) - 1; i >= 0; i-- {
-			m := plan[i]
-			if target == m.Target || strings.HasPrefix(target, m.Target+"/") {
-				return m.Source + strings.TrimPrefix(target, m.Target), true
-			}
+	for _, m := range binds {
+		if !filepath.IsAbs(m.Target) || m.Target == "/" {
+			return "", fmt.Errorf("mount path %q: want an absolute path other than /", m.Target)
 		}
-		return target, false
-	}
-	for _, b := range binds {
-		at, covered := visible(b.Target)
-		if at == b.Source {
-			continue
+		st, err := os.Stat(m.Source)
+		if err != nil {
+			return "", err
 		}
-		if _, err := os.Lstat(at); err != nil {
-			if covered {
-				// Under an earlier bind of a node path: make the mount point there, in the node's tree.
-				if err := mkMountPoint(at, b.Source); err != nil {
-					return nil, err
-				}
-			} else {
-				ancestor := filepath.Dir(b.Target)
-				for ancestor != "/" {
-					if st, err := os.Stat(ancestor); err == nil && st.IsDir() {
-						break
-					}
-					ancestor = filepath.Dir(ancestor)
-				}
-				if ancestor == "/" {
-					return nil, fmt.Errorf("mount point %s: neither it nor a directory above it but / is on the host, and the fake kubelet never writes the host's /", b.Target)
-				}
-				cover := filepath.Join(root, ancestor)
-				if err := os.MkdirAll(cover, 0o755); err != nil {
-					return nil, err
-				}
-				plan = append(plan, bindMount{Source: cover, Target: ancestor})
-				if at, _ = visible(b.Target); at == b.Source {
-					continue
-				}
-				if err := mkMountPoint(at, b.Source); err != nil {
-					return nil, err
-				}
-			}
+		t := shellQuote("." + m.Target)
+		if st.IsDir() {
+			fmt.Fprintf(&b, "mkdir -p %s\n", t)
+		} else {
+			fmt.Fprintf(&b, "mkdir -p \"$(dirname %s)\"; : > %s\n", t, t)
 		}
-		plan = append(plan, b)
+		fmt.Fprintf(&b, "mount --rbind %s %s\n", shellQuote(m.Source), t)
 	}
-	return plan, nil
-}
-
-// mkMountPoint makes at, in the node's tree, a directory or an empty file as source is.
-func mkMountPoint(at, source string) error {
-	st, err := os.Stat(source)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return os.MkdirAll(at, 0o755)
-	}
-	if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(at, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	return f.Close()
+	b.WriteString(`pivot_root . .old
+cd /
+umount -l /.old
+rmdir /.old
+exec "$@"
+`)
+	return b.String(), nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
