@@ -25,7 +25,7 @@ GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
 # clean).
-E2E_PACKAGES := bind9 dnsutils etcd-server etcd-client iproute2 systemd-container debootstrap awscli e2fsprogs dbus
+E2E_PACKAGES := bind9 dnsutils etcd-server etcd-client iproute2 iputils-ping systemd-container debootstrap awscli e2fsprogs dbus
 E2E_MIRROR ?= http://deb.debian.org/debian
 KUBEUP_E2E_ROOTFS ?= /var/cache/kubeup/rootfs-bookworm
 export KUBEUP_E2E_ROOTFS

@@ -48,6 +48,19 @@ const bindKeyName = "kubeup-e2e"
 // /var/lib/bind (removed at cleanup, and recorded in the registry); otherwise in t.TempDir().
 func StartBIND(t testing.TB, zone string) *BIND {
 	t.Helper()
+	return startBIND(t, zone, "", 0)
+}
+
+// StartBINDOn is StartBIND listening on ip and port: a Net's Gateway and 53, where the resolver of a NetNode
+// (SetResolver) asks, so that programs in the nodes resolve the zone's names through it. ip must be an address of
+// one of the host's interfaces.
+func StartBINDOn(t testing.TB, zone, ip string, port int) *BIND {
+	t.Helper()
+	return startBIND(t, zone, ip, port)
+}
+
+func startBIND(t testing.TB, zone, ip string, port int) *BIND {
+	t.Helper()
 	RequireRoot(t)
 	RequireTools(t, "named")
 	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
@@ -61,7 +74,7 @@ func StartBIND(t testing.TB, zone string) *BIND {
 	// A port free now may be taken before named binds it: try a few.
 	var err error
 	for range 5 {
-		if err = b.start(t, named); err == nil {
+		if err = b.start(t, named, ip, port); err == nil {
 			return b
 		}
 		t.Logf("starting named: %v", err)
@@ -108,12 +121,14 @@ func apparmorEnforces(path string) bool {
 
 func (b *BIND) log() string { return filepath.Join(b.Dir, "named.log") }
 
-// start writes the configuration for a fresh address and port, starts named, and waits for its SOA answer.
-func (b *BIND) start(t testing.TB, named string) error {
+// start writes the configuration for ip and port (a fresh port of 127.0.0.1 when ip is ""), starts named, and waits for its SOA answer.
+func (b *BIND) start(t testing.TB, named, ip string, port int) error {
 	t.Helper()
-	ip, port, err := freeLoopbackPort()
-	if err != nil {
-		return err
+	if ip == "" {
+		var err error
+		if ip, port, err = freeLoopbackPort(); err != nil {
+			return err
+		}
 	}
 	b.Addr = net.JoinHostPort(ip, strconv.Itoa(port))
 	if err := b.writeConfig(ip, port); err != nil {

@@ -69,3 +69,26 @@ func Unmount(t testing.TB, mountPoint string) {
 		}
 	})
 }
+
+// DetachLoopsOf registers in t.Cleanup the detach of every loop device bound to img, for a test whose code
+// attaches it (protokube's local volumes); the record lets the next run detach them if this test process dies
+// first. Register it before the mounts over those devices (Unmount), so that it runs after them.
+func DetachLoopsOf(t testing.TB, img string) {
+	t.Helper()
+	unreg := register(t, record{Kind: kindLoop, Path: img})
+	t.Cleanup(func() {
+		defer unreg()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := Run(ctx, "losetup", "--noheadings", "--output", "NAME", "-j", img)
+		if err != nil {
+			t.Errorf("listing the loop devices of %s: %v", img, err)
+			return
+		}
+		for _, dev := range strings.Fields(out) {
+			if _, err := Run(ctx, "losetup", "-d", dev); err != nil {
+				t.Errorf("detaching %s (%s): %v", dev, img, err)
+			}
+		}
+	})
+}

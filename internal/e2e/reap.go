@@ -64,6 +64,8 @@ type record struct {
 	Path  string `json:"path,omitempty"`
 	// Ifindex is a link's interface index: a link is ours only while its name still has this index.
 	Ifindex int `json:"ifindex,omitempty"`
+
+	keepFile bool // a loop device's file is not ours: detach, do not remove (never recorded)
 }
 
 var (
@@ -231,6 +233,23 @@ func undo(r record) (msg string, err error) {
 		}
 		return "unmounted " + r.Path, nil
 	case kindLoop:
+		if r.Dev == "" { // every loop device over r.Path (DetachLoopsOf); the file is not ours to remove
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := Run(ctx, "losetup", "--noheadings", "--output", "NAME", "-j", r.Path)
+			if err != nil {
+				return "listing the loop devices of " + r.Path, err
+			}
+			var done []string
+			for _, dev := range strings.Fields(out) {
+				msg, err := undo(record{Kind: kindLoop, Dev: dev, Path: r.Path, keepFile: true})
+				if err != nil {
+					return msg, err
+				}
+				done = append(done, msg)
+			}
+			return strings.Join(done, "; "), nil
+		}
 		backing, err := os.ReadFile("/sys/block/" + filepath.Base(r.Dev) + "/loop/backing_file")
 		if err != nil || strings.TrimSpace(string(backing)) != r.Path {
 			return "", nil // detached already, or reused for another file: not ours any more
@@ -247,7 +266,9 @@ func undo(r record) (msg string, err error) {
 		if _, err := Run(ctx, "losetup", "-d", r.Dev); err != nil {
 			return "detaching " + r.Dev, err
 		}
-		os.Remove(r.Path)
+		if !r.keepFile {
+			os.Remove(r.Path)
+		}
 		return "detached " + r.Dev + " (" + r.Path + ")", nil
 	case kindDir:
 		if _, err := os.Lstat(r.Path); errors.Is(err, fs.ErrNotExist) {
