@@ -1,6 +1,10 @@
-// Package protokube keeps a control-plane node converged: the sync loop that re-runs the node graph, the claim
-// of etcd volumes (at most one member volume per etcd cluster; attach is the lock), and the publication of DNS
-// for what is actually mounted and running.
+// Package protokube keeps a control-plane node converged, in rounds (Run): each round reads the node
+// configuration as nodeup does (nodeup.LoadConfig), lists the etcd member volumes of the node's zone, keeps the
+// one of each etcd cluster the node holds or claims a free one (choose: at most one per etcd cluster; attach is
+// the lock), and converges in one engine run over a world of parts (Round): the node's tasks with kubelet
+// started, the attach, format-if-blank and mount of each volume, etcd's manifest while its volume is mounted
+// (nodetasks.Absent otherwise), and the DNS names of the members it serves and of the API, from the claims.
 //
-// protokube must not import cloudup or cmd.
+// protokube imports engine, model, nodeup, the task packages and the standard library. It must not import
+// cloudup or cmd.
 package protokube
