@@ -1,0 +1,89 @@
+// Command staticpods is a stand-in for kubelet for the demo and tests, not product code: it runs the static pods
+// of one node (a network namespace and a filesystem root) with internal/staticpods, the core of the e2e tests'
+// FakeKubelet, until SIGTERM or SIGINT, then stops them. `make demo` runs one per control-plane node, for the
+// etcd-* manifests only: the other static pods need the Kubernetes binaries that come with a later issue.
+//
+//	staticpods --netns NAME --root DIR [--manifests /etc/kubernetes/manifests] [--only 'etcd-*'] --log-dir DIR
+//
+// Each pod's output goes to <log-dir>/<manifest>.log, and the process id of its running process to
+// <log-dir>/<manifest>.pid (removed when it stops), so that a clean-up finds it by its id.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"kubeup.dev/kubeup/internal/staticpods"
+)
+
+func main() {
+	netns := flag.String("netns", "", "the node's network namespace (ip netns)")
+	root := flag.String("root", "", "the node's filesystem root")
+	manifests := flag.String("manifests", "/etc/kubernetes/manifests", "the manifest directory, under --root")
+	only := flag.String("only", "*", "run only the manifests whose file name matches this glob")
+	logDir := flag.String("log-dir", "", "where each pod's log, process id file and root filesystem mount point go")
+	flag.Parse()
+	if *netns == "" || *root == "" || *logDir == "" || flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB]")
+		os.Exit(2)
+	}
+	if _, err := filepath.Match(*only, ""); err != nil {
+		fmt.Fprintf(os.Stderr, "staticpods: --only %q: %v\n", *only, err)
+		os.Exit(2)
+	}
+	for _, tool := range staticpods.Tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			fmt.Fprintf(os.Stderr, "staticpods: %s is not installed\n", tool)
+			os.Exit(1)
+		}
+	}
+	if err := os.MkdirAll(*logDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "staticpods:", err)
+		os.Exit(1)
+	}
+	r := staticpods.Start(staticpods.Config{
+		NetNS: *netns, Root: *root, ManifestDir: *manifests, LogDir: *logDir,
+		Only: func(name string) bool { ok, _ := filepath.Match(*only, name); return ok },
+		Start: func(cmd *exec.Cmd, logFile string) (staticpods.Process, error) {
+			p, err := staticpods.StartProcess(cmd, logFile)
+			if err != nil {
+				return nil, err
+			}
+			pidFile := strings.TrimSuffix(logFile, ".log") + ".pid"
+			os.WriteFile(pidFile, []byte(strconv.Itoa(p.PID())+"\n"), 0o644)
+			go func() { <-p.Done(); os.Remove(pidFile) }()
+			return p, nil
+		},
+	})
+	fmt.Printf("staticpods: running %s in %s%s for network namespace %s\n", *only, *root, *manifests, *netns)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	last := ""
+	for {
+		select {
+		case s := <-sig:
+			fmt.Printf("staticpods: %v: stopping the pods\n", s)
+			r.Stop()
+			return
+		case <-tick.C:
+			var b strings.Builder
+			for _, p := range r.Pods() {
+				fmt.Fprintf(&b, " %s(pid %d, %d starts)", p.Manifest, p.PID, p.Starts)
+			}
+			if b.String() != last {
+				fmt.Printf("staticpods: pods:%s\n", b.String())
+				last = b.String()
+			}
+		}
+	}
+}
