@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,4 +92,25 @@ func DetachLoopsOf(t testing.TB, img string) {
 			}
 		}
 	})
+}
+
+// WaitUnused waits, up to 30s, until nothing holds the block device dev (an exclusive open succeeds), and fails t
+// after that. After an unmount the device may stay busy a moment: a mount namespace that another process made
+// while dev was mounted (ip netns exec, unshare, a test running beside this one) keeps its copy of the mount
+// until that process ends. kubeup refuses to hand a busy device to another node, so a test that unmounts and then
+// moves the volume waits for this first.
+func WaitUnused(t testing.TB, dev string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fd, err := syscall.Open(dev, syscall.O_RDONLY|syscall.O_EXCL|syscall.O_CLOEXEC, 0)
+		if err == nil {
+			syscall.Close(fd)
+			return
+		}
+		if err != syscall.EBUSY || time.Now().After(deadline) {
+			t.Fatalf("%s is still in use 30s after it was unmounted (%v): findmnt --source %s, and the mount namespaces of running processes", dev, err, dev)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

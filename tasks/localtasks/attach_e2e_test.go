@@ -109,6 +109,7 @@ func TestVolumesLoopE2E(t *testing.T) {
 
 	// Unmounted, the expired claim moves to node-b, on a device of its own; node-a's is unbound.
 	e2e.MustRun(t, "umount", mp)
+	e2e.WaitUnused(t, dev)
 	devB := mustAttach(t, b, "a.etcd-main")
 	if got := losetupBound(t, img); len(got) != 1 || got[0] != devB {
 		t.Errorf("after the takeover, %v bound; want [%s]", got, devB)

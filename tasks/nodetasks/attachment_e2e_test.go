@@ -103,6 +103,7 @@ func TestFormatAndMountAttachmentE2E(t *testing.T) {
 
 	// node-a lets it go; node-b gets it, on a device of its own, and mounts it with node-a's data, unformatted.
 	e2e.MustRun(t, "umount", mpA)
+	e2e.WaitUnused(t, devA)
 	if err := a.vols.Detach(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
