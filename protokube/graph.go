@@ -17,8 +17,8 @@ const apiTTL = 60
 
 // buildGraph returns the graph of one round: the node's tasks (kubelet started), and for each etcd cluster
 // either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
-// member's DNS name) or the absence of its manifest; and the API's names, pointing at every node that holds a
-// member volume.
+// member's DNS name) or the absence of its manifest, and this node's address withdrawn from the names of the
+// members it does not serve; and the API's names, pointing at every node that holds a member volume.
 func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
@@ -29,6 +29,13 @@ func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choic
 		ec := &pc.EtcdClusters[i]
 		manifest := model.EtcdManifestPath(nc, ec.Name)
 		mv, ok := ch.mine[ec.Name]
+		// A node withdraws its address from the names of the members it does not serve (any more): a name
+		// follows its member to the node that holds its volume, and never points at one that does not.
+		for _, m := range ec.Members {
+			if (!ok || m.Name != mv.member.Name) && me.InternalIP != "" {
+				engine.Add(g, &dnstasks.Withdrawn[*Round]{Name: m.DNSName, Type: "A", Value: me.InternalIP})
+			}
+		}
 		if !ok {
 			engine.AddIn(g, (*Round).Node, &nodetasks.Absent{Path: manifest})
 			continue

@@ -95,6 +95,12 @@ func (o *Options) defaults() error {
 		}
 		o.Node.InternalIP = ip
 	}
+	if ip := net.ParseIP(o.Node.InternalIP); ip == nil || ip.To4() == nil {
+		return fmt.Errorf("--internal-ip %q: want this node's IPv4 address (its records are A records)", o.Node.InternalIP)
+	}
+	if ip := net.ParseIP(o.Node.ExternalIP); o.Node.ExternalIP != "" && (ip == nil || ip.To4() == nil) {
+		return fmt.Errorf("--external-ip %q: want this node's public IPv4 address, or none", o.Node.ExternalIP)
+	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return fmt.Errorf("--root %q: %w", o.Root, err)

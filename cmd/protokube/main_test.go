@@ -19,6 +19,8 @@ func TestCommands(t *testing.T) {
 		{name: "no configuration", args: nil, wantErr: "--conf is required"},
 		{name: "a missing configuration is an error of the round", args: []string{"--conf", "/nonexistent/node.conf", "--once", "--node-id", "n1", "--internal-ip", "10.0.0.1"},
 			wantErr: "node configuration /nonexistent/node.conf does not exist"},
+		{name: "an address that is not IPv4", args: []string{"--conf", "/x", "--once", "--node-id", "n1", "--internal-ip", "fe80::1"},
+			wantErr: `--internal-ip "fe80::1": want this node's IPv4 address`},
 		{name: "an unknown flag", args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
 	}
 	for _, tt := range tests {
