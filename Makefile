@@ -20,7 +20,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test lint bench update-golden demo clean e2e-deps e2e-packages
+.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -93,9 +93,18 @@ update-golden:
 	$(GO) test -count=1 $$pkgs -update; \
 	git status --short -- $$(for p in $$pkgs; do echo "./$${p#kubeup.dev/kubeup/}"; done) || true
 
-## demo: a 3-control-plane cluster on the local provider, in /tmp/kubeup-demo: create, dry run, apply, apply again, a refused spec, delete
-demo: build
+## demo: as root, a 3-control-plane cluster on the local provider in /tmp/kubeup-demo: create, dry run, apply, nodeup and protokube on each node (network namespaces, a BIND it starts), ending with a healthy 3-member etcd
+demo: build e2e-packages
+	$(GO) build -o bin/ ./hack/staticpods
 	@bash hack/demo.sh
+
+## demo-status: etcdctl endpoint health against every member of the demo's etcd through its DNS name; no device mounted twice
+demo-status:
+	@bash hack/demo-status.sh
+
+## demo-clean: remove everything make demo made (processes, mounts, loop devices, network namespaces, BIND, /tmp/kubeup-demo)
+demo-clean:
+	@bash hack/demo-clean.sh
 
 ## clean: remove what the build and the benchmarks wrote (not .tools/)
 clean:

@@ -1,54 +1,215 @@
 #!/usr/bin/env bash
-# make demo: the main job of kubeup on this machine, on the local provider and a file:// state store.
-# Narration goes to stderr, kubeup's own output to stdout. Every step must succeed: the script stops at the
-# first failure, and checks what each step promised.
+# make demo: the main job of kubeup on this machine, as root, on the local provider and a file:// state store: a
+# cluster of 3 control-plane nodes (network namespaces on a bridge), each converged by nodeup and kept by
+# protokube, which claim and mount one etcd volume each and publish DNS to a BIND the demo starts; etcd runs from
+# the manifests protokube writes (hack/staticpods plays kubelet) and ends healthy through its DNS names.
+# Narration goes to stderr, the programs' own output to stdout. Every step must succeed: the script stops at the
+# first failure, and checks what each step promised. Everything it makes is recorded for hack/demo-clean.sh.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/demo-env.sh
 
-KUBEUP=${KUBEUP:-bin/kubeup}
-DEMO_DIR=${DEMO_DIR:-/tmp/kubeup-demo}
-NAME=demo.example.com
-export KUBEUP_STATE_STORE="file://$DEMO_DIR/state"
+BIN=${BIN:-bin}
+export KUBEUP_STATE_STORE="file://$STATE"
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
-run() { printf '$ kubeup %s\n' "$*" >&2; "$KUBEUP" "$@"; }
-fail() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+run() { printf '$ %s\n' "$*" >&2; "$@"; }
+kubeup() { printf '$ kubeup %s\n' "$*" >&2; "$BIN/kubeup" "$@"; }
 
-rm -rf "$DEMO_DIR"
+# background NAME CMD...: start CMD in a session of its own, its output in DEMO_DIR/logs/NAME.log, and record
+# its process id and start time in MADE/pids/NAME.pid. setsid does not fork here (the script's children are not
+# process group leaders), so $! is the program's own id.
+background() {
+	local name=$1 pid
+	shift
+	mkdir -p "$DEMO_DIR/logs" "$MADE/pids"
+	setsid "$@" >"$DEMO_DIR/logs/$name.log" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid $(start_time "$pid")" >"$MADE/pids/$name.pid"
+}
+
+# wait_for SECONDS WHAT CMD...: run CMD every second until it succeeds; fail after SECONDS.
+wait_for() {
+	local limit=$1 what=$2 i
+	shift 2
+	for ((i = 0; i < limit; i++)); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 1
+	done
+	fail "waited ${limit}s for $what"
+}
+
+[ "$(id -u)" = 0 ] || fail "make demo runs as root: it creates network namespaces, loop devices and mounts"
+for tool in ip nsenter setsid named dig etcd etcdctl losetup mkfs.ext4 blkid unshare; do
+	command -v "$tool" >/dev/null || fail "$tool is not installed (make e2e-packages installs it)"
+done
+
+if [ -e "$DEMO_DIR" ]; then
+	say "Clean what an earlier demo left in $DEMO_DIR (make demo-clean)"
+	bash hack/demo-clean.sh
+fi
 mkdir -p "$DEMO_DIR"
 
-say "A new cluster: 3 control-plane nodes in zones a, b and c, kept in $KUBEUP_STATE_STORE"
-run create cluster --name "$NAME" --cloud local --zones a,b,c --control-plane-count 3
+say "The machines: a bridge $BRIDGE ($GATEWAY/24) and one network namespace per control-plane node"
+if ip -o addr show | grep -qF " $DEMO_NET."; then
+	fail "an interface of this machine already has an address in $DEMO_NET.0/24: choose another with DEMO_NET=10.x.y"
+fi
+record links "$BRIDGE"
+run ip link add "$BRIDGE" type bridge
+ip addr add "$GATEWAY/24" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+if [ ! -d /etc/netns ]; then record emptydirs /etc/netns; fi
+for n in "${NODES[@]}"; do
+	ns=$(netns_of "$n") veth="$BRIDGE-v${n#node}"
+	record netns "$ns"
+	run ip netns add "$ns"
+	record links "$veth"
+	ip link add "$veth" type veth peer name eth0 netns "$ns"
+	ip link set "$veth" master "$BRIDGE"
+	ip link set "$veth" up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add "$(ip_of "$n")/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add default via "$GATEWAY"
+	# What programs started by `ip netns exec` see as /etc/resolv.conf: the demo's BIND.
+	mkdir -p "/etc/netns/$ns"
+	printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$GATEWAY" >"/etc/netns/$ns/resolv.conf"
+	echo "  $n: network namespace $ns, address $(ip_of "$n"), resolver $GATEWAY" >&2
+done
 
-say "The complete spec fills in every default; here, kube-apiserver's etcd servers and the etcd members"
-run get cluster "$NAME" --full -o yaml | grep -A3 -E '^  kubeAPIServer:|etcdServers:' | head -12
-run get instancegroups --name "$NAME"
+say "DNS: BIND on $GATEWAY:53, primary of $DNS_ZONE, which takes dynamic updates (RFC 2136) signed with a TSIG key"
+# Debian's AppArmor profile for named, when enforced, allows /var/lib/bind but not /tmp.
+bind_dir=$DEMO_DIR/bind
+if grep -qE '^(/usr/sbin/)?named \(enforce\)' /sys/kernel/security/apparmor/profiles 2>/dev/null; then
+	bind_dir=/var/lib/bind/kubeup-demo
+	record dirs "$bind_dir"
+fi
+mkdir -p "$bind_dir"
+secret=$(head -c 32 /dev/urandom | base64)
+cat >"$bind_dir/named.conf" <<CONF
+# Written by kubeup's make demo (hack/demo.sh).
+options {
+	directory "$bind_dir";
+	pid-file none;
+	session-keyfile "$bind_dir/session.key";
+	managed-keys-directory "$bind_dir";
+	listen-on port 53 { $GATEWAY; };
+	listen-on-v6 { none; };
+	recursion no;
+	dnssec-validation no;
+	notify no;
+	allow-query { any; };
+	allow-transfer { none; };
+};
+controls { };
+key "kubeup-demo" {
+	algorithm hmac-sha256;
+	secret "$secret";
+};
+zone "$DNS_ZONE" {
+	type primary;
+	file "$bind_dir/$DNS_ZONE.zone";
+	update-policy { grant kubeup-demo zonesub ANY; };
+	allow-transfer { key kubeup-demo; };
+};
+CONF
+cat >"$bind_dir/$DNS_ZONE.zone" <<ZONE
+\$ORIGIN $DNS_ZONE.
+\$TTL 300
+@	IN SOA ns.$DNS_ZONE. hostmaster.$DNS_ZONE. 1 3600 600 604800 60
+@	IN NS ns.$DNS_ZONE.
+ns	IN A $GATEWAY
+ZONE
+background named named -g -n 1 -c "$bind_dir/named.conf"
+wait_for 30 "named to serve $DNS_ZONE" dig +tcp +short +time=1 +tries=1 "@$GATEWAY" "$DNS_ZONE" SOA
+run dig +short "@$GATEWAY" "$DNS_ZONE" SOA
+
+say "A new cluster: 3 control-plane nodes in zone a, kept in $KUBEUP_STATE_STORE, its DNS records in that BIND"
+spec=$(kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0 --dry-run -o yaml)
+grep -q '^  cloudProvider: local$' <<<"$spec" || fail "unexpected spec: $spec"
+dns="  cloudProvider: local
+  local:
+    dns:
+      provider: rfc2136
+      server: $GATEWAY:53
+      tsigKeyName: kubeup-demo
+      tsigAlgorithm: hmac-sha256
+      tsigSecretFile: $SECRET_AT"
+awk -v dns="$dns" '$0 == "  cloudProvider: local" { print dns; next } { print }' <<<"$spec" >"$DEMO_DIR/spec.yaml"
+kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0
+kubeup replace -f "$DEMO_DIR/spec.yaml"
+echo "spec.local.dns, as replace stored it:" >&2
+"$BIN/kubeup" get cluster "$NAME" -o yaml | grep -A6 '^  local:'
+kubeup get instancegroups --name "$NAME"
 
 say "Dry run: what update would do (the report is long; its summary)"
-plan=$(run update cluster "$NAME")
+plan=$(kubeup update cluster "$NAME")
 grep -E '^(Will|  [A-Za-z]+/)' <<<"$plan"
 tail -1 <<<"$plan"
 [ "$(grep -c '^  LocalVolume/' <<<"$plan")" = 6 ] || fail "the dry run should list 6 volumes"
-[ ! -e "$DEMO_DIR/state-local/volumes" ] || fail "the dry run created something"
+[ ! -e "$POOL" ] || fail "the dry run created something"
 
-say "Apply it"
-run update cluster "$NAME" --yes
-ls -ls "$DEMO_DIR/state-local/volumes"/*.img >&2
-
-say "Apply again: nothing left to do"
-run update cluster "$NAME" | tee "$DEMO_DIR/second.txt"
+say "Apply it: the volumes (sparse images in the pool), the nodes' configurations, placeholder DNS records"
+kubeup update cluster "$NAME" --yes | tail -1
+ls -ls "$POOL"/*.img >&2
+kubeup update cluster "$NAME" >"$DEMO_DIR/second.txt"
 grep -q 'No changes need to be applied' "$DEMO_DIR/second.txt" || fail "the second update found changes"
+echo "(applying again: no changes)" >&2
 
-say "A broken spec is refused with every problem listed, and the store is not touched"
-before=$(cd "$DEMO_DIR" && find state -type f -print0 | sort -z | xargs -0 sha256sum)
-run get cluster "$NAME" -o yaml | sed -e 's/^  zones:/  kubernetesVersion: latest\n  networking: {podCIDR: 100.64.0.0\/12}\n  zones:/' >"$DEMO_DIR/broken.yaml"
-if run replace -f "$DEMO_DIR/broken.yaml"; then fail "the broken spec was accepted"; fi
-after=$(cd "$DEMO_DIR" && find state -type f -print0 | sort -z | xargs -0 sha256sum)
-[ "$before" = "$after" ] || fail "the refused replace changed the store"
-echo "(state store unchanged)" >&2
+say "nodeup on each node: converge the node's root from its configuration (no systemd there: unit files only)"
+for n in "${NODES[@]}"; do
+	root=$(root_of "$n")
+	mkdir -p "$root$(dirname "$SECRET_AT")"
+	(umask 077 && echo "$secret" >"$root$SECRET_AT") # the TSIG secret, as a cloud's secret store would place it
+	run "$BIN/nodeup" --conf="$STATE/$NAME/nodeup/control-plane-a-${n#node}" --root="$root" >"$DEMO_DIR/logs/nodeup-$n.out" 2>"$DEMO_DIR/logs/nodeup-$n.log"
+	echo "  $n: $(grep -c '^  created' "$DEMO_DIR/logs/nodeup-$n.out") files and units created (report: $DEMO_DIR/logs/nodeup-$n.out)" >&2
+done
+echo "node1's root:" >&2
+(cd "$(root_of node1)" && find etc -type f | sort | sed 's/^/  /') >&2
 
-say "Delete the cluster: its volumes, DNS records and state"
-run delete cluster "$NAME" --yes | tail -3
-[ ! -e "$DEMO_DIR/state-local" ] || fail "volumes or records are left"
-[ -z "$(find "$DEMO_DIR/state" -type f)" ] || fail "state files are left: $(find "$DEMO_DIR/state" -type f)"
+say "A stand-in for kubelet on each node (hack/staticpods, not product code): runs the etcd-* static pods"
+for n in "${NODES[@]}"; do
+	background "staticpods-$n" "$BIN/staticpods" --netns "$(netns_of "$n")" --root "$(root_of "$n")" \
+		--only 'etcd-*' --log-dir "$DEMO_DIR/pods/$n"
+	echo "  $n: staticpods (pid $(cut -d' ' -f1 "$MADE/pids/staticpods-$n.pid")), pod logs in $DEMO_DIR/pods/$n" >&2
+done
 
-say "Done. Everything ran in $DEMO_DIR"
+say "protokube on each node, every 2s: claim a volume per etcd cluster, attach, format if blank, mount, write etcd's manifest, publish DNS"
+for n in "${NODES[@]}"; do
+	# In the node's network namespace but the host's mount namespace: its mounts are under the node's root.
+	background "protokube-$n" nsenter --net="/run/netns/$(netns_of "$n")" -- "$BIN/protokube" \
+		--conf="$STATE/$NAME/nodeup/control-plane-a-${n#node}" --root="$(root_of "$n")" \
+		--node-id="$n" --internal-ip="$(ip_of "$n")" --interval=2s
+	echo "  $n: protokube (pid $(cut -d' ' -f1 "$MADE/pids/protokube-$n.pid")), log $DEMO_DIR/logs/protokube-$n.log" >&2
+done
+
+held() { [ "$(find "$POOL" -name '*.claim' | wc -l)" = 6 ]; }
+wait_for 120 "the 6 volumes to be claimed" held
+echo "claims (<pool>/<volume>.claim):" >&2
+field() { sed -n "s/^ *\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$2"; }
+for c in "$POOL"/*.claim; do
+	printf '  %-34s held by %s (%s), attached at %s\n' "$(basename "$c" .claim)" "$(field nodeID "$c")" "$(field internalIP "$c")" "$(field device "$c")"
+done
+manifests() { for n in "${NODES[@]}"; do ls "$(root_of "$n")"/etc/kubernetes/manifests/etcd-main.manifest || return 1; done; }
+wait_for 120 "an etcd-main manifest on each node" manifests
+echo "mounts:" >&2
+findmnt -rn -o SOURCE,TARGET | awk -v d="$DEMO_DIR/" 'index($2, d) == 1' | sed 's/^/  /'
+
+echo "DNS records protokube published (a zone transfer, signed with the TSIG key):" >&2
+records() { dig +noall +answer -y "hmac-sha256:kubeup-demo:$secret" "@$GATEWAY" "$DNS_ZONE" AXFR | awk '$4 == "A" && $1 ~ /internal|^api/'; }
+published() { [ "$(records | sort -u | wc -l)" = 12 ]; } # 6 members, api.internal and api on 3 nodes each
+wait_for 60 "the members' and the API's DNS names" published
+records | sort -u | sed 's/^/  /'
+
+say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names"
+for ((i = 0; ; i++)); do
+	if bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1; then break; fi
+	if ((i == 180)); then
+		cat "$DEMO_DIR/status.txt" >&2
+		fail "waited 180s for etcd to be healthy (logs: $DEMO_DIR/logs, $DEMO_DIR/pods)"
+	fi
+	sleep 1
+done
+printf '$ make demo-status\n' >&2
+cat "$DEMO_DIR/status.txt"
+
+say "Done. The cluster runs in $DEMO_DIR: make demo-status checks it again, make demo-clean removes everything"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# make demo-clean: remove everything make demo made, by what it recorded under DEMO_DIR/made: its processes (by
+# process id and start time), the node roots' mounts, the loop devices over the pool's images, the network
+# namespaces, links and /etc/netns directories, named's directory, and DEMO_DIR itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/demo-env.sh
+
+[ -e "$DEMO_DIR" ] || { echo "demo-clean: nothing to clean ($DEMO_DIR does not exist)" >&2; exit 0; }
+[ "$(id -u)" = 0 ] || fail "demo-clean: run as root"
+
+# stop SIGNAL PIDFILE...: signal the processes the files record that still run; wait up to 15s for them to end,
+# then SIGKILL what is left.
+stop() {
+	local sig=$1 f pid start left
+	shift
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		if alive "$f"; then read -r pid start <"$f"; kill "-$sig" "$pid" 2>/dev/null || true; fi
+	done
+	for _ in $(seq 150); do
+		left=
+		for f in "$@"; do [ -e "$f" ] && alive "$f" && left=1; done
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	for f in "$@"; do
+		if [ -e "$f" ] && alive "$f"; then
+			read -r pid start <"$f"; echo "demo-clean: pid $pid did not stop: SIGKILL" >&2; kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+shopt -s nullglob
+# protokube first (it would mount again), then the stand-ins for kubelet (they stop their pods), then any pod
+# left (a pod's process leads its own process group), then named.
+stop TERM "$MADE"/pids/protokube-*.pid
+stop TERM "$MADE"/pids/staticpods-*.pid
+for f in "$DEMO_DIR"/pods/*/*.pid; do
+	if alive "$f"; then read -r pid _ <"$f"; kill -KILL -- "-$pid" 2>/dev/null || true; fi
+done
+stop TERM "$MADE"/pids/named.pid
+
+# Mounts under DEMO_DIR (the volumes protokube mounted under the node roots), deepest first.
+for _ in 1 2 3; do
+	mapfile -t mps < <(awk -v d="$DEMO_DIR/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+	[ "${#mps[@]}" = 0 ] && break
+	for mp in "${mps[@]}"; do umount "$mp" 2>/dev/null || umount -l "$mp" || true; done
+done
+
+# Loop devices over the pool's images.
+for img in "$POOL"/*.img; do
+	for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev" || true; done
+done
+
+# Network namespaces (with their veth ends), links, /etc/netns directories, named's directory.
+if [ -e "$MADE/netns" ]; then
+	while read -r ns; do
+		[ -e "/run/netns/$ns" ] && ip netns del "$ns"
+		rm -rf "/etc/netns/$ns"
+	done <"$MADE/netns"
+fi
+if [ -e "$MADE/links" ]; then
+	while read -r link; do [ -e "/sys/class/net/$link" ] && ip link del "$link"; done <"$MADE/links"
+fi
+if [ -e "$MADE/emptydirs" ]; then
+	while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$MADE/emptydirs"
+fi
+if [ -e "$MADE/dirs" ]; then
+	while read -r d; do rm -rf --one-file-system "$d"; done <"$MADE/dirs"
+fi
+
+if grep -q "$DEMO_DIR/" /proc/self/mountinfo; then fail "demo-clean: mounts are left under $DEMO_DIR"; fi
+rm -rf --one-file-system "$DEMO_DIR"
+echo "demo-clean: removed everything the demo made" >&2

@@ -1,0 +1,35 @@
+# Sourced by hack/demo.sh, hack/demo-status.sh and hack/demo-clean.sh: the names the demo uses, and the record of
+# what it made. Everything the demo creates outside DEMO_DIR is written down under DEMO_DIR/made before it is
+# created, so that demo-clean removes exactly that (never by name patterns).
+DEMO_DIR=${DEMO_DIR:-/tmp/kubeup-demo}
+NAME=demo.example.com
+DNS_ZONE=example.com
+NODES=(node1 node2 node3)
+DEMO_NET=${DEMO_NET:-10.232.0}    # the bridge's /24: the host is .1, node i is .(i+1)
+BRIDGE=kubeup-demo
+GATEWAY=$DEMO_NET.1
+MADE=$DEMO_DIR/made               # netns, links, dirs: one name a line; pids/: "PID START" of each process started
+STATE=$DEMO_DIR/state
+POOL=$DEMO_DIR/state-local/volumes
+SECRET_AT=/etc/kubeup/tsig.secret # on each node, under its root
+
+netns_of() { echo "kubeup-demo-$1"; }
+root_of() { echo "$DEMO_DIR/nodes/$1"; }
+ip_of() { echo "$DEMO_NET.$((${1#node} + 1))"; }
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+fail() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+# record KIND NAME: write down, before creating it, something demo-clean must remove.
+record() { mkdir -p "$MADE"; echo "$2" >>"$MADE/$1"; }
+
+# start_time PID: the process's start time in clock ticks since boot (field 22 of /proc/PID/stat), which tells
+# a process from a later one that reuses its id.
+start_time() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo "${20}"; }
+
+# alive PIDFILE: whether the process a pid file records ("PID START") still runs, the same process.
+alive() {
+	local pid start
+	read -r pid start <"$1" 2>/dev/null || return 1
+	[ -n "$pid" ] && [ "$(start_time "$pid" 2>/dev/null)" = "$start" ]
+}

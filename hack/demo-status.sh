@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make demo-status: etcdctl endpoint health against every etcd member of the demo's cluster through its DNS
+# name, from node1's network namespace (whose resolver is the demo's BIND); then which node mounts which volume,
+# checking that no device (nor loop image) is mounted twice. Exit 0 only when every member is healthy and no
+# device is mounted twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/demo-env.sh
+
+[ "$(id -u)" = 0 ] || fail "demo-status: run as root"
+ns=$(netns_of "${NODES[0]}")
+[ -e "/run/netns/$ns" ] || fail "demo-status: no demo runs ($ns does not exist): make demo"
+
+status=0
+for etcd in main:4001 events:4002; do
+	cluster=${etcd%:*} port=${etcd#*:} eps=
+	for n in "${NODES[@]}"; do eps+=${eps:+,}http://a-${n#node}.etcd-$cluster.internal.$NAME:$port; done
+	echo "etcd $cluster:"
+	printf '$ ip netns exec %s etcdctl --endpoints=%s endpoint health\n' "$ns" "$eps" >&2
+	out=$(ip netns exec "$ns" etcdctl --endpoints="$eps" --command-timeout=5s endpoint health 2>&1) || status=1
+	sed 's/^/  /' <<<"$out"
+	[ "$(grep -c 'is healthy' <<<"$out")" = "${#NODES[@]}" ] || status=1
+done
+
+echo "volumes:"
+# The host's mounts under the node roots: SOURCE TARGET; a loop device's image from losetup.
+declare -A seen_dev seen_img
+while read -r src target; do
+	img=
+	if [[ $src == /dev/loop* ]]; then img=$(losetup -n -O BACK-FILE "$src" 2>/dev/null | sed 's/ *$//'); fi
+	echo "  $target: $src${img:+ ($img)}"
+	if [ -n "${seen_dev[$src]:-}" ]; then echo "  MOUNTED TWICE: $src at ${seen_dev[$src]} and $target"; status=1; fi
+	if [ -n "$img" ] && [ -n "${seen_img[$img]:-}" ]; then echo "  MOUNTED TWICE: $img at ${seen_img[$img]} and $target"; status=1; fi
+	seen_dev[$src]=$target
+	[ -z "$img" ] || seen_img[$img]=$target
+done < <(findmnt -rn -o SOURCE,TARGET | awk -v d="$DEMO_DIR/nodes/" 'index($2, d) == 1')
+if [ "$status" = 0 ]; then echo "every member is healthy; no device is mounted twice"; fi
+exit "$status"
