@@ -6,7 +6,8 @@
 //	staticpods --netns NAME --root DIR [--manifests /etc/kubernetes/manifests] [--only 'etcd-*'] --log-dir DIR
 //
 // Each pod's output goes to <log-dir>/<manifest>.log, and the process id of its running process to
-// <log-dir>/<manifest>.pid (removed when it stops), so that a clean-up finds it by its id.
+// <log-dir>/<manifest>.pid ("PID START", START its start time from /proc/PID/stat; removed when it stops), so that
+// a clean-up finds it by its id, and tells it from a later process that reuses the id.
 package main
 
 import (
@@ -58,7 +59,7 @@ func main() {
 				return nil, err
 			}
 			pidFile := strings.TrimSuffix(logFile, ".log") + ".pid"
-			os.WriteFile(pidFile, []byte(strconv.Itoa(p.PID())+"\n"), 0o644)
+			os.WriteFile(pidFile, []byte(strconv.Itoa(p.PID())+" "+startTime(p.PID())+"\n"), 0o644)
 			go func() { <-p.Done(); os.Remove(pidFile) }()
 			return p, nil
 		},
@@ -86,4 +87,18 @@ func main() {
 			}
 		}
 	}
+}
+
+// startTime is the process's start time, in clock ticks since boot (field 22 of /proc/PID/stat); "" if unknown.
+func startTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
 }
