@@ -212,4 +212,11 @@ done
 printf '$ make demo-status\n' >&2
 cat "$DEMO_DIR/status.txt"
 
+say "A converged node's dry run: protokube --once --dryrun on node1 has nothing to do"
+printf '$ protokube --once --dryrun ... (node1)\n' >&2
+dry=$(nsenter --net="/run/netns/$(netns_of node1)" -- "$BIN/protokube" --conf="$STATE/$NAME/nodeup/control-plane-a-1" \
+	--root="$(root_of node1)" --node-id=node1 --internal-ip="$(ip_of node1)" --once --dryrun 2>&1)
+grep -v '^time=' <<<"$dry"
+grep -q 'No changes need to be applied' <<<"$dry" || fail "node1's dry run found changes: $dry"
+
 say "Done. The cluster runs in $DEMO_DIR: make demo-status checks it again, make demo-clean removes everything"
