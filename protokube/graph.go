@@ -55,10 +55,14 @@ func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choic
 			continue
 		}
 		dataDir := model.EtcdDataDir(mountPoint)
-		existing, err := r.holdsMember(dataDir)
+		// A member that bootstrapped joins its cluster ("existing": a volume moved here from a dead node);
+		// one that did not starts a new cluster with the others. etcd reads the flag only on its first start:
+		// a manifest that started it as new keeps saying so, rather than restart etcd for nothing.
+		bootstrapped, err := r.bootstrapped(dataDir)
 		if err != nil {
 			return nil, err
 		}
+		existing := bootstrapped && !r.startedNew(manifest)
 		data := engine.AddIn(g, (*Round).Node, &nodetasks.File{
 			Path: dataDir, Type: ptr(nodetasks.TypeDirectory), Mode: ptr(os.FileMode(0o700)), After: []engine.Task{mount},
 		})

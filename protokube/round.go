@@ -2,9 +2,7 @@ package protokube
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,15 +55,22 @@ func (r *Round) mounted(mountPoint string) (bool, error) {
 	return false, sc.Err()
 }
 
-// holdsMember reports whether the etcd data directory (a node path) already holds a member: etcd keeps it in
-// <data dir>/member. Then etcd joins the cluster it belongs to; otherwise it starts a new one.
-func (r *Round) holdsMember(dataDir string) (bool, error) {
-	_, err := os.Stat(filepath.Join(r.node.Root, dataDir, "member"))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+// bootstrapped reports whether the etcd data directory (a node path) holds a member that has bootstrapped: a
+// write-ahead log in <data dir>/member/wal. etcd then restarts from it and ignores --initial-cluster-state. A
+// member directory without a log is an etcd that stopped during its first start: it must bootstrap again, as a
+// new cluster's member.
+func (r *Round) bootstrapped(dataDir string) (bool, error) {
+	logs, err := filepath.Glob(filepath.Join(r.node.Root, dataDir, "member", "wal", "*.wal"))
+	if err != nil {
+		return false, fmt.Errorf("etcd data directory %s: %w", dataDir, err)
 	}
-	return false, fmt.Errorf("etcd data directory %s: %w", dataDir, err)
+	return len(logs) > 0, nil
+}
+
+// startedNew reports whether the etcd manifest at the node path manifest runs etcd with
+// --initial-cluster-state=new. Once its member has bootstrapped, the flag is ignored: keeping it saves a restart
+// of etcd for a flag it does not read.
+func (r *Round) startedNew(manifest string) bool {
+	b, err := os.ReadFile(filepath.Join(r.node.Root, manifest))
+	return err == nil && strings.Contains(string(b), "--initial-cluster-state=new")
 }
