@@ -29,13 +29,12 @@ background() {
 
 # wait_for SECONDS WHAT CMD...: run CMD every second until it succeeds; fail after SECONDS.
 wait_for() {
-	local limit=$1 what=$2 i
+	local limit=$1 what=$2 deadline=$((SECONDS + $1))
 	shift 2
-	for ((i = 0; i < limit; i++)); do
-		if "$@" >/dev/null 2>&1; then return 0; fi
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || fail "waited ${limit}s for $what"
 		sleep 1
 	done
-	fail "waited ${limit}s for $what"
 }
 
 [ "$(id -u)" = 0 ] || fail "make demo runs as root: it creates network namespaces, loop devices and mounts"
@@ -201,9 +200,10 @@ wait_for 60 "the members' and the API's DNS names" published
 records | sort -u | sed 's/^/  /'
 
 say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names"
-for ((i = 0; ; i++)); do
+deadline=$((SECONDS + 180))
+while :; do
 	if bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1; then break; fi
-	if ((i == 180)); then
+	if ((SECONDS >= deadline)); then
 		cat "$DEMO_DIR/status.txt" >&2
 		fail "waited 180s for etcd to be healthy (logs: $DEMO_DIR/logs, $DEMO_DIR/pods)"
 	fi
