@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -60,7 +61,7 @@ func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 	if c != nil && !mine && !c.expired(now) {
 		return "", v.heldBy(id, c)
 	}
-	if !mine {
+	if !mine && info.Device == "" {
 		// Whatever is bound to the image is the previous holder's (or was bound by hand): never share it.
 		if err := v.unbindAll(ctx, id, img, c, "claiming"); err != nil {
 			return "", err
@@ -70,6 +71,9 @@ func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 		Since: now, Renewed: now, Lease: v.leaseString()}
 	if mine {
 		rec.Since, rec.Device = c.Since, c.Device
+	}
+	if info.Device != "" {
+		return v.attachDevice(ctx, info, c, rec)
 	}
 	bound, err := v.loops.bound(ctx, img)
 	if err != nil {
@@ -110,8 +114,75 @@ func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 	return dev, nil
 }
 
-// Attached returns the loop device volume id is attached as, when this node holds its claim and its lease has
-// not expired; "" otherwise (then Attach renews or takes the claim).
+// attachDevice completes Attach for a device volume, under the pool's lock, once the claim may be taken: c is the
+// volume's claim (nil: none), rec the claim to write. Nothing is bound: the device is the attachment. A device
+// this node did not hold is refused while something holds it open exclusively (mounted by its previous holder).
+func (v *Volumes) attachDevice(ctx context.Context, info *VolumeInfo, c, rec *claimRecord) (string, error) {
+	dev, err := v.blockDevice(info.Device)
+	if err != nil {
+		return "", engine.Terminal(fmt.Errorf("attaching volume %s: %w: fix the device field of %s, or connect the disk",
+			info.Name, err, v.pool.sidecarPath(info.Name)))
+	}
+	mine := c != nil && c.NodeID == v.node.NodeID
+	if !mine {
+		if err := v.refuseBusy(info.Name, dev, c, "claiming"); err != nil {
+			return "", err
+		}
+		if c != nil {
+			engine.Logger(ctx).Warn("taking over a volume whose claim expired", "volume", info.Name, "previous", c.NodeID,
+				"renewed", c.Renewed, "expired", c.expires())
+		}
+	}
+	fresh := rec.Device != dev
+	rec.Device = dev
+	if err := v.pool.writeClaim(info.Name, rec); err != nil {
+		return "", err
+	}
+	if fresh {
+		engine.Logger(ctx).Info("attached volume", "volume", info.Name, "device", dev, "sidecar", v.pool.sidecarPath(info.Name))
+	}
+	return dev, nil
+}
+
+// refuseBusy refuses, terminally, to move volume id while its device dev is in use. c is the volume's claim (nil:
+// none), for the message; doing says what the caller does ("claiming").
+func (v *Volumes) refuseBusy(id, dev string, c *claimRecord, doing string) error {
+	busy, err := v.loops.busy(dev)
+	if err != nil {
+		return fmt.Errorf("%s volume %s: %w", doing, id, err)
+	}
+	if !busy {
+		return nil
+	}
+	whose := "without a claim"
+	if c != nil {
+		whose = "claimed by node " + c.NodeID
+	}
+	return engine.Terminal(fmt.Errorf("%s volume %s: it is attached as %s (%s) and in use, by a mounted filesystem or another exclusive user: "+
+		"kubeup never gives a volume that is in use to another node: unmount it where it is mounted (findmnt --source %s), then try again",
+		doing, id, dev, whose, dev))
+}
+
+// free makes volume id free to change hands, under the pool's lock: for an image, every loop device bound to it
+// is unbound (none when one is in use); a device volume's device must not be in use (a device that is gone is
+// not). c is the volume's claim (nil: none); doing says what the caller does ("detaching").
+func (v *Volumes) free(ctx context.Context, id, img string, c *claimRecord, doing string) error {
+	sc, err := v.pool.readSidecar(id)
+	if err != nil {
+		return err
+	}
+	if sc == nil || sc.info.Device == "" {
+		return v.unbindAll(ctx, id, img, c, doing)
+	}
+	dev, err := v.blockDevice(sc.info.Device)
+	if err != nil {
+		return nil // no such device here: nothing can use it
+	}
+	return v.refuseBusy(id, dev, c, doing)
+}
+
+// Attached returns the device volume id is attached as (a loop device, or a device volume's own device), when
+// this node holds its claim and its lease has not expired; "" otherwise (then Attach renews or takes the claim).
 func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	img, err := v.pool.ImagePath(id)
 	if err != nil {
@@ -120,6 +191,17 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	c, err := v.pool.readClaim(id)
 	if err != nil || c == nil || c.NodeID != v.node.NodeID || c.expired(v.now()) {
 		return "", err
+	}
+	sc, err := v.pool.readSidecar(id)
+	if err != nil {
+		return "", err
+	}
+	if sc != nil && sc.info.Device != "" {
+		dev, err := v.blockDevice(sc.info.Device)
+		if err != nil {
+			return "", fmt.Errorf("volume %s: %w: fix the device field of %s, or connect the disk", id, err, v.pool.sidecarPath(id))
+		}
+		return dev, nil
 	}
 	bound, err := v.loops.bound(ctx, img)
 	if err != nil || len(bound) == 0 {
@@ -148,7 +230,7 @@ func (v *Volumes) Detach(ctx context.Context, id string) error {
 	if err != nil || c == nil || c.NodeID != v.node.NodeID {
 		return err
 	}
-	if err := v.unbindAll(ctx, id, img, c, "detaching"); err != nil {
+	if err := v.free(ctx, id, img, c, "detaching"); err != nil {
 		return err
 	}
 	if err := v.pool.removeClaim(id); err != nil {
@@ -166,18 +248,8 @@ func (v *Volumes) unbindAll(ctx context.Context, id, img string, c *claimRecord,
 		return err
 	}
 	for _, dev := range bound {
-		busy, err := v.loops.busy(dev)
-		if err != nil {
-			return fmt.Errorf("%s volume %s: %w", doing, id, err)
-		}
-		if busy {
-			whose := "without a claim"
-			if c != nil {
-				whose = "claimed by node " + c.NodeID
-			}
-			return engine.Terminal(fmt.Errorf("%s volume %s: it is attached as %s (%s) and in use, by a mounted filesystem or another exclusive user: "+
-				"kubeup never gives a volume that is in use to another node: unmount it where it is mounted (findmnt --source %s), then try again",
-				doing, id, dev, whose, dev))
+		if err := v.refuseBusy(id, dev, c, doing); err != nil {
+			return err
 		}
 	}
 	for _, dev := range bound {
@@ -187,6 +259,22 @@ func (v *Volumes) unbindAll(ctx context.Context, id, img string, c *claimRecord,
 		engine.Logger(ctx).Info("unbound loop device", "volume", id, "device", dev)
 	}
 	return nil
+}
+
+// resolveBlockDevice resolves path's symlinks (/dev/disk/by-id/...) and checks that the result is a block device.
+func resolveBlockDevice(path string) (string, error) {
+	dev, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("device %s: %w", path, classify(err))
+	}
+	fi, err := os.Stat(dev)
+	if err != nil {
+		return "", fmt.Errorf("device %s: %w", path, classify(err))
+	}
+	if fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return "", fmt.Errorf("device %s (%s) is not a block device", path, dev)
+	}
+	return dev, nil
 }
 
 // losetup is loopDevices on the live machine, through losetup(8).

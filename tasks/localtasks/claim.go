@@ -13,6 +13,13 @@
 // or its next Detach finishes. A loop device that is still bound to an image whose claim changes hands is the
 // previous holder's: it is unbound if nothing uses it, and refused, claiming nothing, if something does (a
 // mounted filesystem holds it): a volume is never attached to two nodes.
+//
+// Bare metal: a device volume (VolumeInfo.Device, a sidecar an operator wrote for a disk of the machine) is
+// claimed the same way, but nothing is bound: once claimed, the device itself (its path with symlinks resolved,
+// which must be a block device) is the attachment. A node takes over another node's released or expired claim
+// only while nothing holds the device open exclusively (the check the loop devices get), so a disk still mounted
+// by its previous holder is refused; Detach and Release refuse while the device is in use and then remove the
+// claim.
 package localtasks
 
 import (
@@ -38,6 +45,9 @@ type Volumes struct {
 	lease time.Duration
 	now   func() time.Time // the clock; tests move it
 	loops loopDevices
+	// blockDevice resolves the device of a device volume (symlinks) and checks that it is a block device; tests
+	// replace it, as a temporary file is not one.
+	blockDevice func(path string) (string, error)
 }
 
 var (
@@ -48,7 +58,7 @@ var (
 // NewVolumes returns node's view of the volumes in pool. A claim node makes lasts lease after its last renewal
 // (lease <= 0: until it is released). node.NodeID must not be empty: claims are made in its name.
 func NewVolumes(pool *Pool, node volumetasks.Holder, lease time.Duration) *Volumes {
-	return &Volumes{pool: pool, node: node, lease: max(lease, 0), now: time.Now, loops: losetup{}}
+	return &Volumes{pool: pool, node: node, lease: max(lease, 0), now: time.Now, loops: losetup{}, blockDevice: resolveBlockDevice}
 }
 
 // Node returns this node as its claims record it.
@@ -265,7 +275,7 @@ func (v *Volumes) Release(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := v.unbindAll(ctx, id, img, c, "releasing"); err != nil {
+	if err := v.free(ctx, id, img, c, "releasing"); err != nil {
 		return err
 	}
 	if c == nil {

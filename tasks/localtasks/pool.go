@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"kubeup.dev/kubeup/engine"
 )
 
 // gib is the unit of SizeGB: a "GB" of a cloud volume is a binary gigabyte.
@@ -20,6 +22,10 @@ const gib = 1 << 30
 // allocated as they are written.
 const VolumeTypeSparse = "sparse"
 
+// VolumeTypeDevice is the type of a volume that is a block device of the machine (a bare-metal disk), named by
+// the Device field of its sidecar. kubeup never makes one: an operator writes its sidecar by hand.
+const VolumeTypeDevice = "device"
+
 // VolumeInfo is what a Pool records of a volume, in its sidecar file.
 type VolumeInfo struct {
 	Name       string            `json:"name"`
@@ -27,6 +33,10 @@ type VolumeInfo struct {
 	SizeGB     int32             `json:"sizeGB"`
 	VolumeType string            `json:"volumeType"`
 	Tags       map[string]string `json:"tags,omitempty"`
+	// Device is, for a volume of type "device", the absolute path of the block device the volume is
+	// ("/dev/disk/by-id/ata-..."): such a volume has no image, and kubeup never creates, grows, wipes or deletes
+	// the device; deleting the volume removes only its sidecar.
+	Device string `json:"device,omitempty"`
 }
 
 // Pool is a directory of volumes. Volume NAME is the disk image Dir/NAME.img (sparse, created at its full size,
@@ -100,6 +110,8 @@ func (v *VolumeInfo) validate() error {
 		return fmt.Errorf("volume %s: zone is empty", v.Name)
 	case v.SizeGB <= 0:
 		return fmt.Errorf("volume %s: size %d GB is not positive", v.Name, v.SizeGB)
+	case v.Device != "":
+		return fmt.Errorf("volume %s: kubeup never makes a device volume (%s): write its sidecar %s.json by hand", v.Name, v.Device, v.Name)
 	case v.VolumeType != VolumeTypeSparse:
 		return fmt.Errorf("volume %s: volume type %q is not one the local provider makes: use %q",
 			v.Name, v.VolumeType, VolumeTypeSparse)
@@ -143,10 +155,27 @@ func (p *Pool) readSidecar(name string) (*sidecar, error) {
 	if sc.info.Name != name {
 		return nil, fmt.Errorf("%s names volume %q, not %q: fix the name field or the file name", path, sc.info.Name, name)
 	}
+	if err := checkDevice(path, &sc.info); err != nil {
+		return nil, err
+	}
 	if len(sc.info.Tags) == 0 {
 		sc.info.Tags = nil
 	}
 	return &sc, nil
+}
+
+// checkDevice checks the device fields of a sidecar written by hand: a device volume names an absolute path and
+// has type "device", and only a device volume has that type.
+func checkDevice(path string, v *VolumeInfo) error {
+	switch {
+	case v.Device != "" && !filepath.IsAbs(v.Device):
+		return fmt.Errorf("%s: device %q is not an absolute path: name the block device as /dev/disk/by-id/...", path, v.Device)
+	case v.Device != "" && v.VolumeType != VolumeTypeDevice:
+		return fmt.Errorf("%s names device %s but its volumeType is %q: set volumeType to %q", path, v.Device, v.VolumeType, VolumeTypeDevice)
+	case v.Device == "" && v.VolumeType == VolumeTypeDevice:
+		return fmt.Errorf("%s has volumeType %q but no device: name the block device in its device field (/dev/disk/by-id/...)", path, VolumeTypeDevice)
+	}
+	return nil
 }
 
 // write writes the sidecar atomically, with the known fields replaced by info's.
@@ -213,7 +242,8 @@ func matches(tags, filter map[string]string) bool {
 }
 
 // Get returns a volume; nil, nil when there is none. A sidecar without its image is an error: the volume's data
-// is gone, and kubeup will not pretend otherwise.
+// is gone, and kubeup will not pretend otherwise. A device volume has no image: whether its device is there is
+// checked when it is attached.
 func (p *Pool) Get(ctx context.Context, name string) (*VolumeInfo, error) {
 	if err := validateVolumeName(name); err != nil {
 		return nil, err
@@ -224,6 +254,9 @@ func (p *Pool) Get(ctx context.Context, name string) (*VolumeInfo, error) {
 	sc, err := p.readSidecar(name)
 	if err != nil || sc == nil {
 		return nil, err
+	}
+	if sc.info.Device != "" {
+		return &sc.info, nil
 	}
 	img, _ := p.ImagePath(name)
 	if _, err := os.Stat(img); err != nil {
@@ -330,6 +363,10 @@ func (p *Pool) Grow(ctx context.Context, name string, sizeGB int32) error {
 
 // growImage grows v's image to sizeGB and records it in v, under the pool's lock.
 func (p *Pool) growImage(v *VolumeInfo, sizeGB int32) error {
+	if v.Device != "" {
+		return engine.Terminal(fmt.Errorf("volume %s is the device %s: kubeup never grows a device: set sizeGB in %s to the size the cluster asks (%d) if the device holds that much, or ask for %d GB",
+			v.Name, v.Device, p.sidecarPath(v.Name), sizeGB, v.SizeGB))
+	}
 	if sizeGB < v.SizeGB {
 		return fmt.Errorf("volume %s cannot shrink from %d GB to %d GB", v.Name, v.SizeGB, sizeGB)
 	}
@@ -359,7 +396,8 @@ func (p *Pool) SetTags(ctx context.Context, name string, tags map[string]string)
 	})
 }
 
-// Delete removes a volume, its image first and then its sidecar. An absent volume is not an error.
+// Delete removes a volume, its image first and then its sidecar. An absent volume is not an error. A device
+// volume loses only its sidecar: the device and its data are left as they are.
 func (p *Pool) Delete(ctx context.Context, name string) error {
 	img, err := p.ImagePath(name)
 	if err != nil {
@@ -373,7 +411,17 @@ func (p *Pool) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	defer unlock()
-	for _, path := range []string{img, p.sidecarPath(name)} {
+	paths := []string{img, p.sidecarPath(name)}
+	sc, err := p.readSidecar(name)
+	if err != nil {
+		return fmt.Errorf("deleting volume %s: %w", name, err)
+	}
+	if sc != nil && sc.info.Device != "" {
+		paths = paths[1:]
+		engine.Logger(ctx).Info("deleting a device volume: removing its sidecar only, the device and its data are left as they are",
+			"volume", name, "device", sc.info.Device, "sidecar", p.sidecarPath(name))
+	}
+	for _, path := range paths {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("deleting volume %s: %w", name, classify(err))
 		}

@@ -12,6 +12,11 @@ import (
 
 // Volume is a volume of the local provider's pool: a sparse disk image that holds, for example, one etcd
 // member's data. Its key is "LocalVolume/NAME".
+//
+// A device volume (a bare-metal disk whose sidecar an operator wrote by hand, VolumeInfo.Device) is found as
+// existing, and its tags are managed as any volume's; it is never created or grown. It stands for whatever
+// local type the task asks ("sparse", the model's default, or "device"), so it reads as that type; a task whose
+// SizeGB is not the sidecar's is a terminal error that says how to make them agree.
 type Volume struct {
 	// Name names the volume, its files in the pool, and the task: "a.etcd-main.demo.example.com". Lowercase
 	// letters, digits, '.', '-' and '_'.
@@ -20,7 +25,8 @@ type Volume struct {
 	Zone *string
 	// SizeGB is the size in GiB. Required to create; it may grow, never shrink.
 	SizeGB *int32
-	// VolumeType is "sparse" (VolumeTypeSparse), the default. It cannot change.
+	// VolumeType is "sparse" (VolumeTypeSparse), the default, or "device" (VolumeTypeDevice: a volume that must
+	// exist already, a device named by its sidecar). It cannot change.
 	VolumeType *string
 	// Tags are compared as a whole map: a tag removed from the task is removed from the volume, and nil means
 	// no tags. Tags are how a cluster finds what it owns (kubernetes.io/cluster/NAME=owned).
@@ -48,13 +54,31 @@ func (v *Volume) Find(ctx context.Context, c *Cloud) (*Volume, error) {
 	if err != nil || info == nil {
 		return nil, err
 	}
+	typ := info.VolumeType
+	if info.Device != "" {
+		if v.SizeGB != nil && *v.SizeGB != info.SizeGB {
+			return nil, engine.Terminal(fmt.Errorf("volume %s is the device %s, of %d GB, and the cluster asks for %d GB: kubeup never "+
+				"grows or shrinks a device: if the device holds at least %d GiB, set sizeGB to %d in %s; else ask for %d GB in the cluster spec",
+				info.Name, info.Device, info.SizeGB, *v.SizeGB, *v.SizeGB, *v.SizeGB, c.Pool.sidecarPath(info.Name), info.SizeGB))
+		}
+		typ = deviceReadsAs(v.VolumeType)
+	}
 	return &Volume{
 		Name:       info.Name,
 		Zone:       &info.Zone,
 		SizeGB:     &info.SizeGB,
-		VolumeType: &info.VolumeType,
+		VolumeType: &typ,
 		Tags:       info.Tags, // nil when there are none, as a task states it
 	}, nil
+}
+
+// deviceReadsAs is the type a device volume reads as, for a task that asks for type want: the local type it asks
+// (a device stands for the image kubeup would make), else "device". Another type is CheckChanges' to refuse.
+func deviceReadsAs(want *string) string {
+	if want != nil && *want == VolumeTypeSparse {
+		return VolumeTypeSparse
+	}
+	return VolumeTypeDevice
 }
 
 // CheckChanges requires a valid name, Zone and SizeGB to create, and refuses to change the zone or the type, or
@@ -70,7 +94,7 @@ func (v *Volume) CheckChanges(actual, expected, changes *Volume) error {
 	if expected.Zone != nil && *expected.Zone == "" {
 		return fmt.Errorf("field Zone of volume %s is empty: set it, or leave it nil to keep the volume's zone", expected.Name)
 	}
-	if t := expected.VolumeType; t != nil && *t != VolumeTypeSparse {
+	if t := expected.VolumeType; t != nil && *t != VolumeTypeSparse && *t != VolumeTypeDevice {
 		return fmt.Errorf("field VolumeType of volume %s: %q is not a local volume type: use %q",
 			expected.Name, *t, VolumeTypeSparse)
 	}
@@ -83,6 +107,10 @@ func (v *Volume) CheckChanges(actual, expected, changes *Volume) error {
 		}
 		if expected.SizeGB == nil {
 			return fmt.Errorf("field SizeGB is required to create volume %s", expected.Name)
+		}
+		if t := expected.VolumeType; t != nil && *t == VolumeTypeDevice {
+			return fmt.Errorf("volume %s of type %q does not exist: kubeup never makes a device volume: write its sidecar NAME.json "+
+				"in the pool (name, zone, sizeGB, volumeType \"device\", device: the block device's path)", expected.Name, VolumeTypeDevice)
 		}
 		return nil
 	}
@@ -129,7 +157,11 @@ func (v *Volume) Render(ctx context.Context, c *Cloud, actual, expected, changes
 	// changes.Tags is nil both when the tags are equal and when they change to none: compare the whole maps.
 	retag := !maps.Equal(actual.Tags, expected.Tags)
 	err := c.Pool.update(ctx, expected.Name, func(now *VolumeInfo) error {
-		if now.Zone != *actual.Zone || now.SizeGB != *actual.SizeGB || now.VolumeType != *actual.VolumeType ||
+		nowType := now.VolumeType
+		if now.Device != "" {
+			nowType = deviceReadsAs(expected.VolumeType)
+		}
+		if now.Zone != *actual.Zone || now.SizeGB != *actual.SizeGB || nowType != *actual.VolumeType ||
 			!maps.Equal(now.Tags, actual.Tags) {
 			return conflict("volume %s was changed by someone else while this update ran (another `kubeup update cluster --yes`?): "+
 				"nothing of it was changed; run `kubeup update cluster` again to see what is left", expected.Name)
