@@ -13,8 +13,13 @@
 // concurrent tasks and concurrent kubeup (or protokube) processes are safe; every file is replaced atomically. The
 // holder of a lock records itself (pid, host, command, since when) in the directory's ".kubeup-lock" while it
 // holds the lock, and a writer that waits says every few seconds, in a warning, whom it waits for. The holder also
-// removes the temporary files ".NAME.tmp-DIGITS" that a killed writer left. Attaching a volume
-// (a loop device), protokube's exclusive claim and RFC 2136 DNS updates will build on these types.
+// removes the temporary files ".NAME.tmp-DIGITS" that a killed writer left.
+//
+// Volumes is protokube's volumetasks.Provider on this cloud: an exclusive claim per volume (<pool>/NAME.claim,
+// taken over only after its release or the expiry of its lease), attached as a loop device over the volume's
+// image, or, for a volume whose sidecar names a block device (bare metal), as that device itself. The DNS
+// providers of protokube are ZoneFile, HostsFile (a managed block of a hosts file) and RFC2136 (dynamic updates
+// signed with TSIG).
 //
 // It imports engine, dnstasks, storetasks, miekg/dns and the standard library. It must not import cloudup, model,
 // nodeup, protokube or cmd, nor any cloud SDK.
