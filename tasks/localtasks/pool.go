@@ -169,7 +169,7 @@ func (p *Pool) readSidecar(name string) (*sidecar, error) {
 func checkDevice(path string, v *VolumeInfo) error {
 	switch {
 	case v.Device != "" && !filepath.IsAbs(v.Device):
-		return fmt.Errorf("%s: device %q is not an absolute path: name the block device as /dev/disk/by-id/...", path, v.Device)
+		return fmt.Errorf("%s: device %q is not an absolute path: name the block device by its absolute path (under /dev/disk/by-id)", path, v.Device)
 	case v.Device != "" && v.VolumeType != VolumeTypeDevice:
 		return fmt.Errorf("%s names device %s but its volumeType is %q: set volumeType to %q", path, v.Device, v.VolumeType, VolumeTypeDevice)
 	case v.Device == "" && v.VolumeType == VolumeTypeDevice:
