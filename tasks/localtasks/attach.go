@@ -217,27 +217,38 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 // node's is left alone. A device still in use (a filesystem mounted from it) is refused, and the claim kept:
 // unmount it first.
 func (v *Volumes) Detach(ctx context.Context, id string) error {
-	img, err := v.pool.ImagePath(id)
-	if err != nil {
-		return err
-	}
-	unlock, err := v.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c, err := v.pool.readClaim(id)
-	if err != nil || c == nil || c.NodeID != v.node.NodeID {
-		return err
-	}
-	if err := v.free(ctx, id, img, c, "detaching"); err != nil {
-		return err
-	}
-	if err := v.pool.removeClaim(id); err != nil {
+	c, err := v.endClaim(ctx, id, "detaching", true)
+	if err != nil || c == nil {
 		return err
 	}
 	engine.Logger(ctx).Info("detached volume", "volume", id)
 	return nil
+}
+
+// endClaim frees volume id (see free) and removes its claim, under the pool's lock, and returns the claim it
+// ended (nil: none). With mineOnly, a volume whose claim is not this node's is left alone. doing says what the
+// caller does, for the messages ("detaching").
+func (v *Volumes) endClaim(ctx context.Context, id, doing string, mineOnly bool) (*claimRecord, error) {
+	img, err := v.pool.ImagePath(id)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := v.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c, err := v.pool.readClaim(id)
+	if err != nil || (mineOnly && (c == nil || c.NodeID != v.node.NodeID)) {
+		return nil, err
+	}
+	if err := v.free(ctx, id, img, c, doing); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, nil
+	}
+	return c, v.pool.removeClaim(id)
 }
 
 // unbindAll unbinds every loop device bound to volume id's image, or none when one of them is in use. c is the

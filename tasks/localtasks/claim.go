@@ -262,26 +262,8 @@ func (v *Volumes) leaseString() string {
 // in use (a filesystem mounted from it) is refused, and nothing is released: unmount it first. A volume without
 // a claim is not an error.
 func (v *Volumes) Release(ctx context.Context, id string) error {
-	img, err := v.pool.ImagePath(id)
-	if err != nil {
-		return err
-	}
-	unlock, err := v.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c, err := v.pool.readClaim(id)
-	if err != nil {
-		return err
-	}
-	if err := v.free(ctx, id, img, c, "releasing"); err != nil {
-		return err
-	}
-	if c == nil {
-		return nil
-	}
-	if err := v.pool.removeClaim(id); err != nil {
+	c, err := v.endClaim(ctx, id, "releasing", false)
+	if err != nil || c == nil {
 		return err
 	}
 	engine.Logger(ctx).Warn("released a volume's claim, as a cloud does for a dead machine", "volume", id, "holder", c.NodeID,
