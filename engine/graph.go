@@ -215,6 +215,11 @@ func isNil[T any](v T) bool {
 // sync is one attempt at the task: Find, compare, CheckChanges, and Render unless the target is a dry run.
 func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifecycle) (*Change, error) {
 	expected := r.task
+	if res, ok := any(expected).(Resolver); ok {
+		if err := res.Resolve(); err != nil {
+			return nil, fmt.Errorf("resolving: %w", err)
+		}
+	}
 	actual, err := expected.Find(ctx, world)
 	if err != nil {
 		return nil, fmt.Errorf("finding: %w", err)

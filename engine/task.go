@@ -51,6 +51,16 @@ type Renderer[T any, C any] interface {
 	Render(ctx context.Context, world C, actual, expected, changes T) error
 }
 
+// Resolver is a task whose desired state is made from its dependencies' outputs: a node configuration that
+// carries the certificates issued by the tasks it depends on. The engine calls Resolve on the expected task once
+// its dependencies are done and before each Find, so that every attempt compares what the dependencies hold
+// now. In a dry run a dependency that would be created or changed has no outputs yet: Resolve must then state
+// something that differs from any object the world can hold (a placeholder), so that the plan shows the change
+// the apply will make. An error from Resolve fails the task like an error from Find.
+type Resolver interface {
+	Resolve() error
+}
+
 // Lifecycle says what the engine does with a task.
 type Lifecycle int
 

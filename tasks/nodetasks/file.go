@@ -31,6 +31,9 @@ type File struct {
 	Type *string
 	// Contents is the whole content of a file; nil = don't care.
 	Contents *string
+	// SecretContents is the whole content of a file that holds a secret (a private key, a kubeconfig with one):
+	// compared like Contents, shown as (sensitive) in every plan and log. Set at most one of the two.
+	SecretContents *engine.Secret
 	// Target is a symlink's target.
 	Target *string
 	// Mode is the permission bits (0644 for a new file and 0755 for a new directory when nil).
@@ -78,7 +81,7 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	actual := &File{Path: f.Path, Type: &found.typ, found: found}
 	switch found.typ {
 	case TypeFile:
-		if f.Contents != nil {
+		if f.Contents != nil || f.SecretContents != nil {
 			r, err := n.openNodeFile(f.Path, false)
 			if err != nil {
 				return nil, err
@@ -88,8 +91,13 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", f.Path, classify(err))
 			}
-			s := string(b)
-			actual.Contents = &s
+			if f.SecretContents != nil {
+				secret := engine.NewSecret(string(b))
+				actual.SecretContents = &secret
+			} else {
+				s := string(b)
+				actual.Contents = &s
+			}
 		}
 		actual.Mode = &found.mode
 	case TypeDirectory:
@@ -153,7 +161,10 @@ func (f *File) Validate() error {
 		if f.Target != nil {
 			return fmt.Errorf("field Target is for a symlink; this is a %s: set Type to %q or drop Target", t, TypeSymlink)
 		}
-		if t == TypeDirectory && f.Contents != nil {
+		if f.Contents != nil && f.SecretContents != nil {
+			return errors.New("fields Contents and SecretContents both set: set one")
+		}
+		if t == TypeDirectory && (f.Contents != nil || f.SecretContents != nil) {
 			return errors.New("field Contents is for a file; this is a directory: drop Contents or set Type to \"file\"")
 		}
 	case TypeSymlink:
@@ -163,7 +174,7 @@ func (f *File) Validate() error {
 		if strings.ContainsRune(*f.Target, 0) {
 			return fmt.Errorf("field Target: %q contains a NUL byte", *f.Target)
 		}
-		if f.Contents != nil || f.Mode != nil {
+		if f.Contents != nil || f.SecretContents != nil || f.Mode != nil {
 			return errors.New("a symlink has neither Contents nor Mode of its own: drop them, or manage the target")
 		}
 	default:
@@ -230,13 +241,16 @@ func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *F
 		case found != nil && !replace:
 			mode = found.mode
 		}
-		if found == nil || replace || changes.Contents != nil {
+		if found == nil || replace || changes.Contents != nil || changes.SecretContents != nil {
 			if uid < 0 && gid < 0 && found != nil && !replace {
 				uid, gid = found.uid, found.gid // a new inode keeps the old owner
 			}
 			data := ""
-			if expected.Contents != nil {
+			switch {
+			case expected.Contents != nil:
 				data = *expected.Contents
+			case expected.SecretContents != nil:
+				data = expected.SecretContents.Reveal()
 			}
 			if err := n.writeFileAtomic(ctx, expected.Path, []byte(data), mode, uid, gid); err != nil {
 				return err
