@@ -3,7 +3,12 @@
 // FakeKubelet, until SIGTERM or SIGINT, then stops them. `make demo` runs one per control-plane node, for the
 // etcd-* manifests only: the other static pods need the Kubernetes binaries that come with a later issue.
 //
-//	staticpods --netns NAME --root DIR [--manifests /etc/kubernetes/manifests] [--only 'etcd-*'] --log-dir DIR
+//	staticpods --netns NAME --root DIR [--manifests /etc/kubernetes/manifests] [--only 'etcd-*'] --log-dir DIR \
+//		[--binary /usr/local/bin/kube-apiserver=/var/cache/kubeup/bin/v1.34.2/kube-apiserver ...]
+//
+// A --binary COMMAND=FILE runs the host file FILE for a container whose command is COMMAND, bound at COMMAND's
+// path in the pod's own root filesystem (staticpods.Config.Binaries): `make kube-binaries` builds the Kubernetes
+// components into $KUBEUP_KUBE_BIN. A command without one must be installed on the host, as Debian's etcd is.
 //
 // Each pod's output goes to <log-dir>/<manifest>.log, and the process id of its running process to
 // <log-dir>/<manifest>.pid ("PID START", START its start time from /proc/PID/stat; removed when it stops), so that
@@ -31,9 +36,33 @@ func main() {
 	manifests := flag.String("manifests", "/etc/kubernetes/manifests", "the manifest directory, under --root")
 	only := flag.String("only", "*", "run only the manifests whose file name matches this glob")
 	logDir := flag.String("log-dir", "", "where each pod's log, process id file and root filesystem mount point go")
+	binaries := map[string]string{}
+	flag.Func("binary", "the host file to run for a container's command, as `COMMAND=FILE` (COMMAND an absolute path, as the manifest names it); repeatable",
+		func(v string) error {
+			cmd, file, ok := strings.Cut(v, "=")
+			if !ok || !filepath.IsAbs(cmd) || file == "" {
+				return fmt.Errorf("want COMMAND=FILE, COMMAND an absolute path such as /usr/local/bin/kube-apiserver")
+			}
+			if _, dup := binaries[cmd]; dup {
+				return fmt.Errorf("%s is given twice", cmd)
+			}
+			st, err := os.Stat(file)
+			if err != nil {
+				return err
+			}
+			if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+				return fmt.Errorf("%s is not an executable file", file)
+			}
+			abs, err := filepath.Abs(file)
+			if err != nil {
+				return err
+			}
+			binaries[cmd] = abs
+			return nil
+		})
 	flag.Parse()
 	if *netns == "" || *root == "" || *logDir == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB]")
+		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB] [--binary COMMAND=FILE ...]")
 		os.Exit(2)
 	}
 	if _, err := filepath.Match(*only, ""); err != nil {
@@ -51,7 +80,7 @@ func main() {
 		os.Exit(1)
 	}
 	r := staticpods.Start(staticpods.Config{
-		NetNS: *netns, Root: *root, ManifestDir: *manifests, LogDir: *logDir,
+		NetNS: *netns, Root: *root, ManifestDir: *manifests, LogDir: *logDir, Binaries: binaries,
 		Only: func(name string) bool { ok, _ := filepath.Match(*only, name); return ok },
 		Start: func(cmd *exec.Cmd, logFile string) (staticpods.Process, error) {
 			p, err := staticpods.StartProcess(cmd, logFile)

@@ -17,16 +17,38 @@ type FakeKubelet struct {
 // FakePod is what FakeKubelet.Pods reports of one manifest.
 type FakePod = staticpods.Pod
 
+// KubeletOption is an option of RunStaticPods.
+type KubeletOption func(*staticpods.Config)
+
+// WithBinaries has the FakeKubelet run the host file binaries[command] for a container whose command is a key
+// ("/usr/local/bin/kube-apiserver"), bound at that path in the pod's root filesystem (see
+// staticpods.Config.Binaries); KubeBinaries returns those of the real Kubernetes components. Options given twice
+// add up.
+func WithBinaries(binaries map[string]string) KubeletOption {
+	return func(c *staticpods.Config) {
+		if c.Binaries == nil {
+			c.Binaries = map[string]string{}
+		}
+		for cmd, file := range binaries {
+			c.Binaries[cmd] = file
+		}
+	}
+}
+
 // RunStaticPods starts a FakeKubelet for node, whose filesystem is root (a directory of the host), running the
 // pods of root+manifestDir ("/etc/kubernetes/manifests"). Logs go under a t.TempDir(). It is stopped in t.Cleanup.
-func RunStaticPods(t testing.TB, node *NetNode, root, manifestDir string) *FakeKubelet {
+func RunStaticPods(t testing.TB, node *NetNode, root, manifestDir string, opts ...KubeletOption) *FakeKubelet {
 	t.Helper()
 	RequireRoot(t)
 	RequireTools(t, staticpods.Tools...)
-	k := &FakeKubelet{r: staticpods.Start(staticpods.Config{
+	c := staticpods.Config{
 		NetNS: node.Name, Root: root, ManifestDir: manifestDir, LogDir: t.TempDir(), Name: "fake kubelet",
 		Start: func(cmd *exec.Cmd, logFile string) (staticpods.Process, error) { return startProcess(cmd, logFile) },
-	})}
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	k := &FakeKubelet{r: staticpods.Start(c)}
 	t.Cleanup(k.Stop)
 	return k
 }

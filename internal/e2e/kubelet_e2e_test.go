@@ -180,3 +180,64 @@ func TestKubeletRestartsAnExitedPodAndStops(t *testing.T) {
 		t.Errorf("after Stop: %+v, want both pods without a process", pods)
 	}
 }
+
+// A command that WithBinaries maps to a host file runs that file at the path the manifest names, read-only, in
+// the pod's root filesystem only: made in an overlay where the host has no such file (its directory's other files
+// still there), bound over the host's file where it has one; the host's directories are never written.
+func TestKubeletRunsAHostFileAtTheCommandsPath(t *testing.T) {
+	RequireRoot(t)
+	node := Network(t).Node(t, "kubelet")
+	root := t.TempDir()
+	tool := filepath.Join(t.TempDir(), "tool")
+	// $0 is the path the process was started as. sh itself, from the pod's /usr/bin and with the libraries of
+	// its /usr/lib, shows that the overlaid directories keep the host's files.
+	script := "#!/bin/sh\necho \"$0 $GEN\" >> /mnt/x/out\n" +
+		"if (echo >> \"$0\") 2>/dev/null; then echo writable; else echo read-only; fi >> /mnt/x/out\nexec sleep 600\n"
+	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		newDir = "/usr/lib/kubeup-e2e-absent/bin/tool" // no such directory on the host
+		inDir  = "/usr/bin/kubeup-e2e-tool"            // a directory of the host, without the file
+		over   = "/usr/bin/true"                       // a file of the host
+	)
+	for _, p := range []string{filepath.Dir(filepath.Dir(newDir)), inDir} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s exists on the host: the test needs it absent", p)
+		}
+	}
+	k := RunStaticPods(t, node, root, testManifestDir, WithBinaries(map[string]string{newDir: tool}),
+		WithBinaries(map[string]string{inDir: tool, over: tool}))
+	out := filepath.Join(root, "mnt/x/out")
+	defer func() {
+		if p, ok := k.Pod("tool.manifest"); ok && t.Failed() {
+			b, _ := os.ReadFile(p.Log)
+			o, _ := os.ReadFile(out)
+			t.Logf("the pod's log:\n%s\n%s:\n%s", b, out, o)
+		}
+	}()
+	for i, cmd := range []string{newDir, inDir, over} {
+		gen := strconv.Itoa(i)
+		pod := shellPod("", gen)
+		pod.Spec.Containers[0].Command, pod.Spec.Containers[0].Args = []string{cmd}, nil
+		writeManifest(t, root, "tool.manifest", pod)
+		want := cmd + " " + gen + "\nread-only\n"
+		waitFor(t, cmd+" to run the host file", func() bool {
+			b, _ := os.ReadFile(out)
+			p, ok := k.Pod("tool.manifest")
+			return ok && p.PID != 0 && string(b) == want
+		})
+		if err := os.Remove(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(newDir))); err == nil {
+		t.Errorf("%s was made on the host", filepath.Dir(filepath.Dir(newDir)))
+	}
+	if _, err := os.Stat(inDir); err == nil {
+		t.Errorf("%s was made on the host", inDir)
+	}
+	if b, err := os.ReadFile(over); err != nil || strings.Contains(string(b), "GEN") {
+		t.Errorf("the host's %s was changed (%v)", over, err)
+	}
+}

@@ -36,6 +36,12 @@ type Config struct {
 	Name string
 	// Start starts a pod's command with its output appended to logFile; nil: StartProcess.
 	Start func(cmd *exec.Cmd, logFile string) (Process, error)
+	// Binaries maps a container command, as the manifest names it ("/usr/local/bin/kube-apiserver", an
+	// absolute path), to the host file that runs for it ("/var/cache/kubeup/bin/v1.34.2/kube-apiserver"): a pod
+	// whose command is a key gets that file bind-mounted, read-only, at the command's path in its own root
+	// filesystem, so that its process runs as the manifest names it, as from the image (see podScript). A
+	// command that is not a key must be installed on the host at its path, as Debian's etcd is.
+	Binaries map[string]string
 }
 
 // Process is a pod's running command, as Config.Start returns it.
@@ -53,7 +59,8 @@ type Process interface {
 // Runner runs the static pods of one node. Every 200ms it reads the node's manifest directory; for each
 // *.manifest (a YAML Pod, as nodetasks.ManifestFile writes it) that Config.Only selects, it runs the first
 // container's command and args, with the container's env, as a process on the host (the image is ignored: the
-// binary must be installed on the host, such as Debian's etcd) in the node's network namespace and in a mount
+// binary is the host file Config.Binaries names for the command, or else the host's own program at the
+// command's path, such as Debian's etcd) in the node's network namespace and in a mount
 // namespace and root filesystem of its own (see podScript): the host's programs and /etc, and each of the
 // container's hostPath volume mounts as a recursive bind mount of the node's path (Root + the volume's path,
 // with what is mounted under it, such as the volume protokube mounted there). No other mount of the host is in
@@ -113,6 +120,14 @@ func Start(c Config) *Runner {
 	if c.Name == "" {
 		c.Name = "static pods"
 	}
+	bins := make(map[string]string, len(c.Binaries))
+	for cmd, file := range c.Binaries {
+		if abs, err := filepath.Abs(file); err == nil {
+			file = abs
+		}
+		bins[cmd] = file
+	}
+	c.Binaries = bins
 	r := &Runner{c: c, pods: map[string]*pod{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
@@ -316,11 +331,15 @@ func (r *Runner) start(name string, b []byte, n int) (Process, error) {
 			return nil, fmt.Errorf("volume mount %q: no such volume", vm.Name)
 		}
 	}
+	var bins []bindMount
+	if file, ok := r.c.Binaries[c.Command[0]]; ok {
+		bins = append(bins, bindMount{Source: file, Target: c.Command[0]})
+	}
 	rootfs := strings.TrimSuffix(r.logFile(name), ".log") + ".rootfs"
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return nil, err
 	}
-	script, err := podScript(rootfs, binds)
+	script, err := podScript(rootfs, binds, bins)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +398,13 @@ type bindMount struct{ Source, Target string }
 // what is mounted under it, at Target); the script pivots into it and detaches the host's tree. So the pod holds
 // no copy of another node's volume mount (a copy would keep the volume mounted and its loop device busy after
 // the host unmounted it, unseen by the host), and the host's directories are never written.
-func podScript(rootfs string, binds []bindMount) (string, error) {
+//
+// Each of bins is a host file (Source) bound read-only at Target, after the volumes. Over an existing file it is
+// bound as is; otherwise Target is made in an overlay of its deepest existing directory (the host's /usr/local/bin
+// for /usr/local/bin/kube-apiserver) whose upper layer is a tmpfs of the pod's, detached from the tree after the
+// pivot: the pod sees that directory's files (not what is mounted under it) and the binary, and the host's
+// directory is not written.
+func podScript(rootfs string, binds, bins []bindMount) (string, error) {
 	var b strings.Builder
 	b.WriteString(`set -e
 R=` + shellQuote(rootfs) + `
@@ -414,11 +439,54 @@ mount -t tmpfs -o mode=1777 tmpfs tmp
 		}
 		fmt.Fprintf(&b, "mount --rbind %s %s\n", shellQuote(m.Source), t)
 	}
+	if len(bins) > 0 {
+		// binary FILE TARGET: FILE at TARGET (relative to $R), read-only; overlays under .binaries.
+		b.WriteString(`mkdir .binaries
+mount -t tmpfs -o mode=0700 static-pod-binaries .binaries
+n=0
+binary() {
+	if [ -L "$2" ] || [ ! -f "$2" ]; then
+		a=$(dirname "$2")
+		while [ ! -d "$a" ]; do a=$(dirname "$a"); done
+		if [ "$a" != . ]; then
+			n=$((n + 1))
+			mkdir ".binaries/upper$n" ".binaries/work$n"
+			mount -t overlay -o "lowerdir=$a,upperdir=.binaries/upper$n,workdir=.binaries/work$n" static-pod-binary "$a"
+		fi
+		mkdir -p "$(dirname "$2")"
+		rm -f "$2"
+		: > "$2"
+	fi
+	mount --bind "$1" "$2"
+	mount -o remount,bind,ro "$2"
+}
+`)
+	}
+	for _, m := range bins {
+		if !filepath.IsAbs(m.Target) || m.Target == "/" {
+			return "", fmt.Errorf("binary %q: want an absolute path other than /", m.Target)
+		}
+		if !filepath.IsAbs(m.Source) {
+			return "", fmt.Errorf("binary %q: the host file %q is not an absolute path", m.Target, m.Source)
+		}
+		st, err := os.Stat(m.Source)
+		if err != nil {
+			return "", fmt.Errorf("binary %q: %w", m.Target, err)
+		}
+		if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("binary %q: %s is not an executable file", m.Target, m.Source)
+		}
+		fmt.Fprintf(&b, "binary %s %s\n", shellQuote(m.Source), shellQuote("."+filepath.Clean(m.Target)))
+	}
 	b.WriteString(`pivot_root . .old
 cd /
 umount -l /.old
 rmdir /.old
-exec "$@"
+`)
+	if len(bins) > 0 {
+		b.WriteString("umount -l /.binaries\nrmdir /.binaries\n")
+	}
+	b.WriteString(`exec "$@"
 `)
 	return b.String(), nil
 }
