@@ -116,6 +116,9 @@ type EtcdClusterSpec struct {
 	ClientPort int32 `json:"clientPort,omitempty"`
 	// PeerPort is the port members talk to each other on: 2380 for main, 2381 for events.
 	PeerPort int32 `json:"peerPort,omitempty"`
+	// MetricsPort is where each member serves /health and /metrics over plain http on 127.0.0.1 only (its
+	// client port requires a client certificate): 8081 for main, 8082 for events.
+	MetricsPort int32 `json:"metricsPort,omitempty"`
 	// HeartbeatInterval is etcd's --heartbeat-interval, in milliseconds.
 	HeartbeatInterval *int32 `json:"heartbeatInterval,omitempty" flag:"heartbeat-interval"`
 	// ElectionTimeout is etcd's --election-timeout, in milliseconds.

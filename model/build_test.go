@@ -196,10 +196,10 @@ func TestNodeConfFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *f.Contents != string(want) || *f.Mode != 0o600 {
-		t.Errorf("%s: mode %v, contents:\n%s\nwant mode 0600 and the encoded node configuration", nodeConfFile, *f.Mode, *f.Contents)
+	if f.Contents != nil || f.SecretContents.Reveal() != string(want) || *f.Mode != 0o600 {
+		t.Errorf("%s: mode %v, want mode 0600 and the encoded node configuration, as a secret (it carries keys)", nodeConfFile, *f.Mode)
 	}
-	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(*f.Contents))
+	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(f.SecretContents.Reveal()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func (w *world) Node() *nodetasks.Node { return w.node }
 func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
 	nc, nodeupGraph := nodeGraph(t, 3, "control-plane-c")
 	g := engine.NewGraph[*world]()
-	if err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true}); err != nil {
+	if _, err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(engine.Apply); err != nil {

@@ -77,13 +77,37 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	}
 	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec))})
 
+	ks, err := addKeystore(g, c)
+	if err != nil {
+		return err
+	}
 	for _, ig := range igs {
-		// One object per group, its sha256 on its first line: one atomic write, nothing to tear.
-		obj, err := NewNodeConfig(c, ig).Encode()
-		if err != nil {
-			return err
-		}
-		engine.Add(g, &storetasks.File[C]{Path: NodeConfigPath(name, ig.Metadata.Name), Contents: ptr(string(obj))})
+		// One object per group, its sha256 on its first line: one atomic write, nothing to tear. It carries the
+		// keystore's files the group's role needs, made once the keypairs are found or issued.
+		engine.Add(g, &storetasks.SecretFile[C]{
+			Path:   NodeConfigPath(name, ig.Metadata.Name),
+			Make:   func() (engine.Secret, string, error) { return nodeConfigObject(c, ig, ks.issued()) },
+			Redact: RedactNodeConfigObject,
+			After:  ks.tasks(),
+		})
 	}
 	return nil
+}
+
+// nodeConfigObject is the stored node configuration of ig, carrying the keystore's files from ks, and how a plan
+// shows it.
+func nodeConfigObject(c *Cluster, ig *InstanceGroup, ks Issued) (engine.Secret, string, error) {
+	nc := NewNodeConfig(c, ig)
+	if err := nc.AddKeystoreFiles(ks); err != nil {
+		return engine.Secret{}, "", err
+	}
+	obj, err := nc.Encode()
+	if err != nil {
+		return engine.Secret{}, "", err
+	}
+	shown, err := RedactNodeConfigObject(string(obj))
+	if err != nil {
+		return engine.Secret{}, "", err
+	}
+	return engine.NewSecret(string(obj)), shown, nil
 }

@@ -33,7 +33,7 @@ func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 		StartKubelet:   nc.InstanceGroup == nil || nc.InstanceGroup.Spec.Role != RoleControlPlane,
 		StartProtokube: true,
 	}
-	if err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, o); err != nil {
+	if _, err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, o); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -59,33 +59,48 @@ type NodeTasksOptions struct {
 // plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds
 // them to each round's graph, whose world is made of the node and the cloud.
-func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *NodeConfig, o NodeTasksOptions) error {
+func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *NodeConfig, o NodeTasksOptions) (keystoreFiles []engine.Task, err error) {
 	if nc.Cluster == nil || nc.InstanceGroup == nil {
-		return fmt.Errorf("node configuration: cluster and instanceGroup are required")
+		return nil, fmt.Errorf("node configuration: cluster and instanceGroup are required")
 	}
 	c, ig := nc.Cluster, nc.InstanceGroup
 	s := &c.Spec
 	if s.Kubelet == nil || s.KubeProxy == nil {
-		return fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
+		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
 	case RoleControlPlane, RoleNode:
 	default:
-		return fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
+		return nil, fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
 	}
 	controlPlane := ig.Spec.Role == RoleControlPlane
 	if controlPlane && (s.KubeAPIServer == nil || s.KubeControllerManager == nil || s.KubeScheduler == nil || nc.Protokube == nil) {
-		return fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
+		return nil, fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
 	}
 	envText, err := kubeletEnv(kubeletFlags(s.Kubelet, ig))
 	if err != nil {
-		return fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
 	var conf []byte
 	if controlPlane {
 		if conf, err = nc.Encode(); err != nil {
-			return fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 		}
+	}
+
+	// The keystore's files come first: a component whose manifest is written starts at once, and reads them.
+	for _, f := range nc.Files {
+		mode, err := f.FileMode()
+		if err != nil {
+			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+		}
+		file := &nodetasks.File{Path: f.Path, Mode: ptr(os.FileMode(mode)), Owner: ptr("0"), Group: ptr("0")}
+		if f.Sensitive {
+			file.SecretContents = ptr(engine.NewSecret(f.Contents))
+		} else {
+			file.Contents = ptr(f.Contents)
+		}
+		keystoreFiles = append(keystoreFiles, engine.AddIn(g, in, file))
 	}
 
 	manifestDir := engine.AddIn(g, in, &nodetasks.File{
@@ -95,7 +110,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		engine.AddIn(g, in, &nodetasks.ManifestFile{
 			Path:  path.Join(s.Kubelet.PodManifestPath, pod.Metadata.Name+".manifest"),
 			Pod:   pod,
-			After: []engine.Task{manifestDir},
+			After: append([]engine.Task{manifestDir}, keystoreFiles...),
 		})
 	}
 	if controlPlane {
@@ -124,7 +139,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
 		// is the cluster's spec.
 		confFile := engine.AddIn(g, in, &nodetasks.File{
-			Path: nodeConfFile, Contents: ptr(string(conf)), Mode: ptr(os.FileMode(0o600)),
+			Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(string(conf))), Mode: ptr(os.FileMode(0o600)),
 		})
 		engine.AddIn(g, in, &nodetasks.SystemdService{
 			Name:       "protokube.service",
@@ -134,7 +149,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 			DependsOn:  []engine.Task{confFile},
 		})
 	}
-	return nil
+	return keystoreFiles, nil
 }
 
 // startIf is a service's Running: true to start it, nil to leave it as it runs (never false: no caller stops

@@ -76,6 +76,27 @@ type KubeAPIServerConfig struct {
 	ServiceAccountKeyFile string `json:"serviceAccountKeyFile,omitempty" flag:"service-account-key-file"`
 	// ServiceAccountSigningKeyFile signs service account tokens.
 	ServiceAccountSigningKeyFile string `json:"serviceAccountSigningKeyFile,omitempty" flag:"service-account-signing-key-file"`
+	// EtcdCAFile verifies etcd's serving certificates (the etcd clients CA).
+	EtcdCAFile string `json:"etcdCAFile,omitempty" flag:"etcd-cafile"`
+	// EtcdCertFile and EtcdKeyFile are kube-apiserver's client certificate to etcd, and its key.
+	EtcdCertFile string `json:"etcdCertFile,omitempty" flag:"etcd-certfile"`
+	EtcdKeyFile  string `json:"etcdKeyFile,omitempty" flag:"etcd-keyfile"`
+	// KubeletClientCertificate and KubeletClientKey are kube-apiserver's client certificate to kubelets'
+	// APIs (logs, exec, port-forward), and its key.
+	KubeletClientCertificate string `json:"kubeletClientCertificate,omitempty" flag:"kubelet-client-certificate"`
+	KubeletClientKey         string `json:"kubeletClientKey,omitempty" flag:"kubelet-client-key"`
+	// RequestheaderClientCAFile verifies the front proxy's client certificate (API aggregation).
+	RequestheaderClientCAFile string `json:"requestheaderClientCAFile,omitempty" flag:"requestheader-client-ca-file"`
+	// RequestheaderAllowedNames are the front proxy's client certificate's common names.
+	RequestheaderAllowedNames []string `json:"requestheaderAllowedNames,omitempty" flag:"requestheader-allowed-names"`
+	// RequestheaderUsernameHeaders, RequestheaderGroupHeaders and RequestheaderExtraHeadersPrefix are the
+	// headers the front proxy passes the user in.
+	RequestheaderUsernameHeaders    []string `json:"requestheaderUsernameHeaders,omitempty" flag:"requestheader-username-headers"`
+	RequestheaderGroupHeaders       []string `json:"requestheaderGroupHeaders,omitempty" flag:"requestheader-group-headers"`
+	RequestheaderExtraHeadersPrefix []string `json:"requestheaderExtraHeadersPrefix,omitempty" flag:"requestheader-extra-headers-prefix"`
+	// ProxyClientCertFile and ProxyClientKeyFile are the front proxy's client certificate, and its key.
+	ProxyClientCertFile string `json:"proxyClientCertFile,omitempty" flag:"proxy-client-cert-file"`
+	ProxyClientKeyFile  string `json:"proxyClientKeyFile,omitempty" flag:"proxy-client-key-file"`
 	// APIAudiences are the audiences tokens must be for.
 	APIAudiences []string `json:"apiAudiences,omitempty" flag:"api-audiences"`
 	// KubeletPreferredAddressTypes is the order of node address types used to reach kubelets.

@@ -17,6 +17,10 @@ const (
 	defaultVolumeSizeGiB     = 20
 	// srvKubernetes holds the control plane's certificates and keys on a node.
 	srvKubernetes = "/srv/kubernetes"
+	// apiServerPKI holds kube-apiserver's client certificates and the CAs it verifies others with.
+	apiServerPKI = srvKubernetes + "/kube-apiserver"
+	// etcdPKI holds the etcd members' certificates and keys, and the etcd CAs' certificates (never a CA's key).
+	etcdPKI = srvKubernetes + "/etcd"
 )
 
 // Complete returns the complete spec: a deep copy of cluster and its instance groups with every value the
@@ -170,12 +174,15 @@ func completeEtcdCluster(s *ClusterSpec, i int, igs []*InstanceGroup) {
 	case "main":
 		setDefault(&e.ClientPort, 4001)
 		setDefault(&e.PeerPort, 2380)
+		setDefault(&e.MetricsPort, 8081)
 	case "events":
 		setDefault(&e.ClientPort, 4002)
 		setDefault(&e.PeerPort, 2381)
+		setDefault(&e.MetricsPort, 8082)
 	default: // an extra cluster: ports after main's and events', by position
 		setDefault(&e.ClientPort, int32(4003+i))
 		setDefault(&e.PeerPort, int32(2382+i))
+		setDefault(&e.MetricsPort, int32(8083+i))
 	}
 	for j := range e.Members {
 		m := &e.Members[j]
@@ -290,6 +297,26 @@ func completeComponents(c *Cluster) {
 	setDefault(&a.ServiceAccountIssuer, "https://"+s.API.InternalName)
 	setDefault(&a.ServiceAccountKeyFile, srvKubernetes+"/service-account.pub")
 	setDefault(&a.ServiceAccountSigningKeyFile, srvKubernetes+"/service-account.key")
+	setDefault(&a.EtcdCAFile, apiServerPKI+"/etcd-ca.crt")
+	setDefault(&a.EtcdCertFile, apiServerPKI+"/etcd-client.crt")
+	setDefault(&a.EtcdKeyFile, apiServerPKI+"/etcd-client.key")
+	setDefault(&a.KubeletClientCertificate, apiServerPKI+"/kubelet-api.crt")
+	setDefault(&a.KubeletClientKey, apiServerPKI+"/kubelet-api.key")
+	setDefault(&a.RequestheaderClientCAFile, apiServerPKI+"/front-proxy-ca.crt")
+	if a.RequestheaderAllowedNames == nil {
+		a.RequestheaderAllowedNames = []string{"front-proxy-client"}
+	}
+	if a.RequestheaderUsernameHeaders == nil {
+		a.RequestheaderUsernameHeaders = []string{"X-Remote-User"}
+	}
+	if a.RequestheaderGroupHeaders == nil {
+		a.RequestheaderGroupHeaders = []string{"X-Remote-Group"}
+	}
+	if a.RequestheaderExtraHeadersPrefix == nil {
+		a.RequestheaderExtraHeadersPrefix = []string{"X-Remote-Extra-"}
+	}
+	setDefault(&a.ProxyClientCertFile, apiServerPKI+"/front-proxy-client.crt")
+	setDefault(&a.ProxyClientKeyFile, apiServerPKI+"/front-proxy-client.key")
 	if a.APIAudiences == nil {
 		a.APIAudiences = []string{"kubernetes.svc.default"}
 	}
@@ -348,7 +375,7 @@ func etcdImage(version string) string { return fmt.Sprintf("%s/etcd:%s-0", defau
 // that cluster: the etcd members run on every control-plane node beside kube-apiserver.
 func etcdServers(clusters []EtcdClusterSpec) (servers, overrides []string) {
 	for _, e := range clusters {
-		url := fmt.Sprintf("http://127.0.0.1:%d", e.ClientPort)
+		url := fmt.Sprintf("https://127.0.0.1:%d", e.ClientPort)
 		switch e.Name {
 		case "main":
 			servers = append(servers, url)

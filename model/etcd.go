@@ -42,10 +42,10 @@ func etcdPodName(etcdCluster string) string { return "etcd-" + etcdCluster }
 // configuration, then the cluster's own (ec.Flags), all sorted by name as every component's are:
 //
 //	--name=<member>  --data-dir=<dataDir>
-//	--listen-peer-urls=http://0.0.0.0:<peerPort>  --listen-client-urls=http://0.0.0.0:<clientPort>
-//	--initial-advertise-peer-urls=http://<member's DNS name>:<peerPort>
-//	--advertise-client-urls=http://<member's DNS name>:<clientPort>
-//	--initial-cluster=<m1>=http://<m1's DNS name>:<peerPort>,... (every member, in ec's order)
+//	--listen-peer-urls=https://0.0.0.0:<peerPort>  --listen-client-urls=https://0.0.0.0:<clientPort>
+//	--initial-advertise-peer-urls=https://<member's DNS name>:<peerPort>
+//	--advertise-client-urls=https://<member's DNS name>:<clientPort>
+//	--initial-cluster=<m1>=https://<m1's DNS name>:<peerPort>,... (every member, in ec's order)
 //	--initial-cluster-state=new|existing  --initial-cluster-token=<cluster name>-etcd-<ec.Name>
 //
 // existing says the member joins a cluster that already runs (its data directory already holds a member, or
@@ -54,14 +54,18 @@ func etcdPodName(etcdCluster string) string { return "etcd-" + etcdCluster }
 // wherever its volume goes. The pod runs on the host's network, with dataDir (EtcdDataDir) mounted read-write
 // at the same path; it must exist, on the mounted volume.
 //
-// Peers and clients speak plain http for now: TLS (peer and client certificates from the etcd CAs) comes with
-// the PKI (issue 10), and then these URLs become https.
+// Peers and clients speak TLS, and each side proves who it is with a certificate (EtcdMemberPKI): peers with
+// their peer certificates, signed by the etcd peers CA; the member serves clients with its server certificate,
+// and accepts only clients whose certificate the etcd clients CA signed (kube-apiserver's). /health and /metrics
+// are served over plain http on 127.0.0.1:<metricsPort> only, for kubelet's probe. The certificates are in
+// /srv/kubernetes/etcd, mounted read-only.
 func EtcdPod(pc *ProtokubeConfig, ec ProtokubeEtcdCluster, m ProtokubeEtcdMember, dataDir string, existing bool) *nodetasks.Pod {
-	peerURL := func(host string) string { return fmt.Sprintf("http://%s:%d", host, ec.PeerPort) }
+	peerURL := func(host string) string { return fmt.Sprintf("https://%s:%d", host, ec.PeerPort) }
 	initial := make([]string, len(ec.Members))
 	for i, other := range ec.Members {
 		initial[i] = other.Name + "=" + peerURL(other.DNSName)
 	}
+	pki := EtcdMemberPKI(ec.Name, m.Name)
 	state := "new"
 	if existing {
 		state = "existing"
@@ -70,9 +74,18 @@ func EtcdPod(pc *ProtokubeConfig, ec ProtokubeEtcdCluster, m ProtokubeEtcdMember
 		"--name=" + m.Name,
 		"--data-dir=" + dataDir,
 		"--listen-peer-urls=" + peerURL("0.0.0.0"),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ec.ClientPort),
+		fmt.Sprintf("--listen-client-urls=https://0.0.0.0:%d", ec.ClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", ec.MetricsPort),
 		"--initial-advertise-peer-urls=" + peerURL(m.DNSName),
-		fmt.Sprintf("--advertise-client-urls=http://%s:%d", m.DNSName, ec.ClientPort),
+		fmt.Sprintf("--advertise-client-urls=https://%s:%d", m.DNSName, ec.ClientPort),
+		"--cert-file=" + pki.ServerCert,
+		"--key-file=" + pki.ServerKey,
+		"--trusted-ca-file=" + EtcdClientsCAFile,
+		"--client-cert-auth=true",
+		"--peer-cert-file=" + pki.PeerCert,
+		"--peer-key-file=" + pki.PeerKey,
+		"--peer-trusted-ca-file=" + EtcdPeersCAFile,
+		"--peer-client-cert-auth=true",
 		"--initial-cluster=" + strings.Join(initial, ","),
 		"--initial-cluster-state=" + state,
 		"--initial-cluster-token=" + pc.ClusterName + "-etcd-" + ec.Name,
@@ -94,11 +107,12 @@ func EtcdPod(pc *ProtokubeConfig, ec ProtokubeEtcdCluster, m ProtokubeEtcdMember
 	// A serializable health check asks this member only: a member that lost its quorum is not restarted for
 	// it, which would not bring the quorum back.
 	c.LivenessProbe = &nodetasks.Probe{
-		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: "/health?serializable=true", Port: ec.ClientPort, Scheme: "HTTP"},
+		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: "/health?serializable=true", Port: ec.MetricsPort, Scheme: "HTTP"},
 		InitialDelaySeconds: 15, TimeoutSeconds: 15,
 	}
 	p.Spec.Volumes = []nodetasks.Volume{{Name: "data", HostPath: &nodetasks.HostPathVolumeSource{Path: dataDir, Type: "Directory"}}}
 	c.VolumeMounts = []nodetasks.VolumeMount{{Name: "data", MountPath: dataDir}}
+	mountHostPaths(p, etcdPKI)
 	return p
 }
 

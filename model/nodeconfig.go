@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"kubeup.dev/kubeup/engine"
 )
 
 // KindNodeConfig is the kind of the configuration nodeup reads.
@@ -25,6 +28,10 @@ type NodeConfig struct {
 	Cluster       *Cluster         `json:"cluster"`
 	InstanceGroup *InstanceGroup   `json:"instanceGroup"`
 	Protokube     *ProtokubeConfig `json:"protokube,omitempty"`
+	// Files are the certificates, keys and kubeconfigs of the cluster's keystore that the node's role needs
+	// (see AddKeystoreFiles); nodeup writes them. Those that hold a private key are Sensitive: plans show the
+	// configuration without them (RedactNodeConfigObject).
+	Files []NodeFile `json:"files,omitempty"`
 }
 
 // ProtokubeConfig is what protokube needs on a control-plane node: which volumes hold the etcd members it may
@@ -57,6 +64,8 @@ type ProtokubeEtcdCluster struct {
 	Image      string `json:"image"`
 	ClientPort int32  `json:"clientPort"`
 	PeerPort   int32  `json:"peerPort"`
+	// MetricsPort serves /health and /metrics over plain http, on 127.0.0.1 only.
+	MetricsPort int32 `json:"metricsPort,omitempty"`
 	// Flags are the cluster-wide etcd flags of the spec; protokube adds the member's own (name, URLs, data dir).
 	Flags []string `json:"flags,omitempty"`
 	// TagKey is the volume tag that names the member: k8s.io/etcd/<cluster>; its value is "<member>/<all members>".
@@ -133,7 +142,8 @@ func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {
 	for _, e := range c.Spec.EtcdClusters {
 		pe := ProtokubeEtcdCluster{
 			Name: e.Name, Version: e.Version, Image: e.Image, ClientPort: e.ClientPort, PeerPort: e.PeerPort,
-			Flags: Flags(e), TagKey: EtcdTagKey(e.Name),
+			MetricsPort: e.MetricsPort,
+			Flags:       Flags(e), TagKey: EtcdTagKey(e.Name),
 		}
 		if len(pe.Flags) == 0 {
 			pe.Flags = nil // as protokube reads it back: none is written
@@ -148,6 +158,41 @@ func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {
 		p.EtcdClusters = append(p.EtcdClusters, pe)
 	}
 	return p
+}
+
+// AddKeystoreFiles sets the files of the keystore the node's role needs (NodeFile), from what ks holds: what
+// `kubeup update cluster` found or issued. A keypair ks does not hold yet (a dry run's) is PendingPEM.
+func (nc *NodeConfig) AddKeystoreFiles(ks Issued) error {
+	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup, ks)
+	if err != nil {
+		return err
+	}
+	nc.Files = files
+	return nil
+}
+
+// RedactNodeConfigObject shows a stored node configuration (as Encode wrote it) with the contents of every
+// Sensitive file replaced by (sensitive): what a plan may print. It reads the object leniently (no sha256 or
+// spec check: it only shows it); an object that is not YAML is an error that never quotes it.
+func RedactNodeConfigObject(obj string) (string, error) {
+	first, rest, ok := strings.Cut(obj, "\n")
+	if !ok || !strings.HasPrefix(first, nodeConfigSumPrefix) {
+		return "", errors.New("not a node configuration: no first line " + nodeConfigSumPrefix + "<hex>")
+	}
+	var nc NodeConfig
+	if err := yaml.Unmarshal([]byte(rest), &nc); err != nil {
+		return "", errors.New("not a node configuration: its YAML does not decode")
+	}
+	for i := range nc.Files {
+		if nc.Files[i].Sensitive {
+			nc.Files[i].Contents = engine.Redacted
+		}
+	}
+	shown, err := yaml.Marshal(&nc)
+	if err != nil {
+		return "", err
+	}
+	return first + "\n" + string(shown), nil
 }
 
 // nodeConfigSumPrefix starts the first line of a stored node configuration; the sha256 of the rest follows in

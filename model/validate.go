@@ -226,7 +226,7 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup, all bool) 
 		for _, f := range []struct {
 			field string
 			port  int32
-		}{{"clientPort", e.ClientPort}, {"peerPort", e.PeerPort}} {
+		}{{"clientPort", e.ClientPort}, {"peerPort", e.PeerPort}, {"metricsPort", e.MetricsPort}} {
 			field, port := f.field, f.port
 			if port < 1 || port > 65535 {
 				ps.add(p+"."+field, "%d is not a port: want 1-65535", port)

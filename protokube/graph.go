@@ -22,7 +22,8 @@ const apiTTL = 60
 func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
-	if err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true}); err != nil {
+	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true})
+	if err != nil {
 		return nil, err
 	}
 	for i := range pc.EtcdClusters {
@@ -67,7 +68,7 @@ func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choic
 			Path: dataDir, Type: ptr(nodetasks.TypeDirectory), Mode: ptr(os.FileMode(0o700)), After: []engine.Task{mount},
 		})
 		pod := model.EtcdPod(pc, *ec, *mv.member, dataDir, existing)
-		engine.AddIn(g, (*Round).Node, &nodetasks.ManifestFile{Path: manifest, Pod: pod, After: []engine.Task{mount, data}})
+		engine.AddIn(g, (*Round).Node, &nodetasks.ManifestFile{Path: manifest, Pod: pod, After: append([]engine.Task{mount, data}, keystoreFiles...)})
 		if me.InternalIP != "" {
 			engine.Add(g, &dnstasks.Record[*Round]{Name: mv.member.DNSName, Type: "A", TTL: ptr(apiTTL), Values: []string{me.InternalIP}})
 		}

@@ -66,6 +66,8 @@ func (f *File) contentHash(n *Node) (string, error) {
 	switch {
 	case f.Contents != nil:
 		return hashString(*f.Contents), nil
+	case f.SecretContents != nil: // a digest, which says nothing of the secret
+		return hashString(f.SecretContents.Reveal()), nil
 	case f.Target != nil:
 		return hashString("symlink:" + *f.Target), nil
 	case typeOf(f) == TypeDirectory:

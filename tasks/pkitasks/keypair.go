@@ -139,10 +139,24 @@ func (k *Keypair[C]) Find(ctx context.Context, world C) (*Keypair[C], error) {
 	}
 	slices.Sort(actual.IPAddresses)
 	actual.Status = k.status(ctx, is)
-	if actual.Status == Valid {
-		actual.Issued = is // dependents may use it only when it stays
+	if k.Usage == UsageCA || k.stays(actual) {
+		actual.Issued = is // dependents may use it only when it stays (a CA always does)
 	}
 	return actual, nil
+}
+
+// stays reports whether a found keypair is what k asks, so that it is not issued again.
+func (k *Keypair[C]) stays(actual *Keypair[C]) bool {
+	return actual.Status == Valid && actual.CommonName == k.CommonName && actual.Usage == k.Usage &&
+		slices.Equal(actual.Organization, k.Organization) &&
+		slices.Equal(actual.DNSNames, sorted(k.DNSNames)) && slices.Equal(actual.IPAddresses, sorted(k.IPAddresses))
+}
+
+func sorted(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Sorted(slices.Values(s))
 }
 
 // status says why a found keypair must be issued again, or Valid.
