@@ -137,15 +137,19 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	endpoints := func(port int) string {
 		var eps []string
 		for _, m := range []string{"a-1", "a-2", "a-3"} {
-			eps = append(eps, fmt.Sprintf("http://%s.etcd-main.internal.%s:%d", m, cluster, port))
+			eps = append(eps, fmt.Sprintf("https://%s.etcd-main.internal.%s:%d", m, cluster, port))
 		}
 		return strings.Join(eps, ",")
 	}
 	main := endpoints(4001)
+	// etcd takes clients with a certificate of its clients CA only: kube-apiserver's, which protokube wrote on
+	// every node as it converged it.
+	pki := filepath.Join(nodes[0].root, "srv/kubernetes/kube-apiserver")
+	tls := []string{"--cacert=" + pki + "/etcd-ca.crt", "--cert=" + pki + "/etcd-client.crt", "--key=" + pki + "/etcd-client.key"}
 	etcdctl := func(n *node, args ...string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		return n.net.Run(cctx, "etcdctl", append([]string{"--endpoints=" + main, "--command-timeout=10s"}, args...)...)
+		return n.net.Run(cctx, "etcdctl", append(append([]string{"--endpoints=" + main, "--command-timeout=10s"}, tls...), args...)...)
 	}
 	waitFor(t, 3*time.Minute, "etcd main to be healthy on its three members through their DNS names", func() (string, bool) {
 		out, err := etcdctl(nodes[0], "endpoint", "health")
@@ -154,7 +158,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	if out, err := nodes[0].net.Run(ctx, "dig", "+short", "@"+nw.Gateway, "api.internal."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
 		t.Errorf("api.internal.%s: %q, %v; want the three holders' addresses", cluster, out, err)
 	}
-	script := fmt.Sprintf(`for i in $(seq 1 %d); do etcdctl --endpoints=%s put key-$i value-$i >/dev/null || exit 1; done`, keys, main)
+	script := fmt.Sprintf(`for i in $(seq 1 %d); do etcdctl --endpoints=%s %s put key-$i value-$i >/dev/null || exit 1; done`, keys, main, strings.Join(tls, " "))
 	if out, err := nodes[0].net.Run(ctx, "sh", "-c", script); err != nil {
 		t.Fatalf("writing %d keys: %v\n%s", keys, err, out)
 	}
