@@ -20,7 +20,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages
+.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -29,6 +29,29 @@ E2E_PACKAGES := bind9 dnsutils etcd-server etcd-client iproute2 iputils-ping sys
 E2E_MIRROR ?= http://deb.debian.org/debian
 KUBEUP_E2E_ROOTFS ?= /var/cache/kubeup/rootfs-bookworm
 export KUBEUP_E2E_ROOTFS
+
+# The real kube-apiserver, kube-controller-manager and kube-scheduler, built from the k8s.io/kubernetes Go module
+# of hack/kube-binaries (a Go module of its own: the main go.mod stays lean) into a cache keyed by its version,
+# which is model.DefaultKubernetesVersion (a test holds them together). The tests and the demo find them through
+# KUBEUP_KUBE_BIN.
+KUBE_BINARIES_MOD := hack/kube-binaries
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ { print $$2; exit }' $(KUBE_BINARIES_MOD)/go.mod)
+KUBE_COMPONENTS := kube-apiserver kube-controller-manager kube-scheduler
+KUBEUP_KUBE_BIN ?= /var/cache/kubeup/bin/$(KUBE_VERSION)
+export KUBEUP_KUBE_BIN
+# What `--version`, `kubectl version` and /version report: a plain `go build` would say v0.0.0-master. (The
+# module holds no commit id: gitCommit is left empty.)
+KUBE_VERSION_PARTS := $(subst ., ,$(KUBE_VERSION:v%=%))
+KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(word 1,$(KUBE_VERSION_PARTS)) \
+	-X $(p).gitMinor=$(word 2,$(KUBE_VERSION_PARTS)) -X $(p).gitTreeState=clean -X $(p).gitCommit=)
+
+# kubectl is Debian's kubernetes-client, unpacked from its package into a cache rather than installed: on a
+# machine where another package holds /usr/bin/kubectl (Google Cloud's kubectl), dpkg refuses to install it.
+# The tests and the demo find it through KUBEUP_KUBECTL.
+KUBECTL_CACHE := /var/cache/kubeup/kubernetes-client
+KUBEUP_KUBECTL ?= $(KUBECTL_CACHE)/usr/bin/kubectl
+export KUBEUP_KUBECTL
 
 ## build: bin/kubeup, bin/nodeup and bin/protokube, stamped with `git describe`
 build:
@@ -51,8 +74,8 @@ lint: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## e2e-deps: install the e2e tests' Debian packages and debootstrap their root filesystem, once (root only)
-e2e-deps: e2e-packages
+## e2e-deps: install the e2e tests' Debian packages and kubectl, debootstrap their root filesystem and build the Kubernetes components, once (root only)
+e2e-deps: e2e-packages kube-binaries kubectl
 	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
 	if [ -d '$(KUBEUP_E2E_ROOTFS)' ]; then exit 0; fi; \
 	tmp='$(KUBEUP_E2E_ROOTFS).tmp'; \
@@ -80,6 +103,33 @@ e2e-packages:
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
+## kube-binaries: build kube-apiserver, kube-controller-manager and kube-scheduler into $(KUBEUP_KUBE_BIN), once (root only)
+# One `go build` of the three shares the compile. It builds into a temporary directory renamed into place, so that
+# an interrupted build leaves no half cache (the next run removes what it left); with the cache there it costs
+# nothing.
+kube-binaries:
+	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
+	dir='$(KUBEUP_KUBE_BIN)'; \
+	if [ -z '$(KUBE_VERSION)' ]; then echo "kube-binaries: no k8s.io/kubernetes in $(KUBE_BINARIES_MOD)/go.mod"; exit 1; fi; \
+	missing=; for c in $(KUBE_COMPONENTS); do [ -x "$$dir/$$c" ] || missing=1; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "kube-binaries: building Kubernetes $(KUBE_VERSION) ($(KUBE_COMPONENTS)) into $$dir (once; about 10 minutes on 2 cores)"; \
+	(cd $(KUBE_BINARIES_MOD) && $(GO) build -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" \
+		$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_COMPONENTS))); \
+	rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
+
+## kubectl: unpack Debian's kubernetes-client into $(KUBECTL_CACHE), once (root only)
+kubectl:
+	@if [ "$$(id -u)" != 0 ] || [ -x '$(KUBEUP_KUBECTL)' ]; then exit 0; fi; \
+	if ! command -v dpkg-deb >/dev/null; then echo "kubectl: not a Debian system: set KUBEUP_KUBECTL to a kubectl"; exit 0; fi; \
+	tmp='$(KUBECTL_CACHE).tmp'; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
+	cd "$$tmp"; \
+	apt-get download -qq kubernetes-client 2>/dev/null || { apt-get update -qq && apt-get download -qq kubernetes-client; }; \
+	dpkg-deb -x kubernetes-client_*.deb root; \
+	rm -rf '$(KUBECTL_CACHE)'; mv -T root '$(KUBECTL_CACHE)'; \
+	echo "kubectl: Debian's kubernetes-client $$(dpkg-deb -f kubernetes-client_*.deb Version) unpacked into $(KUBECTL_CACHE)"
+
 ## bench: the engine's benchmarks (select with BENCH=regexp, BENCHTIME=1s|100x), also saved to bench.out
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./engine/ | tee $(BENCH_OUT)
@@ -94,7 +144,7 @@ update-golden:
 	git status --short -- $$(for p in $$pkgs; do echo "./$${p#kubeup.dev/kubeup/}"; done) || true
 
 ## demo: as root, a 3-control-plane cluster on the local provider in /tmp/kubeup-demo: create, dry run, apply, nodeup and protokube on each node (network namespaces, a BIND it starts), ending with a healthy 3-member etcd
-demo: build e2e-packages
+demo: build e2e-packages kube-binaries kubectl
 	$(GO) build -o bin/ ./hack/staticpods
 	@bash hack/demo.sh
 
