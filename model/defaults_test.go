@@ -110,7 +110,7 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 			get: func(c *Cluster, _ []*InstanceGroup) any {
 				return [][]string{c.Spec.KubeAPIServer.EtcdServers, c.Spec.KubeAPIServer.EtcdServersOverrides}
 			},
-			want: [][]string{{"https://127.0.0.1:4001"}, {"/events#http://127.0.0.1:4002"}},
+			want: [][]string{{"https://127.0.0.1:4001"}, {"/events#https://127.0.0.1:4002"}},
 		},
 		{
 			name: "networking.podCIDR, and the components that use it",
@@ -162,15 +162,41 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 			set: func(c *Cluster, _ []*InstanceGroup) {
 				c.Spec.EtcdClusters = []EtcdClusterSpec{
 					{Name: "main", ClientPort: 4100, Members: []EtcdMemberSpec{{Name: "a"}}},
-					{Name: "events", ClientPort: 4101, PeerPort: 2481, Members: []EtcdMemberSpec{{Name: "a"}}},
+					{Name: "events", ClientPort: 4101, PeerPort: 2481, MetricsPort: 8182, Members: []EtcdMemberSpec{{Name: "a"}}},
 				}
 			},
 			get: func(c *Cluster, _ []*InstanceGroup) any {
 				e := c.Spec.EtcdClusters
 				a := c.Spec.KubeAPIServer
-				return []any{e[0].ClientPort, e[0].PeerPort, e[1].ClientPort, e[1].PeerPort, a.EtcdServers, a.EtcdServersOverrides}
+				return []any{e[0].ClientPort, e[0].PeerPort, e[0].MetricsPort, e[1].ClientPort, e[1].PeerPort, e[1].MetricsPort,
+					a.EtcdServers, a.EtcdServersOverrides}
 			},
-			want: []any{int32(4100), int32(2380), int32(4101), int32(2481), []string{"http://127.0.0.1:4100"}, []string{"/events#http://127.0.0.1:4101"}},
+			want: []any{int32(4100), int32(2380), int32(8081), int32(4101), int32(2481), int32(8182),
+				[]string{"https://127.0.0.1:4100"}, []string{"/events#https://127.0.0.1:4101"}},
+		},
+		{
+			name: "kubeAPIServer's certificate files and front proxy headers: a value set wins, the others are defaulted",
+			set: func(c *Cluster, _ []*InstanceGroup) {
+				c.Spec.KubeAPIServer = &KubeAPIServerConfig{
+					EtcdCertFile:                 "/etc/pki/etcd-client.crt",
+					KubeletClientKey:             "/etc/pki/kubelet-api.key",
+					RequestheaderGroupHeaders:    []string{"X-Proxy-Group"},
+					RequestheaderUsernameHeaders: []string{"X-Proxy-User"},
+				}
+			},
+			get: func(c *Cluster, _ []*InstanceGroup) any {
+				a := c.Spec.KubeAPIServer
+				return []any{a.EtcdCAFile, a.EtcdCertFile, a.EtcdKeyFile, a.KubeletClientCertificate, a.KubeletClientKey,
+					a.RequestheaderClientCAFile, a.RequestheaderAllowedNames, a.RequestheaderUsernameHeaders,
+					a.RequestheaderGroupHeaders, a.RequestheaderExtraHeadersPrefix, a.ProxyClientCertFile, a.ProxyClientKeyFile}
+			},
+			want: []any{
+				"/srv/kubernetes/kube-apiserver/etcd-ca.crt", "/etc/pki/etcd-client.crt", "/srv/kubernetes/kube-apiserver/etcd-client.key",
+				"/srv/kubernetes/kube-apiserver/kubelet-api.crt", "/etc/pki/kubelet-api.key",
+				"/srv/kubernetes/kube-apiserver/front-proxy-ca.crt", []string{"front-proxy-client"}, []string{"X-Proxy-User"},
+				[]string{"X-Proxy-Group"}, []string{"X-Remote-Extra-"},
+				"/srv/kubernetes/kube-apiserver/front-proxy-client.crt", "/srv/kubernetes/kube-apiserver/front-proxy-client.key",
+			},
 		},
 		{
 			name: "kubelet.maxPods",
@@ -432,12 +458,12 @@ func TestCompleteExtraEtcdClusterPorts(t *testing.T) {
 	if err := Validate("test", c, igs); err != nil {
 		t.Errorf("the complete spec is not valid: %v", err)
 	}
-	type ports struct{ Client, Peer int32 }
+	type ports struct{ Client, Peer, Metrics int32 }
 	var got []ports
 	for _, e := range c.Spec.EtcdClusters {
-		got = append(got, ports{e.ClientPort, e.PeerPort})
+		got = append(got, ports{e.ClientPort, e.PeerPort, e.MetricsPort})
 	}
-	want := []ports{{4001, 2380}, {4002, 2381}, {4005, 2384}, {4006, 2385}}
+	want := []ports{{4001, 2380, 8081}, {4002, 2381, 8082}, {4005, 2384, 8085}, {4006, 2385, 8086}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("etcd ports (-want +got):\n%s", diff)
 	}

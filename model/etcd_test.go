@@ -84,47 +84,74 @@ func TestEtcdPodFlags(t *testing.T) {
 		{
 			name: "main, member b, new", etcdCluster: "main", member: "b",
 			want: []string{
-				"--advertise-client-urls=http://b.etcd-main.internal.demo.example.com:4001",
+				"--advertise-client-urls=https://b.etcd-main.internal.demo.example.com:4001",
+				"--cert-file=/srv/kubernetes/etcd/main-b-server.crt",
+				"--client-cert-auth=true",
 				"--data-dir=/mnt/master-b.etcd-main.demo.example.com/data",
 				"--heartbeat-interval=250",
-				"--initial-advertise-peer-urls=http://b.etcd-main.internal.demo.example.com:2380",
-				"--initial-cluster=a=http://a.etcd-main.internal.demo.example.com:2380,b=http://b.etcd-main.internal.demo.example.com:2380,c=http://c.etcd-main.internal.demo.example.com:2380",
+				"--initial-advertise-peer-urls=https://b.etcd-main.internal.demo.example.com:2380",
+				"--initial-cluster=a=https://a.etcd-main.internal.demo.example.com:2380,b=https://b.etcd-main.internal.demo.example.com:2380,c=https://c.etcd-main.internal.demo.example.com:2380",
 				"--initial-cluster-state=new",
 				"--initial-cluster-token=demo.example.com-etcd-main",
-				"--listen-client-urls=http://0.0.0.0:4001",
-				"--listen-peer-urls=http://0.0.0.0:2380",
+				"--key-file=/srv/kubernetes/etcd/main-b-server.key",
+				"--listen-client-urls=https://0.0.0.0:4001",
+				"--listen-metrics-urls=http://127.0.0.1:8081",
+				"--listen-peer-urls=https://0.0.0.0:2380",
 				"--log-level=warn",
 				"--name=b",
+				"--peer-cert-file=/srv/kubernetes/etcd/main-b-peer.crt",
+				"--peer-client-cert-auth=true",
+				"--peer-key-file=/srv/kubernetes/etcd/main-b-peer.key",
+				"--peer-trusted-ca-file=/srv/kubernetes/etcd/peers-ca.crt",
+				"--trusted-ca-file=/srv/kubernetes/etcd/clients-ca.crt",
 			},
 		},
 		{
 			name: "events, member c, existing", etcdCluster: "events", member: "c", existing: true,
 			want: []string{
-				"--advertise-client-urls=http://c.etcd-events.internal.demo.example.com:4002",
+				"--advertise-client-urls=https://c.etcd-events.internal.demo.example.com:4002",
+				"--cert-file=/srv/kubernetes/etcd/events-c-server.crt",
+				"--client-cert-auth=true",
 				"--data-dir=/mnt/master-c.etcd-events.demo.example.com/data",
-				"--initial-advertise-peer-urls=http://c.etcd-events.internal.demo.example.com:2381",
-				"--initial-cluster=a=http://a.etcd-events.internal.demo.example.com:2381,b=http://b.etcd-events.internal.demo.example.com:2381,c=http://c.etcd-events.internal.demo.example.com:2381",
+				"--initial-advertise-peer-urls=https://c.etcd-events.internal.demo.example.com:2381",
+				"--initial-cluster=a=https://a.etcd-events.internal.demo.example.com:2381,b=https://b.etcd-events.internal.demo.example.com:2381,c=https://c.etcd-events.internal.demo.example.com:2381",
 				"--initial-cluster-state=existing",
 				"--initial-cluster-token=demo.example.com-etcd-events",
-				"--listen-client-urls=http://0.0.0.0:4002",
-				"--listen-peer-urls=http://0.0.0.0:2381",
+				"--key-file=/srv/kubernetes/etcd/events-c-server.key",
+				"--listen-client-urls=https://0.0.0.0:4002",
+				"--listen-metrics-urls=http://127.0.0.1:8082",
+				"--listen-peer-urls=https://0.0.0.0:2381",
 				"--name=c",
+				"--peer-cert-file=/srv/kubernetes/etcd/events-c-peer.crt",
+				"--peer-client-cert-auth=true",
+				"--peer-key-file=/srv/kubernetes/etcd/events-c-peer.key",
+				"--peer-trusted-ca-file=/srv/kubernetes/etcd/peers-ca.crt",
+				"--trusted-ca-file=/srv/kubernetes/etcd/clients-ca.crt",
 			},
 		},
 		{
 			name: "main, member a, existing", etcdCluster: "main", member: "a", existing: true,
 			want: []string{
-				"--advertise-client-urls=http://a.etcd-main.internal.demo.example.com:4001",
+				"--advertise-client-urls=https://a.etcd-main.internal.demo.example.com:4001",
+				"--cert-file=/srv/kubernetes/etcd/main-a-server.crt",
+				"--client-cert-auth=true",
 				"--data-dir=/mnt/master-a.etcd-main.demo.example.com/data",
 				"--heartbeat-interval=250",
-				"--initial-advertise-peer-urls=http://a.etcd-main.internal.demo.example.com:2380",
-				"--initial-cluster=a=http://a.etcd-main.internal.demo.example.com:2380,b=http://b.etcd-main.internal.demo.example.com:2380,c=http://c.etcd-main.internal.demo.example.com:2380",
+				"--initial-advertise-peer-urls=https://a.etcd-main.internal.demo.example.com:2380",
+				"--initial-cluster=a=https://a.etcd-main.internal.demo.example.com:2380,b=https://b.etcd-main.internal.demo.example.com:2380,c=https://c.etcd-main.internal.demo.example.com:2380",
 				"--initial-cluster-state=existing",
 				"--initial-cluster-token=demo.example.com-etcd-main",
-				"--listen-client-urls=http://0.0.0.0:4001",
-				"--listen-peer-urls=http://0.0.0.0:2380",
+				"--key-file=/srv/kubernetes/etcd/main-a-server.key",
+				"--listen-client-urls=https://0.0.0.0:4001",
+				"--listen-metrics-urls=http://127.0.0.1:8081",
+				"--listen-peer-urls=https://0.0.0.0:2380",
 				"--log-level=warn",
 				"--name=a",
+				"--peer-cert-file=/srv/kubernetes/etcd/main-a-peer.crt",
+				"--peer-client-cert-auth=true",
+				"--peer-key-file=/srv/kubernetes/etcd/main-a-peer.key",
+				"--peer-trusted-ca-file=/srv/kubernetes/etcd/peers-ca.crt",
+				"--trusted-ca-file=/srv/kubernetes/etcd/clients-ca.crt",
 			},
 		},
 	} {
@@ -141,13 +168,43 @@ func TestEtcdPodFlags(t *testing.T) {
 			if p.Metadata.Name != "etcd-"+tt.etcdCluster || !p.Spec.HostNetwork || c.Image != ec.Image {
 				t.Errorf("pod %s, host network %v, image %s", p.Metadata.Name, p.Spec.HostNetwork, c.Image)
 			}
+			// The data directory, read-write and required to exist (on the mounted volume); the certificates'
+			// directory, read-only: nothing in the pod may change a key.
 			dataDir := EtcdDataDir(EtcdMountPoint(m.VolumeName))
-			if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].HostPath == nil || p.Spec.Volumes[0].HostPath.Path != dataDir ||
-				p.Spec.Volumes[0].HostPath.Type != "Directory" {
-				t.Errorf("volumes %+v: want the data directory, required to exist (on the mounted volume)", p.Spec.Volumes)
+			type mount struct {
+				HostPath, Type, MountPath string
+				ReadOnly                  bool
 			}
-			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != dataDir || c.VolumeMounts[0].ReadOnly {
-				t.Errorf("volume mounts %+v: want the data directory, read-write, at its own path", c.VolumeMounts)
+			var mounts []mount
+			for _, vm := range c.VolumeMounts {
+				mt := mount{MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
+				for _, v := range p.Spec.Volumes {
+					if v.Name == vm.Name && v.HostPath != nil {
+						mt.HostPath, mt.Type = v.HostPath.Path, v.HostPath.Type
+					}
+				}
+				mounts = append(mounts, mt)
+			}
+			wantMounts := []mount{
+				{HostPath: dataDir, Type: "Directory", MountPath: dataDir},
+				{HostPath: "/srv/kubernetes/etcd", Type: "DirectoryOrCreate", MountPath: "/srv/kubernetes/etcd", ReadOnly: true},
+			}
+			if diff := cmp.Diff(wantMounts, mounts); diff != "" || len(p.Spec.Volumes) != len(wantMounts) {
+				t.Errorf("mounts (-want +got):\n%s\nvolumes: %+v", diff, p.Spec.Volumes)
+			}
+			// Every file a flag names is under a mounted directory.
+			for _, a := range c.Args {
+				name, v, _ := strings.Cut(a, "=")
+				if !strings.HasSuffix(name, "-file") {
+					continue
+				}
+				if !strings.HasPrefix(v, "/srv/kubernetes/etcd/") {
+					t.Errorf("%s names a file outside the mounted /srv/kubernetes/etcd", a)
+				}
+			}
+			if pr := c.LivenessProbe; pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port != ec.MetricsPort || pr.HTTPGet.Scheme != "HTTP" ||
+				pr.HTTPGet.Host != "127.0.0.1" {
+				t.Errorf("liveness probe %+v: want http on 127.0.0.1:%d, the metrics port (the client port asks for a client certificate)", pr, ec.MetricsPort)
 			}
 			// Each flag once: a cluster-wide flag never repeats a member's.
 			names := make([]string, len(c.Args))

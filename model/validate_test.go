@@ -212,6 +212,21 @@ func TestValidate(t *testing.T) {
 			want:     []wantProblem{{"spec.etcdClusters[0].peerPort", "port 4001 is already spec.etcdClusters[0].clientPort"}},
 		},
 		{
+			name:     "a metrics port that is another cluster's metrics port",
+			complete: func(c *Cluster, _ []*InstanceGroup) { c.Spec.EtcdClusters[1].MetricsPort = 8081 },
+			want:     []wantProblem{{"spec.etcdClusters[1].metricsPort", "port 8081 is already spec.etcdClusters[0].metricsPort"}},
+		},
+		{
+			name:     "a metrics port that is a client port",
+			complete: func(c *Cluster, _ []*InstanceGroup) { c.Spec.EtcdClusters[1].MetricsPort = 4001 },
+			want:     []wantProblem{{"spec.etcdClusters[1].metricsPort", "port 4001 is already spec.etcdClusters[0].clientPort"}},
+		},
+		{
+			name:     "metrics port missing",
+			complete: func(c *Cluster, _ []*InstanceGroup) { c.Spec.EtcdClusters[0].MetricsPort = 0 },
+			want:     []wantProblem{{"spec.etcdClusters[0].metricsPort", "0 is not a port: want 1-65535"}},
+		},
+		{
 			name:     "port out of range",
 			complete: func(c *Cluster, _ []*InstanceGroup) { c.Spec.EtcdClusters[0].PeerPort = 65536 },
 			want:     []wantProblem{{"spec.etcdClusters[0].peerPort", "65536 is not a port: want 1-65535"}},
