@@ -114,6 +114,7 @@ The state store is --state, else $KUBEUP_STATE_STORE, else file://$HOME/.kubeup/
 		newUpdateCommand(g),
 		newDeleteCommand(g),
 		newGraphCommand(g),
+		newExportCommand(g),
 		version.Command("kubeup"),
 	)
 	return root
