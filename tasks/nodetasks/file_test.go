@@ -3,6 +3,7 @@ package nodetasks
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -173,4 +174,110 @@ func TestFileDriftReport(t *testing.T) {
 
 func TestFileDeps(t *testing.T) {
 	enginetest.CheckDeps(t, &File{Path: "/x", After: []engine.Task{&File{Path: "/y"}}})
+}
+
+// secretFiles is a graph of two files that hold a secret: a key, and a configuration in a directory kubeup
+// makes.
+func secretFiles(secret string) func() *engine.Graph[*Node] {
+	return func() *engine.Graph[*Node] {
+		g := engine.NewGraph[*Node]()
+		engine.Add(g, &File{Path: "/srv/kubernetes/etcd/main-a-peer.key", SecretContents: ptr(engine.NewSecret(secret + "-key\n")),
+			Mode: ptr(os.FileMode(0o600)), Owner: ptr("0"), Group: ptr("0")})
+		engine.Add(g, &File{Path: "/var/lib/kube-proxy/kubeconfig", SecretContents: ptr(engine.NewSecret("users:\n- key: " + secret + "-kubeconfig\n")),
+			Mode: ptr(os.FileMode(0o600))})
+		return g
+	}
+}
+
+// TestFileSecretContents: a file with SecretContents is written whole, with its mode, and no plan (text or
+// JSON) nor log line shows what it holds, before or after.
+func TestFileSecretContents(t *testing.T) {
+	const secret = "SENTINEL-SECRET-51c2e8"
+	ctx := context.Background()
+	n := testNode(t, nil)
+	var logs bytes.Buffer
+	run := func(build func() *engine.Graph[*Node], target engine.Target) *engine.Plan {
+		t.Helper()
+		res, err := engine.Run(ctx, build(), n, engine.Options{Target: target,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		return res.Plan
+	}
+	check := func(step string, p *engine.Plan, wantText ...string) {
+		t.Helper()
+		var text, js bytes.Buffer
+		if err := p.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range []string{text.String(), js.String(), logs.String()} {
+			if strings.Contains(out, secret) || strings.Contains(out, "drifted") {
+				t.Errorf("%s: the secret is in the output:\n%s", step, out)
+			}
+		}
+		for _, want := range wantText {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("%s: the plan does not say %q:\n%s", step, want, text.String())
+			}
+		}
+	}
+
+	check("dry run", run(secretFiles(secret), engine.DryRun), "File//srv/kubernetes/etcd/main-a-peer.key", "SecretContents    (sensitive)", "Mode              -rw-------")
+	check("apply", run(secretFiles(secret), engine.Apply))
+	for p, want := range map[string]string{
+		"srv/kubernetes/etcd/main-a-peer.key": secret + "-key\n",
+		"var/lib/kube-proxy/kubeconfig":       "users:\n- key: " + secret + "-kubeconfig\n",
+	} {
+		b, err := os.ReadFile(filepath.Join(n.Root, p))
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+		st, err := os.Stat(filepath.Join(n.Root, p))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, %v; want 0600", p, st.Mode(), err)
+		}
+	}
+	if p := run(secretFiles(secret), engine.DryRun); !p.Empty() {
+		check("dry run after apply", p)
+		t.Error("the dry run after the apply plans changes")
+	}
+
+	// Drift, to another secret: the change is planned and made, and neither secret is shown.
+	key := filepath.Join(n.Root, "srv/kubernetes/etcd/main-a-peer.key")
+	if err := os.WriteFile(key, []byte("drifted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	drift := run(secretFiles(secret), engine.DryRun)
+	if len(drift.Changes) != 1 {
+		t.Errorf("after drift: %d changes, want 1", len(drift.Changes))
+	}
+	check("dry run after drift", drift, "SecretContents    (sensitive) -> (sensitive)")
+	check("apply after drift", run(secretFiles(secret), engine.Apply))
+	if b, _ := os.ReadFile(key); string(b) != secret+"-key\n" {
+		t.Errorf("after drift, the key holds %q", b)
+	}
+	enginetest.ApplyThenNoChanges(t, ctx, n, secretFiles(secret))
+}
+
+func TestFileSecretContentsValidate(t *testing.T) {
+	s := ptr(engine.NewSecret("k"))
+	for _, tt := range []struct {
+		name    string
+		f       *File
+		wantErr string
+	}{
+		{"both contents", &File{Path: "/a", Contents: ptr("k"), SecretContents: s}, "fields Contents and SecretContents both set"},
+		{"a directory", &File{Path: "/a", Type: ptr(TypeDirectory), SecretContents: s}, "field Contents is for a file"},
+		{"a symlink", &File{Path: "/a", Type: ptr(TypeSymlink), Target: ptr("/b"), SecretContents: s}, "a symlink has neither Contents nor Mode"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.f.Validate(); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
 }
