@@ -1,0 +1,365 @@
+//go:build e2e
+
+// Package e2e_test holds the end-to-end tests that run a whole cluster: kubeup, protokube and the real
+// Kubernetes components together.
+package e2e_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/internal/staticpods"
+	"kubeup.dev/kubeup/tasks/pkitasks"
+)
+
+const (
+	cluster   = "cp.example.com"
+	dnsZone   = "example.com"
+	secretAt  = "/etc/kubeup/tsig.secret" // on each node
+	manifests = "/etc/kubernetes/manifests"
+)
+
+// node is one control-plane node: a network namespace, a filesystem root, protokube and the stand-in for kubelet.
+type node struct {
+	id      string
+	net     *e2e.NetNode
+	root    string
+	conf    string
+	proc    *e2e.Process
+	log     string
+	kubelet *e2e.FakeKubelet
+}
+
+// TestControlPlaneAnswersKubectl: kubeup makes the cluster's keystore and writes the node configurations; on
+// three control-plane nodes (network namespaces) protokube claims the etcd volumes, writes the certificates and
+// keys their role needs and etcd's manifests (TLS between peers and to clients), publishes DNS to a real BIND, and
+// the stand-in for kubelet runs etcd and the real kube-apiserver, kube-controller-manager and kube-scheduler from
+// the manifests and files kubeup wrote. With the kubeconfig of `kubeup export kubeconfig`, kubectl reaches the API
+// through api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager holds its lease, a
+// new ServiceAccount's token is accepted. One node dies; kubectl still works through the name and the ConfigMap
+// reads back. No private key appears in anything the programs printed.
+func TestControlPlaneAnswersKubectl(t *testing.T) {
+	e2e.RequireRoot(t)
+	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
+	kubeBins := e2e.KubeBinaries(t)
+	kubectlBin := e2e.Kubectl(t)
+	ctx := context.Background()
+	bin := buildBinaries(t)
+	nw := e2e.Network(t)
+	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
+
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	var printed strings.Builder // everything kubeup and nodeup printed, for the sentinel check
+	kubeup := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "kubeup"), append(args, "--state", "file://"+state)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		printed.Write(out)
+		if err != nil {
+			t.Fatalf("kubeup %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
+	dns := fmt.Sprintf("  cloudProvider: local\n  local:\n    dns:\n      provider: rfc2136\n      server: %s:53\n      tsigKeyName: %s\n      tsigAlgorithm: %s\n      tsigSecretFile: %s\n",
+		nw.Gateway, bind.KeyName, bind.KeyAlgorithm, secretAt)
+	if !strings.Contains(spec, "  cloudProvider: local\n") {
+		t.Fatalf("unexpected spec:\n%s", spec)
+	}
+	specFile := filepath.Join(dir, "spec.yaml")
+	writeFile(t, specFile, strings.Replace(spec, "  cloudProvider: local\n", dns, 1))
+	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
+	kubeup("replace", "-f", specFile)
+	kubeup("update", "cluster", cluster, "-o", "json")
+	kubeup("update", "cluster", cluster, "--yes")
+	if out := kubeup("update", "cluster", cluster); !strings.Contains(out, "No changes") {
+		t.Errorf("a second update after the apply reports changes:\n%s", out)
+	}
+	kubeup("update", "cluster", cluster, "-o", "json")
+	kubeup("get", "cluster", cluster, "--full", "-o", "yaml")
+
+	pool := state + "-local/volumes"
+	images, err := filepath.Glob(filepath.Join(pool, "*.img"))
+	if err != nil || len(images) != 6 {
+		t.Fatalf("the pool holds %v (%v), want 6 volumes", images, err)
+	}
+	for _, img := range images {
+		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
+	}
+
+	// nodeup converges a scratch root from a control-plane configuration: its output is checked too.
+	nodeupOut, err := exec.Command(filepath.Join(bin, "nodeup"), "--conf="+filepath.Join(state, cluster, "nodeup", "control-plane-a-1"),
+		"--root="+filepath.Join(dir, "scratch")).CombinedOutput()
+	printed.Write(nodeupOut)
+	if err != nil {
+		t.Fatalf("nodeup on a scratch root: %v\n%s", err, nodeupOut)
+	}
+	if mode := fileMode(t, filepath.Join(dir, "scratch/srv/kubernetes/server.key")); mode != 0o600 {
+		t.Errorf("nodeup wrote kube-apiserver's key with mode %o, want 600", mode)
+	}
+
+	onlyComponents := func(c *staticpods.Config) {
+		c.Only = func(manifest string) bool { return !strings.HasPrefix(manifest, "kube-proxy") } // no kube-proxy here
+	}
+	var nodes []*node
+	for i := 1; i <= 3; i++ {
+		n := &node{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
+		n.net = nw.Node(t, n.id)
+		n.net.SetResolver(nw.Gateway)
+		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))
+		writeFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
+		for _, img := range images {
+			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
+		}
+		nodes = append(nodes, n)
+	}
+	client := nw.Node(t, "client")
+	client.SetResolver(nw.Gateway)
+	t.Cleanup(func() { // registered after the processes' own cleanups: runs before them
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			if n.proc != nil {
+				t.Logf("%s protokube log:\n%s", n.id, tail(n.log, 30))
+			}
+			if n.kubelet != nil {
+				for _, p := range n.kubelet.Pods() {
+					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, tail(p.Log, 25))
+				}
+			}
+		}
+	})
+	for _, n := range nodes {
+		n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests, e2e.WithBinaries(kubeBins), onlyComponents)
+		n.start(t, bin)
+	}
+
+	kubeup("export", "kubeconfig", cluster)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kubectl := func(args ...string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := client.Command(cctx, kubectlBin, append([]string{"--kubeconfig=" + kubeconfig, "--request-timeout=20s"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustKubectl := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+
+	waitFor(t, 5*time.Minute, "the API to be ready through api."+cluster, func() (string, bool) {
+		out, err := kubectl("get", "--raw", "/readyz")
+		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
+	})
+	if out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
+		t.Errorf("api.%s: %q, %v; want the three nodes' addresses", cluster, out, err)
+	}
+	mustKubectl("create", "namespace", "kubeup-e2e")
+	mustKubectl("create", "configmap", "survivor", "-n", "kubeup-e2e", "--from-literal=answer=42")
+	t.Logf("namespaces:\n%s", mustKubectl("get", "namespaces"))
+	holder := waitFor(t, 3*time.Minute, "kube-controller-manager to hold its leader lease", func() (string, bool) {
+		out, err := kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}")
+		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
+	})
+	t.Logf("kube-controller-manager's lease is held by %s", holder)
+	waitFor(t, 3*time.Minute, "kube-scheduler to hold its leader lease", func() (string, bool) {
+		out, err := kubectl("get", "lease", "-n", "kube-system", "kube-scheduler", "-o", "jsonpath={.spec.holderIdentity}")
+		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
+	})
+
+	// A new ServiceAccount's token, signed with the service-account key kubeup made, is accepted; a forged one is not.
+	mustKubectl("create", "serviceaccount", "robot", "-n", "kubeup-e2e")
+	reqFile := filepath.Join(dir, "tokenrequest.json")
+	writeFile(t, reqFile, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":600}}`)
+	out := mustKubectl("create", "--raw", "/api/v1/namespaces/kubeup-e2e/serviceaccounts/robot/token", "-f", reqFile)
+	var tr struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &tr); err != nil || tr.Status.Token == "" {
+		t.Fatalf("TokenRequest: %v\n%s", err, out)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	writeFile(t, caFile, readKeypair(t, state, "kubernetes-ca").CertPEM)
+	asToken := func(token string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := client.Command(cctx, kubectlBin, "--kubeconfig=/dev/null", "--server=https://api."+cluster,
+			"--certificate-authority="+caFile, "--token="+token, "--request-timeout=20s", "get", "--raw", "/api")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := asToken(tr.Status.Token); err != nil || !strings.Contains(out, `"versions"`) {
+		t.Errorf("the ServiceAccount's token was not accepted: %v\n%s", err, out)
+	}
+	forged := tr.Status.Token[:strings.LastIndex(tr.Status.Token, ".")+1] + "AAAA"
+	if out, err := asToken(forged); err == nil || !strings.Contains(out, "Unauthorized") {
+		t.Errorf("a token with a forged signature was accepted (or refused for another reason): %v\n%s", err, out)
+	}
+
+	// One node dies: its protokube, etcd members and components are gone.
+	victim := nodes[2]
+	victim.proc.Kill()
+	victim.kubelet.Stop()
+	waitFor(t, 2*time.Minute, "the ConfigMap to read back through api."+cluster+" with a node dead", func() (string, bool) {
+		out, err := kubectl("get", "configmap", "survivor", "-n", "kubeup-e2e", "-o", "jsonpath={.data.answer}")
+		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "42"
+	})
+	mustKubectl("get", "--raw", "/readyz")
+	mustKubectl("create", "configmap", "after-the-loss", "-n", "kubeup-e2e", "--from-literal=ok=yes")
+
+	// Sentinel: no private key of the keystore, as PEM or as the base64 a kubeconfig holds, in anything printed.
+	var logs strings.Builder
+	logs.WriteString(printed.String())
+	for _, n := range nodes {
+		logs.WriteString(readFile(t, n.log))
+		for _, p := range n.kubelet.Pods() {
+			logs.WriteString(readFile(t, p.Log))
+		}
+	}
+	keys := keystoreKeys(t, state)
+	t.Logf("sentinel: %d private keys searched for in %d bytes of output and logs", len(keys), logs.Len())
+	if len(keys) < 15 {
+		t.Fatalf("found %d keys in the keystore, want every keypair's", len(keys))
+	}
+	for name, needles := range keys {
+		for _, needle := range needles {
+			if strings.Contains(logs.String(), needle) {
+				t.Errorf("the private key of %s appears in what kubeup, nodeup, protokube or a component printed", name)
+			}
+		}
+	}
+}
+
+// keystoreKeys returns, for each keypair of the cluster's keystore, strings that only its private key holds: a
+// line of the PEM's body, and a piece of the PEM's base64 (as a kubeconfig carries it).
+func keystoreKeys(t *testing.T, state string) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(state, cluster, "pki", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, f := range files {
+		is := readKeypair(t, state, filepath.Base(f))
+		keyPEM := is.KeyPEM.Reveal()
+		b, _ := pem.Decode([]byte(keyPEM))
+		if b == nil {
+			t.Fatalf("%s: no key", f)
+		}
+		body := base64.StdEncoding.EncodeToString(b.Bytes)
+		b64 := base64.StdEncoding.EncodeToString([]byte(keyPEM))
+		out[filepath.Base(f)] = []string{body[20:60], b64[60:100]}
+	}
+	return out
+}
+
+func readKeypair(t *testing.T, state, name string) *pkitasks.Issued {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, cluster, "pki", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := pkitasks.Decode(b)
+	if err != nil {
+		t.Fatalf("keypair %s: %v", name, err)
+	}
+	return is
+}
+
+func (n *node) start(t *testing.T, bin string) {
+	t.Helper()
+	// protokube runs in the host's mount namespace (the node's mounts are under its root) and reaches BIND on
+	// the bridge; its node's address is a flag.
+	cmd := exec.Command(filepath.Join(bin, "protokube"), "--conf="+n.conf, "--root="+n.root, "--node-id="+n.id,
+		"--internal-ip="+n.net.IP, "--interval=2s", "--lease=10m")
+	n.log = filepath.Join(t.TempDir(), n.id+"-protokube.log")
+	n.proc = n.net.Start(t, cmd, n.log)
+}
+
+// buildBinaries builds kubeup, nodeup and protokube into a temporary directory.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", bin+"/", "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func fileMode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode().Perm()
+}
+
+func tail(path string, n int) string {
+	lines := strings.Split(strings.TrimRight(readFileQuiet(path), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func readFileQuiet(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func waitFor[T any](t *testing.T, limit time.Duration, what string, cond func() (T, bool)) T {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		v, ok := cond()
+		if ok {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s; last: %v", limit, what, v)
+		}
+		time.Sleep(time.Second)
+	}
+}
