@@ -12,6 +12,9 @@ MADE=$DEMO_DIR/made               # netns, links, dirs: one name a line; pids/: 
 STATE=$DEMO_DIR/state
 POOL=$DEMO_DIR/state-local/volumes
 SECRET_AT=/etc/kubeup/tsig.secret # on each node, under its root
+KUBECONFIG_FILE=$DEMO_DIR/kubeconfig # what kubeup export kubeconfig writes (KUBECONFIG)
+KUBE_BIN=${KUBEUP_KUBE_BIN:-/var/cache/kubeup/bin/v1.34.2} # make kube-binaries: kube-apiserver, -controller-manager, -scheduler
+KUBECTL=${KUBEUP_KUBECTL:-/var/cache/kubeup/kubernetes-client/usr/bin/kubectl} # make kubectl: Debian's
 
 netns_of() { echo "kubeup-demo-$1"; }
 root_of() { echo "$DEMO_DIR/nodes/$1"; }

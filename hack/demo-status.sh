@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make demo-status: etcdctl endpoint health against every etcd member of the demo's cluster through its DNS
-# name, from node1's network namespace (whose resolver is the demo's BIND); then which node mounts which volume,
-# checking that no device (nor loop image) is mounted twice. Exit 0 only when every member is healthy and no
-# device is mounted twice.
+# name, over TLS with kube-apiserver's etcd client certificate, from node1's network namespace (whose resolver is
+# the demo's BIND); the API's readiness through api.<cluster> with the demo's kubeconfig (kubeup export
+# kubeconfig); then which node mounts which volume, checking that no device (nor loop image) is mounted twice.
+# Exit 0 only when every member is healthy, the API is ready and no device is mounted twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/demo-env.sh
@@ -12,15 +13,26 @@ ns=$(netns_of "${NODES[0]}")
 [ -e "/run/netns/$ns" ] || fail "demo-status: no demo runs ($ns does not exist): make demo"
 
 status=0
+pki=$(root_of "${NODES[0]}")/srv/kubernetes/kube-apiserver
+tls=(--cacert="$pki/etcd-ca.crt" --cert="$pki/etcd-client.crt" --key="$pki/etcd-client.key")
 for etcd in main:4001 events:4002; do
 	cluster=${etcd%:*} port=${etcd#*:} eps=
-	for n in "${NODES[@]}"; do eps+=${eps:+,}http://a-${n#node}.etcd-$cluster.internal.$NAME:$port; done
+	for n in "${NODES[@]}"; do eps+=${eps:+,}https://a-${n#node}.etcd-$cluster.internal.$NAME:$port; done
 	echo "etcd $cluster:"
-	printf '$ ip netns exec %s etcdctl --endpoints=%s endpoint health\n' "$ns" "$eps" >&2
-	out=$(ip netns exec "$ns" etcdctl --endpoints="$eps" --command-timeout=5s endpoint health 2>&1) || status=1
+	printf '$ ip netns exec %s etcdctl --endpoints=%s --cacert=... --cert=... --key=... endpoint health\n' "$ns" "$eps" >&2
+	out=$(ip netns exec "$ns" etcdctl --endpoints="$eps" "${tls[@]}" --command-timeout=5s endpoint health 2>&1) || status=1
 	sed 's/^/  /' <<<"$out"
 	[ "$(grep -c 'is healthy' <<<"$out")" = "${#NODES[@]}" ] || status=1
 done
+
+# DEMO_STATUS_ETCD_ONLY=1 (make demo, before it starts the API): etcd and the volumes only.
+if [ "${DEMO_STATUS_ETCD_ONLY:-}" != 1 ]; then
+	echo "the API (https://api.$NAME):"
+	printf '$ ip netns exec %s kubectl --kubeconfig=%s get --raw /readyz\n' "$ns" "$KUBECONFIG_FILE" >&2
+	out=$(ip netns exec "$ns" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s get --raw /readyz 2>&1) || status=1
+	sed 's/^/  /' <<<"$out"
+	[ "$out" = ok ] || status=1
+fi
 
 echo "volumes:"
 # The host's mounts under the node roots: SOURCE TARGET; a loop device's image from losetup.
@@ -34,5 +46,9 @@ while read -r src target; do
 	seen_dev[$src]=$target
 	[ -z "$img" ] || seen_img[$img]=$target
 done < <(findmnt -rn -o SOURCE,TARGET | awk -v d="$DEMO_DIR/nodes/" 'index($2, d) == 1')
-if [ "$status" = 0 ]; then echo "every member is healthy; no device is mounted twice"; fi
+if [ "$status" = 0 ]; then
+	api="; the API is ready"
+	[ "${DEMO_STATUS_ETCD_ONLY:-}" != 1 ] || api=
+	echo "every member is healthy$api; no device is mounted twice"
+fi
 exit "$status"

@@ -2,7 +2,10 @@
 # make demo: the main job of kubeup on this machine, as root, on the local provider and a file:// state store: a
 # cluster of 3 control-plane nodes (network namespaces on a bridge), each converged by nodeup and kept by
 # protokube, which claim and mount one etcd volume each and publish DNS to a BIND the demo starts; etcd runs from
-# the manifests protokube writes (hack/staticpods plays kubelet) and ends healthy through its DNS names.
+# the manifests protokube writes (hack/staticpods plays kubelet) and ends healthy through its DNS names, over TLS
+# with the certificates kubeup issued; then the real kube-apiserver, kube-controller-manager and kube-scheduler
+# (make kube-binaries builds them) run from the manifests, and kubectl answers through api.<cluster> with the
+# kubeconfig of `kubeup export kubeconfig`.
 # Narration goes to stderr, the programs' own output to stdout. Every step must succeed: the script stops at the
 # first failure, and checks what each step promised. Everything it makes is recorded for hack/demo-clean.sh.
 set -euo pipefail
@@ -41,6 +44,11 @@ wait_for() {
 for tool in ip nsenter setsid named dig etcd etcdctl losetup mkfs.ext4 blkid unshare; do
 	command -v "$tool" >/dev/null || fail "$tool is not installed (make e2e-packages installs it)"
 done
+
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+	[ -x "$KUBE_BIN/$c" ] || fail "$KUBE_BIN/$c is missing: make kube-binaries builds it (make demo does)"
+done
+[ -x "$KUBECTL" ] || fail "$KUBECTL is missing: make kubectl unpacks Debian's (make demo does)"
 
 if [ -e "$DEMO_DIR" ]; then
 	say "Clean what an earlier demo left in $DEMO_DIR (make demo-clean)"
@@ -165,10 +173,12 @@ done
 echo "node1's root:" >&2
 (cd "$(root_of node1)" && find etc -type f | sort | sed 's/^/  /') >&2
 
-say "A stand-in for kubelet on each node (hack/staticpods, not product code): runs the etcd-* static pods"
+say "A stand-in for kubelet on each node (hack/staticpods, not product code): runs etcd and the control plane's static pods (not kube-proxy)"
+binaries=()
+for c in kube-apiserver kube-controller-manager kube-scheduler; do binaries+=(--binary "/usr/local/bin/$c=$KUBE_BIN/$c"); done
 for n in "${NODES[@]}"; do
 	background "staticpods-$n" "$BIN/staticpods" --netns "$(netns_of "$n")" --root "$(root_of "$n")" \
-		--only 'etcd-*' --log-dir "$DEMO_DIR/pods/$n"
+		--skip 'kube-proxy*' "${binaries[@]}" --log-dir "$DEMO_DIR/pods/$n"
 	echo "  $n: staticpods (pid $(cut -d' ' -f1 "$MADE/pids/staticpods-$n.pid")), pod logs in $DEMO_DIR/pods/$n" >&2
 done
 
@@ -199,18 +209,32 @@ published() { [ "$(records | sort -u | wc -l)" = 12 ]; } # 6 members, api.intern
 wait_for 60 "the members' and the API's DNS names" published
 records | sort -u | sed 's/^/  /'
 
-say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names"
+say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names (TLS, client certificates)"
 deadline=$((SECONDS + 180))
 while :; do
-	if bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1; then break; fi
+	if DEMO_STATUS_ETCD_ONLY=1 bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1; then break; fi
 	if ((SECONDS >= deadline)); then
 		cat "$DEMO_DIR/status.txt" >&2
 		fail "waited 180s for etcd to be healthy (logs: $DEMO_DIR/logs, $DEMO_DIR/pods)"
 	fi
 	sleep 1
 done
-printf '$ make demo-status\n' >&2
-cat "$DEMO_DIR/status.txt"
+grep -A4 '^etcd ' "$DEMO_DIR/status.txt"
+
+say "The API: kube-apiserver, kube-controller-manager and kube-scheduler from the manifests nodeup wrote, with the certificates kubeup issued"
+echo "the certificates and keys on node1 (written by protokube from the node configuration; keys 0600):" >&2
+(cd "$(root_of node1)" && find srv/kubernetes var/lib/kube-* -type f -printf '  %m %p\n' | sort -k2) >&2
+KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
+kubectl() { printf '$ kubectl %s   (in node1'"'"'s network namespace: its resolver is the BIND)\n' "$*" >&2; ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s "$@"; }
+ready() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
+wait_for 300 "kube-apiserver to be ready through api.$NAME" ready
+kubectl get --raw /readyz
+echo # /readyz answers "ok" without a newline
+kubectl get namespaces
+kubectl get lease -n kube-system
+
+say "make demo-status: etcd, the API, the volumes"
+bash hack/demo-status.sh
 
 say "A converged node's dry run: protokube --once --dryrun on node1 has nothing to do"
 printf '$ protokube --once --dryrun ... (node1)\n' >&2

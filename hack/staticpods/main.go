@@ -35,6 +35,7 @@ func main() {
 	root := flag.String("root", "", "the node's filesystem root")
 	manifests := flag.String("manifests", "/etc/kubernetes/manifests", "the manifest directory, under --root")
 	only := flag.String("only", "*", "run only the manifests whose file name matches this glob")
+	skip := flag.String("skip", "", "do not run the manifests whose file name matches this glob (such as kube-proxy*, whose binary the host has not)")
 	logDir := flag.String("log-dir", "", "where each pod's log, process id file and root filesystem mount point go")
 	binaries := map[string]string{}
 	flag.Func("binary", "the host file to run for a container's command, as `COMMAND=FILE` (COMMAND an absolute path, as the manifest names it); repeatable",
@@ -62,12 +63,14 @@ func main() {
 		})
 	flag.Parse()
 	if *netns == "" || *root == "" || *logDir == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB] [--binary COMMAND=FILE ...]")
+		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB] [--skip GLOB] [--binary COMMAND=FILE ...]")
 		os.Exit(2)
 	}
-	if _, err := filepath.Match(*only, ""); err != nil {
-		fmt.Fprintf(os.Stderr, "staticpods: --only %q: %v\n", *only, err)
-		os.Exit(2)
+	for flagName, glob := range map[string]string{"--only": *only, "--skip": *skip} {
+		if _, err := filepath.Match(glob, ""); err != nil {
+			fmt.Fprintf(os.Stderr, "staticpods: %s %q: %v\n", flagName, glob, err)
+			os.Exit(2)
+		}
 	}
 	for _, tool := range staticpods.Tools {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -81,7 +84,11 @@ func main() {
 	}
 	r := staticpods.Start(staticpods.Config{
 		NetNS: *netns, Root: *root, ManifestDir: *manifests, LogDir: *logDir, Binaries: binaries,
-		Only: func(name string) bool { ok, _ := filepath.Match(*only, name); return ok },
+		Only: func(name string) bool {
+			ok, _ := filepath.Match(*only, name)
+			skipped, _ := filepath.Match(*skip, name)
+			return ok && !skipped
+		},
 		Start: func(cmd *exec.Cmd, logFile string) (staticpods.Process, error) {
 			p, err := staticpods.StartProcess(cmd, logFile)
 			if err != nil {
@@ -93,7 +100,11 @@ func main() {
 			return p, nil
 		},
 	})
-	fmt.Printf("staticpods: running %s in %s%s for network namespace %s\n", *only, *root, *manifests, *netns)
+	what := *only
+	if *skip != "" {
+		what += " but " + *skip
+	}
+	fmt.Printf("staticpods: running %s in %s%s for network namespace %s\n", what, *root, *manifests, *netns)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	tick := time.NewTicker(10 * time.Second)
