@@ -18,10 +18,11 @@ func newCreateCommand(g *globals) *cobra.Command {
 
 func newCreateClusterCommand(g *globals) *cobra.Command {
 	var o model.NewClusterOptions
+	var name clusterName
 	var dryRun bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "cluster --name NAME --cloud local --zones Z1,Z2,...",
+		Use:   "cluster NAME --cloud local --zones Z1,Z2,...",
 		Short: "Write a new cluster's spec to the state store",
 		Long: `Write a new cluster's spec and instance groups to the state store: one control-plane instance group per
 control-plane node, spread over the zones, and a "nodes" group across all of them. Nothing runs in the cloud
@@ -31,13 +32,13 @@ With --dry-run, print the spec (-o yaml or json) instead of writing it.
 
 The cloud is local: kubeup cannot run aws or gce clusters yet (their providers are later issues), so it
 refuses to create a spec that it could not update.`,
-		Example: `  kubeup create cluster --name demo.example.com --cloud local --zones a,b,c --control-plane-count 3
+		Example: `  kubeup create cluster demo.example.com --cloud local --zones a,b,c --control-plane-count 3
   kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml`,
-		Args: cobra.NoArgs,
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if o.Name == "" {
-				return fmt.Errorf("--name is required: the cluster's DNS name, for example demo.example.com")
+			if o.Name = name.optional(args); o.Name == "" {
+				return fmt.Errorf("%s needs the cluster's name, a DNS name such as demo.example.com: %s NAME, or --name NAME", cmd.CommandPath(), cmd.CommandPath())
 			}
 			switch o.CloudProvider {
 			case "":
@@ -79,8 +80,8 @@ refuses to create a spec that it could not update.`,
 			return nil
 		},
 	}
+	name.addFlag(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.Name, "name", "", "the cluster's DNS name, e.g. demo.example.com (required)")
 	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local (required; aws and gce are later issues)")
 	f.StringSliceVar(&o.Zones, "zones", nil, "zones to run in, comma-separated (required)")
 	f.IntVar(&o.ControlPlaneCount, "control-plane-count", 1, "control-plane nodes (and etcd members): 1, 3 or 5")

@@ -12,6 +12,7 @@ func newDeleteCommand(g *globals) *cobra.Command {
 		Short: "Delete a resource: a cluster",
 	}
 	var o cloudup.DeleteOptions
+	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "cluster NAME [--yes]",
 		Short: "Delete a cluster: its cloud resources, then its state",
@@ -24,17 +25,22 @@ again. delete --yes holds the cluster's lock as update --yes does (see "kubeup u
 A cluster whose spec cannot be read (corrupt, or written by a newer kubeup) can be deleted too: its cloud is
 then found from the complete spec its last update applied; with none, no update applied it, and only its state
 is deleted. The report says which.`,
-		Args: cobra.ExactArgs(1),
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			n, err := name.required(cmd, args)
+			if err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
 			}
 			o.Out, o.Lock.Messages = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return cs.Delete(ctx, args[0], o)
+			return cs.Delete(ctx, n, o)
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().BoolVarP(&o.Apply, "yes", "y", false, "delete (without it, only list what would be deleted)")
 	lockFlags(cmd, &o.Lock)
 	del.AddCommand(cmd)

@@ -17,13 +17,16 @@ func cliReference(root *cobra.Command) []byte {
 	b.WriteString("# kubeup command reference\n\n")
 	b.WriteString("<!-- Generated from the cobra commands by `make update-golden` (cmd/kubeup/docs.go); do not edit. -->\n\n")
 	b.WriteString("Results go to stdout, errors and logs to stderr. An error exits 1; `kubeup update cluster --detailed-exitcode` exits 2 when changes are pending.\n\n")
+	b.WriteString("Every command that names a cluster takes it the same way: `NAME`, or `--name NAME` (both may be given when they agree). " +
+		"A command or resource kubeup does not have (`kubeup update clsuter`, `kubeup get secrets`) is an error that names it and suggests the one it is closest to; " +
+		"a command that only groups others (`kubeup get`) run alone says which there are. Both exit 1.\n\n")
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Hidden || c.Name() == "help" {
 			return
 		}
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", c.CommandPath(), c.Short)
-		if c.Runnable() {
+		if c.Runnable() && !c.HasSubCommands() {
 			fmt.Fprintf(&b, "```\n%s\n```\n\n", c.UseLine())
 		}
 		if c.Long != "" {

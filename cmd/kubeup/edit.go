@@ -13,7 +13,8 @@ func newEditCommand(g *globals) *cobra.Command {
 		Use:   "edit",
 		Short: "Edit a resource in your editor: a cluster",
 	}
-	edit.AddCommand(&cobra.Command{
+	var name clusterName
+	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Edit a cluster's spec with $EDITOR",
 		Long: `Open the cluster's spec in $KUBE_EDITOR, else $EDITOR, else vi. When you save and quit, the spec is validated and
@@ -21,14 +22,18 @@ written back; an invalid spec is refused with every problem listed and your edit
 whose path is printed (fix it and run "kubeup replace -f FILE"). If someone else changes the cluster while you
 edit, your edit is refused and kept the same way, rather than written over their change. The cloud is not
 changed until "kubeup update cluster NAME --yes".`,
-		Args: cobra.ExactArgs(1),
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			n, err := name.required(cmd, args)
+			if err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
 			}
-			changed, kept, err := cs.Edit(ctx, args[0], runEditor)
+			changed, kept, err := cs.Edit(ctx, n, runEditor)
 			if err != nil {
 				if kept != "" {
 					return fmt.Errorf("%w\nthe cluster was not changed; your edit is kept in %s", err, kept)
@@ -39,10 +44,12 @@ changed until "kubeup update cluster NAME --yes".`,
 				fmt.Fprintln(cmd.OutOrStdout(), "Edit cancelled: no changes made.")
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Updated the spec of cluster %s. Review the changes: kubeup update cluster %s\n", args[0], args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "Updated the spec of cluster %s. Review the changes: kubeup update cluster %s\n", n, n)
 			return nil
 		},
-	})
+	}
+	name.addFlag(cmd)
+	edit.AddCommand(cmd)
 	return edit
 }
 

@@ -16,6 +16,7 @@ func newExportCommand(g *globals) *cobra.Command {
 		Short: "Export what other tools need to reach a cluster: a kubeconfig",
 	}
 	var o cloudup.ExportOptions
+	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "kubeconfig NAME [--admin=DURATION]",
 		Short: "Write a kubeconfig with a new admin certificate for the cluster, and make it kubectl's current context",
@@ -42,15 +43,19 @@ export again. The cluster must have been applied ("kubeup update cluster NAME --
 					return fmt.Errorf("--admin takes its value after '=': --admin=%s", args[1])
 				}
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return name.args(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			n, err := name.required(cmd, args)
+			if err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
 			}
-			e, err := cs.ExportKubeconfig(ctx, args[0], o)
+			e, err := cs.ExportKubeconfig(ctx, n, o)
 			if err != nil {
 				return err
 			}
@@ -61,6 +66,7 @@ export again. The cluster must have been applied ("kubeup update cluster NAME --
 			return nil
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().DurationVar(&o.AdminLifetime, "admin", cloudup.DefaultAdminLifetime,
 		"how long the admin certificate is valid: above 0, at most "+cloudup.MaxAdminLifetime.String()+"; the value goes after '=' (--admin alone is the default)")
 	cmd.Flags().Lookup("admin").NoOptDefVal = cloudup.DefaultAdminLifetime.String()

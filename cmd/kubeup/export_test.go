@@ -84,7 +84,7 @@ func TestExportKubeconfig(t *testing.T) {
 		{[]string{"export", "kubeconfig", name, "--admin", "2h"}, "--admin takes its value after '=': --admin=2h"},
 		{[]string{"export", "kubeconfig", name, "--admin=0s"}, "want a duration above 0"},
 		{[]string{"export", "kubeconfig", name, "--admin=8760h"}, "at most 720h0m0s"},
-		{[]string{"export", "kubeconfig"}, "accepts 1 arg(s)"},
+		{[]string{"export", "kubeconfig"}, "needs the cluster's name: kubeup export kubeconfig NAME, or --name NAME"},
 	} {
 		if _, _, err := kubeup(t, state, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("kubeup %s: %v, want %q", strings.Join(tt.args, " "), err, tt.want)

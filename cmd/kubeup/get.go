@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -24,6 +23,7 @@ func newGetCommand(g *globals) *cobra.Command {
 func newGetClusterCommand(g *globals) *cobra.Command {
 	var full bool
 	var output string
+	var name clusterName
 	cmd := &cobra.Command{
 		Use:     "cluster [NAME]",
 		Aliases: []string{"clusters"},
@@ -38,7 +38,7 @@ A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeu
 the others as usual; the command then fails with the reason.`,
 		Example: `  kubeup get clusters
   kubeup get cluster demo.example.com --full -o yaml`,
-		Args: cobra.MaximumNArgs(1),
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
@@ -49,8 +49,9 @@ the others as usual; the command then fails with the reason.`,
 				return err
 			}
 			var names []string
-			if len(args) == 1 {
-				names = args
+			one := name.optional(args)
+			if one != "" {
+				names = []string{one}
 			} else if names, err = cs.List(ctx); err != nil {
 				return err
 			}
@@ -62,7 +63,7 @@ the others as usual; the command then fails with the reason.`,
 			for _, name := range names {
 				c, complete, err := getCluster(cs, cmd, name, full)
 				if err != nil {
-					if len(args) == 1 {
+					if one != "" {
 						return err
 					}
 					problems = append(problems, err)
@@ -77,28 +78,34 @@ the others as usual; the command then fails with the reason.`,
 			if output == "table" {
 				err = table(cmd.OutOrStdout(), []string{"NAME", "CLOUD", "ZONES", "KUBERNETES"}, rows)
 			} else {
-				err = printObjects(cmd.OutOrStdout(), output, len(args) == 1, clusters...)
+				err = printObjects(cmd.OutOrStdout(), output, one != "", clusters...)
 			}
 			return errors.Join(append([]error{err}, problems...)...)
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete spec, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd
 }
 
 func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
-	var name, output string
+	var output string
 	var full bool
+	var cluster clusterName
 	cmd := &cobra.Command{
-		Use:     "instancegroups --name CLUSTER",
+		Use:     "instancegroups NAME",
 		Aliases: []string{"instancegroup", "ig"},
 		Short:   "List a cluster's instance groups",
-		Args:    cobra.NoArgs,
+		Long:    `List the instance groups of the cluster NAME (or --name NAME), or show them with -o yaml or -o json.`,
+		Example: `  kubeup get instancegroups demo.example.com
+  kubeup get ig --name demo.example.com -o yaml`,
+		Args: cluster.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if name == "" {
-				return fmt.Errorf("--name is required: the cluster whose instance groups to list")
+			name, err := cluster.required(cmd, args)
+			if err != nil {
+				return err
 			}
 			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
 				return err
@@ -129,7 +136,7 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 			return table(cmd.OutOrStdout(), []string{"NAME", "ROLE", "MACHINETYPE", "MIN", "MAX", "ZONES"}, rows)
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "", "the cluster (required)")
+	cluster.addFlag(cmd)
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete specs, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd

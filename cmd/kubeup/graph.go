@@ -9,6 +9,7 @@ import (
 
 func newGraphCommand(g *globals) *cobra.Command {
 	var role string
+	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "graph NAME [--role control-plane|node]",
 		Short: "Print a cluster's task graph in DOT",
@@ -17,14 +18,18 @@ the cloud graph that "kubeup update cluster" runs, or with --role the node graph
 the first instance group with that role.`,
 		Example: `  kubeup graph demo.example.com | dot -Tsvg > cloud.svg
   kubeup graph demo.example.com --role control-plane | dot -Tsvg > control-plane.svg`,
-		Args: cobra.ExactArgs(1),
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			n, err := name.required(cmd, args)
+			if err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
 			}
-			s, err := cs.Get(ctx, args[0])
+			s, err := cs.Get(ctx, n)
 			if err != nil {
 				return err
 			}
@@ -60,6 +65,7 @@ the first instance group with that role.`,
 			return fmt.Errorf("cluster %s has no instance group with role %s", c.Metadata.Name, want)
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().StringVar(&role, "role", "", "print the node graph of this role instead: control-plane or node")
 	return cmd
 }

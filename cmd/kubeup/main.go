@@ -117,5 +117,17 @@ The state store is --state, else $KUBEUP_STATE_STORE, else file://$HOME/.kubeup/
 		newExportCommand(g),
 		version.Command("kubeup"),
 	)
+	// Made now rather than by Execute, so that requireSubcommand covers it too. Its commands keep the writer
+	// they are made with: give them one that writes where the root's output is when they run.
+	root.SetOut(rootOut{root})
+	root.InitDefaultCompletionCmd()
+	root.SetOut(nil)
+	requireSubcommand(root)
 	return root
 }
+
+// rootOut writes to the root command's output as it is at the time of the write (SetOut may change it after the
+// commands are made).
+type rootOut struct{ root *cobra.Command }
+
+func (w rootOut) Write(p []byte) (int, error) { return w.root.OutOrStdout().Write(p) }

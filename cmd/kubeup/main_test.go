@@ -51,7 +51,7 @@ func TestCommands(t *testing.T) {
 		{name: "completion bash", args: []string{"completion", "bash"}, want: "bash completion V2 for kubeup"},
 		{name: "completion zsh", args: []string{"completion", "zsh"}, want: "#compdef kubeup"},
 		{name: "completion fish", args: []string{"completion", "fish"}, want: "complete -c kubeup"},
-		{name: "create needs a name", args: []string{"create", "cluster", "--cloud", "local", "--zones", "a"}, wantErr: "--name is required"},
+		{name: "create needs a name", args: []string{"create", "cluster", "--cloud", "local", "--zones", "a"}, wantErr: "needs the cluster's name"},
 		{name: "create needs a cloud", args: []string{"create", "cluster", "--name", "x.example.com", "--zones", "a"}, wantErr: "--cloud is required"},
 		{name: "create refuses aws until its provider exists", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "aws", "--zones", "us-east-1a"},
 			wantErr: "--cloud aws: kubeup cannot run aws clusters yet (its provider is a later issue), so it does not create one: use --cloud local"},
@@ -61,7 +61,7 @@ func TestCommands(t *testing.T) {
 			wantErr: "--control-plane-count 0: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5"},
 		{name: "a name longer than DNS allows is refused before the store is read", args: []string{"get", "cluster", strings.Repeat("x", 300) + ".example.com"},
 			wantErr: "is longer than 253 characters"},
-		{name: "update needs a name", args: []string{"update", "cluster"}, wantErr: "accepts 1 arg(s)"},
+		{name: "update needs a name", args: []string{"update", "cluster"}, wantErr: "kubeup update cluster needs the cluster's name: kubeup update cluster NAME, or --name NAME"},
 		{name: "unknown target", args: []string{"update", "cluster", "x.example.com", "--target", "terraform"}, wantErr: `--target "terraform": want direct or dryrun`},
 	}
 	for _, tt := range tests {

@@ -15,8 +15,9 @@ import (
 func newReplaceCommand(g *globals) *cobra.Command {
 	var file string
 	var o cloudup.ReplaceOptions
+	var name clusterName
 	cmd := &cobra.Command{
-		Use:   "replace -f FILE",
+		Use:   "replace -f FILE [NAME]",
 		Short: "Replace a cluster's spec (and instance groups) with those in a file",
 		Long: `Replace a cluster's spec with the Cluster in FILE ("-" for stdin), and each InstanceGroup the file holds;
 instance groups the file does not hold are kept. The whole result is validated first, and written in one
@@ -29,11 +30,13 @@ replace with --force to overwrite the other change knowingly. A file without res
 by hand, or kept in git) replaces whatever is stored, as kubectl replace does.
 
 A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) can be replaced too; then
-nothing of the stored spec is kept. The cloud is not changed until "kubeup update cluster NAME --yes".`,
+nothing of the stored spec is kept. The cloud is not changed until "kubeup update cluster NAME --yes".
+
+NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or nothing is written.`,
 		Example: `  kubeup get cluster demo.example.com -o yaml > demo.yaml
   $EDITOR demo.yaml
   kubeup replace -f demo.yaml`,
-		Args: cobra.NoArgs,
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if file == "" {
@@ -47,6 +50,9 @@ nothing of the stored spec is kept. The cloud is not changed until "kubeup updat
 			if err != nil {
 				return err
 			}
+			if n := name.optional(args); n != "" && objs.Cluster != nil && objs.Cluster.Metadata.Name != n {
+				return fmt.Errorf("%s holds cluster %q, not %q: nothing was written", source, objs.Cluster.Metadata.Name, n)
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
@@ -55,18 +61,19 @@ nothing of the stored spec is kept. The cloud is not changed until "kubeup updat
 			if err != nil {
 				return err
 			}
-			out, name := cmd.OutOrStdout(), objs.Cluster.Metadata.Name
-			fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", name)
+			out, cluster := cmd.OutOrStdout(), objs.Cluster.Metadata.Name
+			fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", cluster)
 			if r.Unreadable != nil {
 				fmt.Fprintf(out, "  Its stored spec could not be read, and nothing of it was kept: %v\n", r.Unreadable)
 			}
 			if len(r.Kept) > 0 {
 				fmt.Fprintf(out, "  Kept the instance groups %s does not hold: %s\n", source, strings.Join(r.Kept, ", "))
 			}
-			fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", name)
+			fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", cluster)
 			return nil
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Cluster and InstanceGroups (\"-\" for stdin)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if the cluster changed since FILE's metadata.resourceVersion, overwriting that change")
 	return cmd

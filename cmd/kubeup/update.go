@@ -16,6 +16,7 @@ func newUpdateCommand(g *globals) *cobra.Command {
 	var yes, detailed bool
 	var target, output string
 	var lock cloudup.LockOptions
+	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "cluster NAME [--yes]",
 		Short: "Show, then with --yes apply, the changes that bring the cloud in line with the spec",
@@ -38,9 +39,13 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
   kubeup update cluster demo.example.com --yes
   kubeup update cluster demo.example.com -o json
   kubeup update cluster demo.example.com --detailed-exitcode >/dev/null; echo $?   # 0, 1 or 2`,
-		Args: cobra.ExactArgs(1),
+		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			n, err := name.required(cmd, args)
+			if err != nil {
+				return err
+			}
 			o := cloudup.UpdateOptions{Out: cmd.OutOrStdout(), Logger: g.logger(cmd.ErrOrStderr()), Lock: lock}
 			o.Lock.Messages = cmd.ErrOrStderr()
 			if g.verbose {
@@ -64,7 +69,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			if err != nil {
 				return err
 			}
-			plan, err := cs.Update(ctx, args[0], o)
+			plan, err := cs.Update(ctx, n, o)
 			if err != nil {
 				return err
 			}
@@ -74,6 +79,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			return nil
 		},
 	}
+	name.addFlag(cmd)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply the changes (without it, only show them)")
 	cmd.Flags().StringVar(&target, "target", "direct", "direct: change the cloud (with --yes); dryrun: only show the changes, even with --yes")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
