@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// clusterName is how every command that names a cluster takes it: a positional NAME, or --name NAME as kops
+// users type it. Either will do; both are accepted when they agree.
+type clusterName struct {
+	flag string
+}
+
+// addFlag adds --name to cmd.
+func (n *clusterName) addFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&n.flag, "name", "", "the cluster's name, as NAME (give one of them)")
+}
+
+// args is the Args of a command whose only positional argument is the cluster's optional NAME: at most one, and
+// one that agrees with --name.
+func (n *clusterName) args(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("%s takes one cluster NAME, got %d arguments (%s)", cmd.CommandPath(), len(args), strings.Join(args, " "))
+	}
+	if len(args) == 1 && n.flag != "" && args[0] != n.flag {
+		return fmt.Errorf("%s: NAME %q and --name %q name different clusters: give one of them", cmd.CommandPath(), args[0], n.flag)
+	}
+	return nil
+}
+
+// optional returns the cluster's name, "" when neither NAME nor --name is given.
+func (n *clusterName) optional(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return n.flag
+}
+
+// required returns the cluster's name, or an error that says how to give it.
+func (n *clusterName) required(cmd *cobra.Command, args []string) (string, error) {
+	if name := n.optional(args); name != "" {
+		return name, nil
+	}
+	return "", fmt.Errorf("%s needs the cluster's name: %s NAME, or --name NAME (list the clusters with `kubeup get clusters`)",
+		cmd.CommandPath(), cmd.CommandPath())
+}
+
+// requireSubcommand makes every command of the tree that only groups others (kubeup get, kubeup update, ...)
+// refuse what is not one of its subcommands: with exit status 1, naming what was typed and suggesting the
+// subcommand it is closest to, instead of printing help and exiting 0. Without arguments it says which
+// subcommands there are. The root without arguments still prints its help.
+func requireSubcommand(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	// Its usage shows "kubeup get [command]", not also "kubeup get [flags]" as if it ran by itself.
+	c.SetUsageTemplate(strings.Replace(c.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			if !cmd.HasParent() {
+				return cmd.Help()
+			}
+			return fmt.Errorf("%s needs a subcommand: %s (see `%s --help`)", cmd.CommandPath(), subcommandList(cmd), cmd.CommandPath())
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			return fmt.Errorf("%s: did you mean %s?", msg, strings.Join(s, " or "))
+		}
+		return fmt.Errorf("%s: want %s (see `%s --help`)", msg, subcommandList(cmd), cmd.CommandPath())
+	}
+}
+
+// subcommandList names a command's subcommands: "cluster or instancegroups".
+func subcommandList(c *cobra.Command) string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "none"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
