@@ -118,8 +118,14 @@ func ExamplePlan_WriteJSON() {
 	res.Plan.WriteJSON(os.Stdout)
 	// Output:
 	// {
-	//   "apiVersion": "kubeup.dev/v1alpha1",
+	//   "apiVersion": "kubeup.dev/v1alpha2",
 	//   "kind": "Plan",
+	//   "summary": {
+	//     "create": 1,
+	//     "modify": 0,
+	//     "delete": 0
+	//   },
+	//   "spec": [],
 	//   "changes": [
 	//     {
 	//       "key": "Record/base",
@@ -136,6 +142,19 @@ func ExamplePlan_WriteJSON() {
 	//     }
 	//   ]
 	// }
+}
+
+// A text plan shows a change to a YAML or JSON text by field path, and a list of flags flag by flag.
+func ExampleDiffStructured() {
+	old := "spec:\n  containers:\n  - name: kubelet\n    command: [kubelet, --max-pods=110]\n  zones: [a]\n"
+	new := "spec:\n  containers:\n  - name: kubelet\n    command: [kubelet, --max-pods=120]\n  zones: [a, b]\n"
+	changes, _ := engine.DiffStructured(old, new)
+	for _, c := range changes {
+		fmt.Printf("%s: removed %v added %v; %v -> %v\n", c.Path, c.Removed, c.Added, c.Old, c.New)
+	}
+	// Output:
+	// spec.containers[kubelet].command: removed [--max-pods=110] added [--max-pods=120]; <nil> -> <nil>
+	// spec.zones[1]: removed [] added []; <none> -> b
 }
 
 func ExampleGraph_WriteDOT() {

@@ -2,18 +2,22 @@ package engine
 
 import "strings"
 
+// lineContext is how many unchanged lines a line diff shows around each change.
+const lineContext = 3
+
 // lineDiff compares two texts line by line (Myers' algorithm) and returns the lines to print: "- old" and
-// "+ new" for what changed, with one line of unchanged context around each change ("  line") and "  ..." where
-// unchanged lines are left out.
+// "+ new" for what changed, with three lines of unchanged context around each change ("  line") and "  ..."
+// where unchanged lines are left out. A line that assigns a list of flags to a variable (DAEMON_ARGS="--a --b")
+// and is replaced by another assignment of the same variable is shown flag by flag: "~ DAEMON_ARGS", then
+// "    - --flag" and "    + --flag" for each flag removed and added.
 func lineDiff(oldText, newText string) []string {
-	ops := diffLines(splitLines(oldText), splitLines(newText))
-	const context = 1
+	ops := flagLines(diffLines(splitLines(oldText), splitLines(newText)))
 	keep := make([]bool, len(ops))
 	for i, op := range ops {
 		if op.kind == ' ' {
 			continue
 		}
-		for j := max(0, i-context); j <= min(len(ops)-1, i+context); j++ {
+		for j := max(0, i-lineContext); j <= min(len(ops)-1, i+lineContext); j++ {
 			keep[j] = true
 		}
 	}
@@ -28,9 +32,98 @@ func lineDiff(oldText, newText string) []string {
 			out = append(out, "  ...")
 		}
 		skipped = false
+		if op.kind == '~' {
+			out = append(out, "~ "+op.line)
+			out = append(out, op.flags...)
+			continue
+		}
 		out = append(out, string(op.kind)+" "+op.line)
 	}
 	return out
+}
+
+// flagLines replaces each removed line that assigns flags to a variable, and the added line that assigns the
+// same variable in the same run of changes, by one '~' op that lists the flags removed and added.
+func flagLines(ops []diffOp) []diffOp {
+	out := make([]diffOp, 0, len(ops))
+	for i := 0; i < len(ops); {
+		if ops[i].kind == ' ' {
+			out = append(out, ops[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(ops) && ops[j].kind != ' ' {
+			j++
+		}
+		out = append(out, pairFlagLines(ops[i:j])...)
+		i = j
+	}
+	return out
+}
+
+// pairFlagLines folds, within one run of changed lines, a removed and an added assignment of the same variable
+// into one '~' op at the removed line's place.
+func pairFlagLines(run []diffOp) []diffOp {
+	addedAt := map[string]int{} // variable -> index in run of the line that assigns it anew
+	for i, op := range run {
+		if name, _, ok := flagAssignment(op.line); ok && op.kind == '+' {
+			if _, dup := addedAt[name]; dup {
+				return run
+			}
+			addedAt[name] = i
+		}
+	}
+	pairOf := map[int]int{} // removed line -> added line
+	folded := map[int]bool{}
+	for i, op := range run {
+		if name, _, ok := flagAssignment(op.line); ok && op.kind == '-' {
+			if j, found := addedAt[name]; found && !folded[j] {
+				pairOf[i], folded[j] = j, true
+			}
+		}
+	}
+	out := make([]diffOp, 0, len(run))
+	for i, op := range run {
+		j, paired := pairOf[i]
+		switch {
+		case folded[i]:
+		case !paired:
+			out = append(out, op)
+		default:
+			name, oldFlags, _ := flagAssignment(op.line)
+			_, newFlags, _ := flagAssignment(run[j].line)
+			removed, added := flagDiff(oldFlags, newFlags)
+			flags := make([]string, 0, len(removed)+len(added))
+			for _, f := range removed {
+				flags = append(flags, "    - "+f)
+			}
+			for _, f := range added {
+				flags = append(flags, "    + "+f)
+			}
+			out = append(out, diffOp{kind: '~', line: name, flags: flags})
+		}
+	}
+	return out
+}
+
+// flagAssignment reads a line NAME="words" (or NAME=words) whose words include a flag ("-x", "--x"): the
+// variable's name and its words.
+func flagAssignment(line string) (name string, words []string, ok bool) {
+	name, value, found := strings.Cut(line, "=")
+	if !found || name == "" || strings.ContainsAny(name, " \t\"'") {
+		return "", nil, false
+	}
+	if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+		value = value[1 : len(value)-1]
+	}
+	words = strings.Fields(value)
+	for _, w := range words {
+		if strings.HasPrefix(w, "-") {
+			return name, words, true
+		}
+	}
+	return "", nil, false
 }
 
 func splitLines(s string) []string {
@@ -52,30 +145,31 @@ func diffLines(a, b []string) []diffOp {
 	}
 	ops := make([]diffOp, 0, len(a)+len(b)-pre-suf)
 	for _, l := range a[:pre] {
-		ops = append(ops, diffOp{' ', l})
+		ops = append(ops, diffOp{kind: ' ', line: l})
 	}
 	midA, midB := a[pre:len(a)-suf], b[pre:len(b)-suf]
 	switch {
 	case len(midA) == 0:
 		for _, l := range midB {
-			ops = append(ops, diffOp{'+', l})
+			ops = append(ops, diffOp{kind: '+', line: l})
 		}
 	case len(midB) == 0:
 		for _, l := range midA {
-			ops = append(ops, diffOp{'-', l})
+			ops = append(ops, diffOp{kind: '-', line: l})
 		}
 	default:
 		ops = append(ops, myers(midA, midB)...)
 	}
 	for _, l := range a[len(a)-suf:] {
-		ops = append(ops, diffOp{' ', l})
+		ops = append(ops, diffOp{kind: ' ', line: l})
 	}
 	return ops
 }
 
 type diffOp struct {
-	kind byte // ' ', '-', '+'
-	line string
+	kind  byte // ' ', '-', '+'; '~' for a flag line replaced (flagLines)
+	line  string
+	flags []string // of a '~' op: its printed flag lines
 }
 
 // myers returns an edit script from a to b with the fewest insertions and deletions.
@@ -124,19 +218,19 @@ func backtrack(a, b []string, trace [][]int, d int) []diffOp {
 		prevY := prevX - prevK
 		for x > prevX && y > prevY {
 			x, y = x-1, y-1
-			ops = append(ops, diffOp{' ', a[x]})
+			ops = append(ops, diffOp{kind: ' ', line: a[x]})
 		}
 		if x == prevX {
 			y--
-			ops = append(ops, diffOp{'+', b[y]})
+			ops = append(ops, diffOp{kind: '+', line: b[y]})
 		} else {
 			x--
-			ops = append(ops, diffOp{'-', a[x]})
+			ops = append(ops, diffOp{kind: '-', line: a[x]})
 		}
 	}
 	for x > 0 && y > 0 {
 		x, y = x-1, y-1
-		ops = append(ops, diffOp{' ', a[x]})
+		ops = append(ops, diffOp{kind: ' ', line: a[x]})
 	}
 	for i, j := 0, len(ops)-1; i < j; i, j = i+1, j-1 {
 		ops[i], ops[j] = ops[j], ops[i]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -27,6 +28,22 @@ type Change struct {
 // Plan is the changes of a run, sorted by key.
 type Plan struct {
 	Changes []Change
+	// Spec is what changed in the run's input, by field path, set by the caller (cloudup: the cluster's complete
+	// spec, last applied against now). The text plan shows it first, once.
+	Spec []PathChange
+	// Echoes say which parts of the changes' field-path diffs repeat Spec: the text plan leaves them out and
+	// counts them; the JSON plan keeps every path.
+	Echoes []Echo
+}
+
+// Echo says that in the change of Key, the field-path diff of its text field Field repeats the plan's Spec: a
+// path Prefix+rest is left out of the text plan when Spec holds SpecPrefix+rest with the same values. For a node
+// configuration that embeds the cluster's spec under "cluster.": Prefix "cluster.", SpecPrefix "".
+type Echo struct {
+	Key        Key
+	Field      string
+	Prefix     string
+	SpecPrefix string
 }
 
 func newPlan(changes []Change) *Plan {
@@ -37,11 +54,21 @@ func newPlan(changes []Change) *Plan {
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
 
-// WriteText writes the human report: creations, then modifications, each field with its value or its
-// "old -> new", file contents as a line diff, secrets as (sensitive). It ends with "Must specify --yes to
-// apply changes", or "No changes need to be applied" when the plan is empty.
+// WriteText writes the human report: the spec's changes by field path, then creations, then modifications, each
+// field with its value or its "old -> new". A change to a text field is shown by field path when both texts are
+// YAML or JSON mappings (DiffStructured), else as a line diff with three lines of context, a list of flags flag by
+// flag; secrets are (sensitive). It ends with "Must specify --yes to apply changes", or "No changes need to be
+// applied" when the plan is empty.
 func (p *Plan) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	if len(p.Spec) > 0 {
+		bw.WriteString("Spec changes:\n")
+		for _, c := range p.Spec {
+			for _, l := range c.textLines() {
+				bw.WriteString("  " + l + "\n")
+			}
+		}
+	}
 	for _, section := range []struct {
 		action Action
 		title  string
@@ -55,7 +82,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 				bw.WriteString(section.title + "\n")
 				first = false
 			}
-			writeChange(bw, c)
+			p.writeChange(bw, c)
 		}
 	}
 	if p.Empty() {
@@ -69,7 +96,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 // createdLines is how many lines of a created multi-line value the text report shows.
 const createdLines = 10
 
-func writeChange(w *bufio.Writer, c Change) {
+func (p *Plan) writeChange(w *bufio.Writer, c Change) {
 	w.WriteString("  " + c.Key.String() + "\n")
 	width := 0
 	for _, f := range c.Fields {
@@ -80,11 +107,16 @@ func writeChange(w *bufio.Writer, c Change) {
 		newText, newMulti := textOf(f.New)
 		if oldMulti || newMulti {
 			w.WriteString("    " + f.Name + "\n")
-			lines := lineDiff(oldText, newText)
-			if c.Action == Create && len(lines) > createdLines+2 {
-				// A new file's whole text adds nothing a reviewer reads past its start; the JSON plan has it all.
-				rest := len(lines) - createdLines
-				lines = append(lines[:createdLines:createdLines], fmt.Sprintf("  ... (%d more lines)", rest))
+			var lines []string
+			if c.Action == Create {
+				lines = lineDiff("", newText)
+				if len(lines) > createdLines+2 {
+					// A new file's whole text adds nothing a reviewer reads past its start; the JSON plan has it all.
+					rest := len(lines) - createdLines
+					lines = append(lines[:createdLines:createdLines], fmt.Sprintf("  ... (%d more lines)", rest))
+				}
+			} else {
+				lines = p.textDiff(c.Key, f.Name, oldText, newText)
 			}
 			for _, line := range lines {
 				w.WriteString("      ")
@@ -103,13 +135,70 @@ func writeChange(w *bufio.Writer, c Change) {
 	}
 }
 
-// PlanAPIVersion versions the JSON plan. A consumer must check it.
-const PlanAPIVersion = "kubeup.dev/v1alpha1"
+// textDiff is the text plan's lines for a modified text field: its field-path changes less those Spec shows,
+// or its line diff.
+func (p *Plan) textDiff(key Key, field, oldText, newText string) []string {
+	changes, ok := DiffStructured(oldText, newText)
+	if !ok || len(changes) == 0 {
+		return lineDiff(oldText, newText)
+	}
+	var lines []string
+	echoed := 0
+	for _, pc := range changes {
+		if p.echoed(key, field, pc) {
+			echoed++
+			continue
+		}
+		lines = append(lines, pc.textLines()...)
+	}
+	if echoed > 0 {
+		note := fmt.Sprintf("%d changes", echoed)
+		if echoed == 1 {
+			note = "1 change"
+		}
+		if len(lines) > 0 {
+			note = "and " + note
+		}
+		lines = append(lines, "("+note+" shown in the spec changes above)")
+	}
+	return lines
+}
+
+// echoed reports whether a field-path change of key's field repeats one of Spec.
+func (p *Plan) echoed(key Key, field string, pc PathChange) bool {
+	for _, e := range p.Echoes {
+		if e.Key != key || e.Field != field || !strings.HasPrefix(pc.Path, e.Prefix) {
+			continue
+		}
+		specPath := e.SpecPrefix + strings.TrimPrefix(pc.Path, e.Prefix)
+		for _, s := range p.Spec {
+			if s.Path != specPath {
+				continue
+			}
+			s.Path = pc.Path
+			if reflect.DeepEqual(s, pc) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PlanAPIVersion versions the JSON plan (docs/plan-json.md). A consumer must check it.
+const PlanAPIVersion = "kubeup.dev/v1alpha2"
 
 type jsonPlan struct {
 	APIVersion string       `json:"apiVersion"`
 	Kind       string       `json:"kind"`
+	Summary    jsonSummary  `json:"summary"`
+	Spec       []jsonPath   `json:"spec"`
 	Changes    []jsonChange `json:"changes"`
+}
+
+type jsonSummary struct {
+	Create int `json:"create"`
+	Modify int `json:"modify"`
+	Delete int `json:"delete"`
 }
 
 type jsonChange struct {
@@ -120,25 +209,94 @@ type jsonChange struct {
 	Fields []jsonField `json:"fields"`
 }
 
+// jsonField is a field's value before and after; or, for a modified text, its changes by field path or its line
+// diff.
 type jsonField struct {
-	Name   string `json:"name"`
-	Before any    `json:"before"`
-	After  any    `json:"after"`
+	Name    string     `json:"name"`
+	Before  *any       `json:"before,omitempty"`
+	After   *any       `json:"after,omitempty"`
+	Changes []jsonPath `json:"changes,omitempty"`
+	Lines   []string   `json:"lines,omitempty"`
 }
 
-// WriteJSON writes the machine-readable plan: apiVersion and kind, then per change its key, action and each
-// field's before and after (null when absent), secrets redacted.
+// jsonPath is a PathChange: before and after (omitted when the field is absent), or the flags removed and added,
+// or the lines of a multi-line string's diff.
+type jsonPath struct {
+	Path    string   `json:"path"`
+	Before  *any     `json:"before,omitempty"`
+	After   *any     `json:"after,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Added   []string `json:"added,omitempty"`
+	Lines   []string `json:"lines,omitempty"`
+}
+
+func some(v any) *any { return &v }
+
+func jsonPaths(changes []PathChange) []jsonPath {
+	out := make([]jsonPath, 0, len(changes))
+	for _, c := range changes {
+		jp := jsonPath{Path: c.Path}
+		switch c.kind() {
+		case "lines":
+			jp.Lines = c.Lines
+		case "flags":
+			jp.Removed, jp.Added = nonNil(c.Removed), nonNil(c.Added)
+		default:
+			if c.Old != Absent {
+				jp.Before = some(c.Old)
+			}
+			if c.New != Absent {
+				jp.After = some(c.New)
+			}
+		}
+		out = append(out, jp)
+	}
+	return out
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// WriteJSON writes the machine-readable plan (docs/plan-json.md): apiVersion and kind; a summary that counts
+// the changes by action; the spec's changes by field path; then per change its key, action and fields. A field
+// has its value before (null on create) and after; a modified text field has instead its changes by field path
+// (a YAML or JSON text) or its line diff. Secrets are (sensitive).
 func (p *Plan) WriteJSON(w io.Writer) error {
-	out := jsonPlan{APIVersion: PlanAPIVersion, Kind: "Plan", Changes: make([]jsonChange, 0, len(p.Changes))}
+	out := jsonPlan{APIVersion: PlanAPIVersion, Kind: "Plan", Spec: jsonPaths(p.Spec),
+		Changes: make([]jsonChange, 0, len(p.Changes))}
 	for _, c := range p.Changes {
+		switch c.Action {
+		case Create:
+			out.Summary.Create++
+		case Modify:
+			out.Summary.Modify++
+		case "delete":
+			out.Summary.Delete++
+		}
 		jc := jsonChange{Key: c.Key.String(), Type: c.Key.Type, Name: c.Key.Name, Action: c.Action,
 			Fields: make([]jsonField, 0, len(c.Fields))}
 		for _, f := range c.Fields {
-			jc.Fields = append(jc.Fields, jsonField{Name: f.Name, Before: jsonValue(f.Old), After: jsonValue(f.New)})
+			jc.Fields = append(jc.Fields, jsonFieldOf(c.Action, f))
 		}
 		out.Changes = append(out.Changes, jc)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+func jsonFieldOf(action Action, f FieldChange) jsonField {
+	oldText, oldMulti := textOf(f.Old)
+	newText, newMulti := textOf(f.New)
+	if action != Create && (oldMulti || newMulti) {
+		if changes, ok := DiffStructured(oldText, newText); ok && len(changes) > 0 {
+			return jsonField{Name: f.Name, Changes: jsonPaths(changes)}
+		}
+		return jsonField{Name: f.Name, Lines: nonNil(lineDiff(oldText, newText))}
+	}
+	return jsonField{Name: f.Name, Before: some(jsonValue(f.Old)), After: some(jsonValue(f.New))}
 }

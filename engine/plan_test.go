@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
 )
@@ -22,6 +24,7 @@ func reportGraph() (*engine.Graph[*World], *World) {
 		Item{Name: "/etc/kubernetes/manifests/etcd.yaml", Contents: ptr("apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\nspec:\n  containers:\n  - image: etcd:3.5.9\n    name: etcd\n"), Order: []string{}},
 		Item{Name: "etcd-main-b", Size: ptr(20), Labels: map[string]string{"k8s.io/role/control-plane": "1"}, Zones: []string{"b"}, Order: []string{}, Password: ptr(engine.NewSecret("old-" + secretValue))},
 		Item{Name: "unchanged", Size: ptr(1), Order: []string{}},
+		Item{Name: "/etc/default/kubelet", Contents: ptr("# kubelet's flags\nDAEMON_ARGS=\"--cgroup-driver=systemd --max-pods=110 --v=2\"\n"), Order: []string{}},
 	)
 	g := engine.NewGraph[*World]()
 	engine.Add(g, &Item{Name: "unchanged", Size: ptr(1), Order: []string{}})
@@ -29,6 +32,7 @@ func reportGraph() (*engine.Graph[*World], *World) {
 	engine.Add(g, &Item{Name: "/etc/kubernetes/manifests/etcd.yaml", Contents: ptr("apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\nspec:\n  containers:\n  - image: etcd:3.5.12\n    name: etcd\n"), Order: []string{}})
 	engine.Add(g, &Item{Name: "etcd-main-a", Size: ptr(20), Zones: []string{"a", "b"}, Labels: map[string]string{"b": "2", "a": "1"}, Password: ptr(engine.NewSecret(secretValue))})
 	engine.Add(g, &Item{Name: "/etc/kubernetes/kubelet.conf", Contents: ptr("line one\nline two\n")})
+	engine.Add(g, &Item{Name: "/etc/default/kubelet", Contents: ptr("# kubelet's flags\nDAEMON_ARGS=\"--cgroup-driver=systemd --max-pods=120 --v=2\"\n"), Order: []string{}})
 	return g, world
 }
 
@@ -72,8 +76,8 @@ func TestPlanJSONGolden(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &decoded); err != nil {
 		t.Fatalf("the plan is not valid JSON: %v", err)
 	}
-	if decoded.APIVersion != engine.PlanAPIVersion || len(decoded.Changes) != 4 {
-		t.Errorf("decoded apiVersion %q with %d changes, want %q with 4", decoded.APIVersion, len(decoded.Changes), engine.PlanAPIVersion)
+	if decoded.APIVersion != engine.PlanAPIVersion || len(decoded.Changes) != 5 {
+		t.Errorf("decoded apiVersion %q with %d changes, want %q with 5", decoded.APIVersion, len(decoded.Changes), engine.PlanAPIVersion)
 	}
 }
 
@@ -101,6 +105,63 @@ func TestDOTGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Assert(t, "testdata/graph.dot", out.Bytes())
+}
+
+// TestPlanSpec: the spec's changes come first, once; a resource's field-path changes that repeat them are
+// counted, not shown again, in the text plan; the JSON plan keeps them all.
+func TestPlanSpec(t *testing.T) {
+	spec := []engine.PathChange{
+		{Path: "spec.kubelet.maxPods", Old: json.Number("110"), New: json.Number("120")},
+		{Path: "instanceGroups[nodes].spec.maxSize", Old: json.Number("1"), New: json.Number("3")},
+	}
+	cfg := engine.Key{Type: "StoreFile", Name: "c/nodeup/nodes"}
+	completed := engine.Key{Type: "StoreFile", Name: "c/cluster-completed.spec"}
+	p := &engine.Plan{
+		Changes: []engine.Change{
+			{Key: completed, Action: engine.Modify, Fields: []engine.FieldChange{{Name: "Contents",
+				Old: "kind: Cluster\nmetadata: {name: c}\nspec: {kubelet: {maxPods: 110}}\n---\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {maxSize: 1}\n",
+				New: "kind: Cluster\nmetadata: {name: c}\nspec: {kubelet: {maxPods: 120}}\n---\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {maxSize: 3}\n"}}},
+			{Key: cfg, Action: engine.Modify, Fields: []engine.FieldChange{{Name: "Shown",
+				Old: "cluster:\n  spec: {kubelet: {maxPods: 110}}\ninstanceGroup:\n  spec: {maxSize: 1}\nfiles:\n- path: /a\n  mode: \"0644\"\n",
+				New: "cluster:\n  spec: {kubelet: {maxPods: 120}}\ninstanceGroup:\n  spec: {maxSize: 3}\nfiles:\n- path: /a\n  mode: \"0600\"\n"}}},
+		},
+		Spec: spec,
+		Echoes: []engine.Echo{
+			{Key: completed, Field: "Contents", Prefix: "Cluster[c].", SpecPrefix: ""},
+			{Key: completed, Field: "Contents", Prefix: "InstanceGroup[nodes].", SpecPrefix: "instanceGroups[nodes]."},
+			{Key: cfg, Field: "Shown", Prefix: "cluster.", SpecPrefix: ""},
+			{Key: cfg, Field: "Shown", Prefix: "instanceGroup.", SpecPrefix: "instanceGroups[nodes]."},
+		},
+	}
+	var text, js bytes.Buffer
+	if err := p.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := `Spec changes:
+  spec.kubelet.maxPods: 110 -> 120
+  instanceGroups[nodes].spec.maxSize: 1 -> 3
+Will modify resources:
+  StoreFile/c/cluster-completed.spec
+    Contents
+      (2 changes shown in the spec changes above)
+  StoreFile/c/nodeup/nodes
+    Shown
+      files[/a].mode: 0644 -> 0600
+      (and 2 changes shown in the spec changes above)
+Must specify --yes to apply changes
+`
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("text plan (-want +got):\n%s", diff)
+	}
+	if err := p.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"path": "cluster.spec.kubelet.maxPods"`, `"path": "InstanceGroup[nodes].spec.maxSize"`,
+		`"path": "instanceGroups[nodes].spec.maxSize"`, `"modify": 2`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("the JSON plan lacks %s:\n%s", want, js.String())
+		}
+	}
 }
 
 // A Secret is redacted by every printer a developer might reach for.
