@@ -66,6 +66,12 @@
 // up (so that leftovers do not keep a deleted cluster's directories alive). A live writer's temporary file, or a
 // hidden file of another name, is never touched.
 //
+// # Existence
+//
+// Check says whether the store itself is there: the directory (file://) or the bucket (s3://, gs://). A missing
+// one is an error that names it and matches ErrNoStore, so that a typo in a URL is not taken for an empty store.
+// The file:// store makes its directory on its first write (CreatesRoot); no store makes a bucket.
+//
 // # Errors
 //
 // Errors are wrapped with the operation and the object's URL ("reading s3://bucket/prefix/demo/config: ..."). An

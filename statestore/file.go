@@ -173,6 +173,20 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]string, error) {
 	return paths, nil
 }
 
+// Check stats the root: it must be a directory (after symbolic links).
+func (s *fileStore) Check(ctx context.Context) error {
+	fi, err := os.Stat(s.root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return noStore(s.URL(), "directory")
+	case err != nil:
+		return fmt.Errorf("state store %s: %w", s.URL(), unwrapPathError(err))
+	case !fi.IsDir():
+		return fmt.Errorf("state store %s: %s is not a directory", s.URL(), s.root)
+	}
+	return nil
+}
+
 // locked runs fn holding the store's exclusive lock, creating the root if needed. Waiting for the lock does not
 // end with ctx (holders only write one file), but fn does not run if ctx ended meanwhile.
 func (s *fileStore) locked(ctx context.Context, fn func() error) error {

@@ -171,6 +171,18 @@ func (s *gsStore) List(ctx context.Context, prefix string) ([]string, error) {
 	return paths, nil
 }
 
+// Check lists at most one object of the store: objects.list answers 404 only for a missing bucket.
+func (s *gsStore) Check(ctx context.Context) error {
+	_, err := s.svc.Objects.List(s.bucket).Prefix(s.key("")).MaxResults(1).Fields("items(name)").Context(ctx).Do()
+	if err == nil {
+		return nil
+	}
+	if err = gsError(err); errors.Is(err, fs.ErrNotExist) {
+		return noStore(s.URL(), "bucket "+s.bucket)
+	}
+	return fmt.Errorf("state store %s: %w", s.URL(), err)
+}
+
 // gsError maps the API's errors to the store's and the engine's: 404 to fs.ErrNotExist, 412 to ErrConflict, 401
 // and 403 to engine.ErrAccessDenied, 429 and 5xx to engine.Retryable. Anything else is returned as is.
 func gsError(err error) error {

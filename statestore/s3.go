@@ -186,6 +186,20 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 	return paths, nil
 }
 
+// Check lists at most one object of the store: a missing bucket is the answer NoSuchBucket, whatever the
+// prefix.
+func (s *s3Store) Check(ctx context.Context) error {
+	_, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key("")), MaxKeys: aws.Int32(1)})
+	if err == nil {
+		return nil
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket" {
+		return noStore(s.URL(), "bucket "+s.bucket)
+	}
+	return fmt.Errorf("state store %s: %w", s.URL(), s3Error(err))
+}
+
 // sameETag compares ETags with or without their quotes: S3 quotes them, some servers do not.
 func sameETag(a, b Generation) bool {
 	return strings.Trim(string(a), `"`) == strings.Trim(string(b), `"`)

@@ -47,6 +47,27 @@ type Store interface {
 	// store's root: List(ctx, "demo") returns "demo/config" and "demo/nodeup/nodes", never "demo2/config".
 	// The empty prefix lists the whole store. A prefix with no object under it gives an empty list.
 	List(ctx context.Context, prefix string) ([]string, error)
+	// Check says whether the store itself is there: the directory of a file:// store (a directory, not a file),
+	// the bucket of an s3:// or gs:// one. A root that does not exist is an error that names it and matches
+	// ErrNoStore; one that cannot be reached or read is an error that says why. A store whose root exists but
+	// holds nothing is no error.
+	Check(ctx context.Context) error
+}
+
+// ErrNoStore is wrapped by the error of Check when the store's root does not exist: no such directory or
+// bucket. The file:// store makes its directory on the first write (CreatesRoot); no store makes a bucket.
+var ErrNoStore = errors.New("the state store does not exist")
+
+// CreatesRoot reports whether s makes its root itself on the first write, so that a root Check finds missing
+// can still be written to: true for file://, false for s3:// and gs://, whose bucket must exist.
+func CreatesRoot(s Store) bool {
+	_, ok := s.(*fileStore)
+	return ok
+}
+
+// noStore is the error of Check for a root that does not exist.
+func noStore(root, what string) error {
+	return fmt.Errorf("state store %s: %w: no such %s", root, ErrNoStore, what)
 }
 
 // EnvStateStore names the environment variable that holds the default state store URL.

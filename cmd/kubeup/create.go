@@ -58,7 +58,7 @@ refuses to create a spec that it could not update.`,
 			if err != nil {
 				return err
 			}
-			cs, err := g.clusters(ctx)
+			cs, err := g.clustersToCreate(ctx)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,8 @@ the others as usual; the command then fails with the reason.`,
 				names = []string{one}
 			} else if names, err = cs.List(ctx); err != nil {
 				return err
+			} else if len(names) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "No clusters in state store %s: create one with `kubeup create cluster NAME --cloud local --zones a`.\n", cs.Store.URL())
 			}
 			// One cluster that cannot be read does not hide the others: it is listed as unreadable, and why is
 			// the command's error, after what could be shown.

@@ -57,8 +57,19 @@ type globals struct {
 	verbose bool
 }
 
-// clusters opens the state store the flags (or $KUBEUP_STATE_STORE) name.
+// clusters opens the state store the flags (or $KUBEUP_STATE_STORE) name, which must exist: a command that reads
+// a store that is not there (a typo in --state) fails, naming it, rather than find nothing in it.
 func (g *globals) clusters(ctx context.Context) (*cloudup.Clusters, error) {
+	return g.open(ctx, false)
+}
+
+// clustersToCreate is clusters for create, which makes a file:// store's directory when it does not exist. A
+// bucket it does not make: a missing one is an error, as for every other command.
+func (g *globals) clustersToCreate(ctx context.Context) (*cloudup.Clusters, error) {
+	return g.open(ctx, true)
+}
+
+func (g *globals) open(ctx context.Context, create bool) (*cloudup.Clusters, error) {
 	u := g.state
 	if u == "" {
 		var err error
@@ -69,6 +80,15 @@ func (g *globals) clusters(ctx context.Context) (*cloudup.Clusters, error) {
 	store, err := statestore.Open(ctx, u)
 	if err != nil {
 		return nil, err
+	}
+	if err := store.Check(ctx); err != nil {
+		if !errors.Is(err, statestore.ErrNoStore) {
+			return nil, err
+		}
+		if !create || !statestore.CreatesRoot(store) {
+			return nil, fmt.Errorf("%w: check --state (or $%s); `kubeup create cluster` makes a file:// store's directory, never a bucket",
+				err, statestore.EnvStateStore)
+		}
 	}
 	return &cloudup.Clusters{Store: store}, nil
 }
@@ -98,7 +118,10 @@ func newRootCommand() *cobra.Command {
 		Long: `kubeup is the operator's tool: it keeps cluster specs in a state store, expands them into a graph of
 idempotent tasks, and runs them after a dry run that shows every change.
 
-The state store is --state, else $KUBEUP_STATE_STORE, else file://$HOME/.kubeup/state.`,
+The state store is --state, else $KUBEUP_STATE_STORE, else file://$HOME/.kubeup/state. It must exist: every
+command fails on a store that is not there (a typo in --state), naming it, rather than find nothing in it;
+"kubeup create cluster" alone makes a file:// store's directory. A bucket (s3://, gs://) is never made: create
+it first.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

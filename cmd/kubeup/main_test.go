@@ -254,8 +254,11 @@ func TestGetOutput(t *testing.T) {
 	if _, _, err := kubeup(t, state, "get", "clusters", "-o", "xml"); err == nil || !strings.Contains(err.Error(), `-o "xml": want table, yaml or json`) {
 		t.Errorf("get clusters -o xml in an empty store: %v", err)
 	}
-	if out := mustKubeup(t, state, "get", "clusters", "-o", "json"); strings.TrimSpace(out) != "[]" {
-		t.Errorf("get clusters -o json in an empty store printed %q, want []", out)
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := kubeup(t, state, "get", "clusters", "-o", "json"); err != nil || strings.TrimSpace(out) != "[]" || !strings.Contains(stderr, "No clusters in state store file://"+state) {
+		t.Errorf("get clusters -o json in an empty store: %v, printed %q and on stderr %q; want [] and that the store is empty", err, out, stderr)
 	}
 	for _, name := range []string{"a.example.com", "b.example.com"} {
 		mustKubeup(t, state, "create", "cluster", "--name", name, "--cloud", "local", "--zones", "a")
