@@ -20,7 +20,15 @@ netns_of() { echo "kubeup-demo-$1"; }
 root_of() { echo "$DEMO_DIR/nodes/$1"; }
 ip_of() { echo "$DEMO_NET.$((${1#node} + 1))"; }
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+# say TEXT: a heading of the demo's narration on stderr, in bold only when stderr is a terminal and NO_COLOR
+# (https://no-color.org) is unset or empty: a log or a pipe gets no escape codes.
+say() {
+	if [ -t 2 ] && [ -z "${NO_COLOR:-}" ]; then
+		printf '\n\033[1m== %s\033[0m\n' "$*" >&2
+	else
+		printf '\n== %s\n' "$*" >&2
+	fi
+}
 fail() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 # record KIND NAME: write down, before creating it, something demo-clean must remove.

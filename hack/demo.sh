@@ -219,7 +219,7 @@ while :; do
 	fi
 	sleep 1
 done
-grep -A4 '^etcd ' "$DEMO_DIR/status.txt"
+sed '/^volumes:/,$d' "$DEMO_DIR/status.txt" # every etcd cluster's section, however many lines etcdctl printed
 
 say "The API: kube-apiserver, kube-controller-manager and kube-scheduler from the manifests nodeup wrote, with the certificates kubeup issued"
 echo "the certificates and keys on node1 (written by protokube from the node configuration; keys 0600):" >&2
