@@ -55,8 +55,6 @@ func validateComponents(ps *problems, c *Cluster) {
 		}
 		cidr(p+".clusterCIDR", m.ClusterCIDR, n.PodCIDR)
 		cidr(p+".serviceClusterIPRange", m.ServiceClusterIPRange, n.ServiceClusterIPRange)
-		validatePath(ps, p+".serviceAccountPrivateKeyFile", m.ServiceAccountPrivateKeyFile, false)
-		validatePath(ps, p+".rootCAFile", m.RootCAFile, false)
 		validateFeatureGates(ps, p+".featureGates", m.FeatureGates)
 	}
 	if sc := s.KubeScheduler; sc != nil {
@@ -82,6 +80,7 @@ func validateComponents(ps *problems, c *Cluster) {
 		}
 		validateFeatureGates(ps, p+".featureGates", x.FeatureGates)
 	}
+	validateKeystoreFiles(ps, s)
 }
 
 func validateKubelet(ps *problems, k *KubeletConfig, clusterDomain string) {
@@ -105,7 +104,6 @@ func validateKubelet(ps *problems, k *KubeletConfig, clusterDomain string) {
 	if k.AuthorizationMode != "" {
 		check(ps, p+".authorizationMode", oneOf(k.AuthorizationMode, "Webhook", "AlwaysAllow"))
 	}
-	validatePath(ps, p+".clientCAFile", k.ClientCAFile, false)
 	if k.MaxPods != nil && *k.MaxPods < 1 {
 		ps.add(p+".maxPods", "%d: must be at least 1", *k.MaxPods)
 	}
@@ -162,11 +160,21 @@ func validateKubeAPIServer(ps *problems, a *KubeAPIServerConfig) {
 			ps.add(index(p+".enableAdmissionPlugins", i), "%q is not an admission plugin's name: want letters and digits, starting with a letter (for example NodeRestriction)", plugin)
 		}
 	}
-	validatePath(ps, p+".clientCAFile", a.ClientCAFile, false)
-	validatePath(ps, p+".tlsCertFile", a.TLSCertFile, false)
-	validatePath(ps, p+".tlsPrivateKeyFile", a.TLSPrivateKeyFile, false)
-	validatePath(ps, p+".serviceAccountKeyFile", a.ServiceAccountKeyFile, false)
-	validatePath(ps, p+".serviceAccountSigningKeyFile", a.ServiceAccountSigningKeyFile, false)
+	for _, l := range []struct {
+		field string
+		words []string
+	}{
+		{"requestheaderAllowedNames", a.RequestheaderAllowedNames},
+		{"requestheaderUsernameHeaders", a.RequestheaderUsernameHeaders},
+		{"requestheaderGroupHeaders", a.RequestheaderGroupHeaders},
+		{"requestheaderExtraHeadersPrefix", a.RequestheaderExtraHeadersPrefix},
+	} {
+		for i, w := range l.words {
+			if !headerWord.MatchString(w) {
+				ps.add(index(p+"."+l.field, i), "%q: want letters, digits, '-', '_', ':' and '.', starting with a letter or digit", w)
+			}
+		}
+	}
 	for i, aud := range a.APIAudiences {
 		if !audience.MatchString(aud) {
 			ps.add(index(p+".apiAudiences", i), "%q is not an audience: want letters, digits and . _ : / -, starting with a letter or digit (for example kubernetes.svc.default)", aud)

@@ -108,6 +108,9 @@ func TestValidateComponents(t *testing.T) {
 				c.Spec.KubeProxy.ConntrackMaxPerCore = ptr[int32](-1)
 				c.Spec.KubeControllerManager.Image = "registry.k8s.io/Kube-Controller-Manager:v1.34.2"
 				c.Spec.Local.ZoneFile = "/tmp/" + strings.Repeat("z", 201)
+				c.Spec.KubeAPIServer.EtcdKeyFile = "/srv/../etc/x"
+				c.Spec.KubeAPIServer.ProxyClientCertFile = "/srv/kubernetes/ca.crt" // the Kubernetes CA's certificate already
+				c.Spec.KubeAPIServer.RequestheaderGroupHeaders = []string{"X Group"}
 			},
 			want: []wantProblem{
 				{"spec.local.zoneFile", `its element "zzzz`},
@@ -115,18 +118,21 @@ func TestValidateComponents(t *testing.T) {
 				{"spec.kubelet.podManifestPath", `"/etc/kubernetes/manifests/" is not a clean path: use "/etc/kubernetes/manifests"$`},
 				{"spec.kubelet.containerRuntimeEndpoint", `"/run/containerd/containerd.sock" is not a unix:// socket`},
 				{"spec.kubelet.cgroupDriver", `"systemd " is not one of systemd, cgroupfs$`},
-				{"spec.kubelet.clientCAFile", `"/srv/../ca.crt" is not a clean path: use "/ca.crt"$`},
 				{"spec.kubeAPIServer.serviceAccountIssuer", `"http://api.internal.demo.example.com" is not an issuer URL`},
 				{"spec.kubeAPIServer.etcdServersOverrides[0]", `"events#http://127.0.0.1:4002" is not an etcd servers override: want group/resource#URL;URL..., for example /events#http://127.0.0.1:4002$`},
 				{"spec.kubeAPIServer.authorizationMode", `"Node,RBAC,Node,Magic" lists Node twice$`},
 				{"spec.kubeAPIServer.authorizationMode", `"Magic" is not an authorization mode: want a comma-separated list of AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node$`},
-				{"spec.kubeAPIServer.tlsCertFile", `"/" is the root directory: name a file or directory under it$`},
+				{"spec.kubeAPIServer.requestheaderGroupHeaders[0]", `"X Group": want letters, digits`},
 				{"spec.kubeAPIServer.kubeletPreferredAddressTypes[1]", `"InternalIP" is listed twice$`},
 				{"spec.kubeAPIServer.kubeletPreferredAddressTypes[2]", `"MAC" is not one of Hostname, InternalIP, ExternalIP, InternalDNS, ExternalDNS$`},
 				{"spec.kubeControllerManager.image", `"registry.k8s.io/Kube-Controller-Manager:v1.34.2" is not a container image reference: want [registry/]repository[:tag][@digest], for example registry.k8s.io/kube-apiserver:v1.34.2$`},
 				{"spec.kubeScheduler.kubeconfig", `"/kubeconfig" is in the root directory, which would be mounted into the pod: put it in a directory of its own, for example /var/lib/kube-scheduler/kubeconfig$`},
 				{"spec.kubeProxy.metricsBindAddress", `"localhost:10249" is not an address to listen on: want IP:PORT, for example 127.0.0.1:10249$`},
 				{"spec.kubeProxy.conntrackMaxPerCore", "-1: must not be negative"},
+				{"spec.kubelet.clientCAFile", `"/srv/../ca.crt" is not a clean path: use "/ca.crt"$`},
+				{"spec.kubeAPIServer.tlsCertFile", `"/" is the root directory: name a file or directory under it$`},
+				{"spec.kubeAPIServer.etcdKeyFile", `"/srv/../etc/x" is not a clean path`},
+				{"spec.kubeAPIServer.proxyClientCertFile", `"/srv/kubernetes/ca.crt" is also spec.kubeAPIServer.clientCAFile, which holds the certificate of kubernetes-ca; this field's file holds the certificate of front-proxy-client: give it a path of its own$`},
 			},
 		},
 		{

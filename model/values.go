@@ -20,7 +20,8 @@ import (
 var (
 	labelName      = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
 	dnsSubdomain   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	identifier     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`) // feature gates, admission plugins
+	identifier     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)        // feature gates, admission plugins
+	headerWord     = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_:.]*$`) // request header names and prefixes, allowed names
 	audience       = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9._:/]*[A-Za-z0-9/])?$`)
 	issuerPath     = regexp.MustCompile(`^[-A-Za-z0-9._~/]*$`)
 	etcdOverrideTo = regexp.MustCompile(`^[a-z0-9.-]*/[a-z0-9]+$`)

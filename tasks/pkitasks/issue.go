@@ -125,6 +125,10 @@ func Issue(r Request, signer *Issued, now time.Time) (*Issued, error) {
 			return nil, fmt.Errorf("certificate %s: its signer is not a CA", r.CommonName)
 		}
 		parent, signerKey = signer.Cert, signer.Key
+		// A certificate valid after its CA's end would be refused then anyway: it ends with its CA.
+		if tmpl.NotAfter.After(signer.Cert.NotAfter) {
+			tmpl.NotAfter = signer.Cert.NotAfter
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signerKey)
 	if err != nil {

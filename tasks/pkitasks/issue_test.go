@@ -184,6 +184,16 @@ func TestIssueRefuses(t *testing.T) {
 	}
 }
 
+// TestIssueEndsWithItsCA: a certificate asked for longer than its CA lives ends with its CA, which would make it
+// useless after anyway.
+func TestIssueEndsWithItsCA(t *testing.T) {
+	ca := mustIssue(t, pkitasks.Request{CommonName: "ca", Usage: pkitasks.UsageCA, Lifetime: 48 * time.Hour}, nil, t0)
+	leaf := mustIssue(t, pkitasks.Request{CommonName: "leaf", Usage: pkitasks.UsageClient, Lifetime: 365 * 24 * time.Hour}, ca, t0)
+	if !leaf.Cert.NotAfter.Equal(ca.Cert.NotAfter) {
+		t.Errorf("the leaf ends %s, its CA %s: want it to end with its CA", leaf.Cert.NotAfter, ca.Cert.NotAfter)
+	}
+}
+
 func pemBlock(typ string, der []byte) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
 }

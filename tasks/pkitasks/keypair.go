@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"slices"
 	"time"
 
@@ -98,6 +99,11 @@ func (k *Keypair[C]) Validate() error {
 		}
 	default:
 		return fmt.Errorf("keypair %s: usage %q: want %s, %s, %s, %s or %s", k.Name, k.Usage, UsageCA, UsageServer, UsageClient, UsagePeer, UsageKey)
+	}
+	for _, ip := range k.IPAddresses {
+		if parsed := net.ParseIP(ip); parsed == nil || parsed.String() != ip {
+			return fmt.Errorf("keypair %s: IP address %q is not in canonical form (as Go prints it): it would differ from the certificate on every run", k.Name, ip)
+		}
 	}
 	if k.Usage != UsageKey && k.Lifetime <= RenewBefore {
 		return fmt.Errorf("keypair %s: a lifetime of %s is not longer than the renewal window (%s): it would be issued again on every run", k.Name, k.Lifetime, RenewBefore)

@@ -436,6 +436,8 @@ func TestKeypairValidate(t *testing.T) {
 		{"a certificate without a name", &keypair{Name: "n", Usage: pkitasks.UsageClient, Signer: ca, Lifetime: leafLifetime},
 			"keypair n: CommonName is required"},
 		{"an unknown usage", &keypair{Name: "u", CommonName: "u", Usage: "signing", Signer: ca, Lifetime: leafLifetime}, `keypair u: usage "signing"`},
+		{"an IP address not in canonical form", &keypair{Name: "ip", CommonName: "ip", Usage: pkitasks.UsageServer, Signer: ca, Lifetime: leafLifetime, IPAddresses: []string{"FD00:0::1"}},
+			`IP address "FD00:0::1" is not in canonical form`},
 		{"a lifetime within the renewal window", &keypair{Name: "l", CommonName: "l", Usage: pkitasks.UsageClient, Signer: ca, Lifetime: 30 * day},
 			"it would be issued again on every run"},
 	} {

@@ -63,6 +63,9 @@ func (f *SecretFile[C]) Find(ctx context.Context, world C) (*SecretFile[C], erro
 	if err != nil {
 		return nil, err
 	}
+	if f.Redact == nil {
+		return nil, engine.Terminal(fmt.Errorf("store file %s: Redact is required", f.Path))
+	}
 	contents := engine.NewSecret(string(b))
 	shown, err := f.Redact(string(b))
 	if err != nil {
