@@ -24,14 +24,39 @@ func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
 	if a.AnonymousAuth == nil || *a.AnonymousAuth {
 		c.LivenessProbe = httpsProbe("/livez", port)
 	}
-	mountHostPaths(p, srvKubernetes, "/etc/ssl/certs")
+	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs"}, a.ClientCAFile, a.TLSCertFile, a.TLSPrivateKeyFile,
+		a.EtcdCAFile, a.EtcdCertFile, a.EtcdKeyFile, a.KubeletClientCertificate, a.KubeletClientKey,
+		a.RequestheaderClientCAFile, a.ProxyClientCertFile, a.ProxyClientKeyFile,
+		a.ServiceAccountKeyFile, a.ServiceAccountSigningKeyFile)...)
 	return p
+}
+
+// hostDirs returns dirs, then the directory of each file that none of them holds already: what a component's
+// pod mounts to read its files, wherever the spec puts them.
+func hostDirs(dirs []string, files ...string) []string {
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		d := path.Dir(f)
+		held := false
+		for _, m := range dirs {
+			if d == m || strings.HasPrefix(d, m+"/") {
+				held = true
+				break
+			}
+		}
+		if !held {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 func kubeControllerManagerPod(m *KubeControllerManagerConfig) *nodetasks.Pod {
 	p := staticPod("kube-controller-manager", m.Image, "/usr/local/bin/kube-controller-manager", Flags(m), "100m")
 	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10257)
-	mountHostPaths(p, srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig))
+	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig)}, m.ServiceAccountPrivateKeyFile, m.RootCAFile)...)
 	return p
 }
 
