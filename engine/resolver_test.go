@@ -137,6 +137,9 @@ func TestResolverAfterDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(res.Plan.Changes) != 2 {
+		t.Errorf("the apply made %d changes, want the 2 the dry run announced", len(res.Plan.Changes))
+	}
 	if got := log.get(); len(got) != 2 || got[1] != "id-1" {
 		t.Errorf("Resolve read %q, want the placeholder (dry run) then id-1 (apply)", got)
 	}
