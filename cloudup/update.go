@@ -86,6 +86,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 	if err != nil {
 		return nil, err
 	}
+	explainSpec(res.Plan, stored.Cluster.Metadata.Name)
 	if !o.Apply || res.Plan.Empty() {
 		return res.Plan, writePlan(o, res.Plan)
 	}
