@@ -111,6 +111,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		return nil, explainConflict(name, err)
 	}
 	if o.JSON {
+		explainSpec(applied.Plan, name)
 		return applied.Plan, applied.Plan.WriteJSON(o.Out)
 	}
 	fmt.Fprintf(o.Out, "Applied %d changes to cluster %s:\n", len(applied.Plan.Changes), name)
