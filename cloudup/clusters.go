@@ -281,6 +281,9 @@ func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, 
 	if err := duplicateGroups(source, igs); err != nil {
 		return nil, err
 	}
+	if err := refuseComplete(source, c, igs); err != nil {
+		return nil, err
+	}
 	c, igs = withoutResourceVersion(c, igs)
 	c.Spec.ConfigBase = cs.configBase(name)
 	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
@@ -311,6 +314,28 @@ func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, 
 		return nil, err
 	}
 	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: data}, nil
+}
+
+// refuseComplete refuses objects marked model.AnnotationComplete: the complete spec `kubeup get --full` prints.
+// Stored, it would set every derived value by hand, and a later change of what they derive from (a
+// kubernetesVersion bump) would leave them as they are (every component's image at the old version).
+func refuseComplete(source string, c *model.Cluster, igs []*model.InstanceGroup) error {
+	var marked []string
+	if _, ok := c.Metadata.Annotations[model.AnnotationComplete]; ok {
+		marked = append(marked, "the Cluster")
+	}
+	for _, ig := range igs {
+		if _, ok := ig.Metadata.Annotations[model.AnnotationComplete]; ok {
+			marked = append(marked, "InstanceGroup "+ig.Metadata.Name)
+		}
+	}
+	if len(marked) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: metadata.annotations[%s] of %s: this is the complete spec `kubeup get --full` prints, every default filled in; "+
+		"stored, it would pin every derived value (a later kubernetesVersion would leave every component's image at the old version), so nothing was written. "+
+		"Edit the spec itself instead: `kubeup get cluster %s -o yaml > spec.yaml` (without --full), change it, and `kubeup replace -f spec.yaml`",
+		source, model.AnnotationComplete, strings.Join(marked, ", "), c.Metadata.Name)
 }
 
 // checkProvider refuses a cloud whose provider kubeup does not have yet: a cluster it could store but never

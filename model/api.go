@@ -28,6 +28,8 @@ type ObjectMeta struct {
 	Name string `json:"name"`
 	// Labels are free-form; kubeup does not interpret them.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are free-form, except AnnotationComplete.
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// ResourceVersion is the generation of the cluster's stored spec that this object was read at, as kubectl's
 	// metadata.resourceVersion: `kubeup get` and `kubeup edit` print it, and `kubeup replace` refuses a file
 	// whose resourceVersion is no longer the store's (someone changed the cluster since). It is never stored
@@ -35,6 +37,11 @@ type ObjectMeta struct {
 	// spec), which replace writes unconditionally.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
+
+// AnnotationComplete marks a complete spec, every default filled in, as `kubeup get --full` prints it: not a
+// spec to store, since every value derived from another (a component's image from kubernetesVersion) would then
+// stay as it is when that other value changes. kubeup refuses to store an object that carries it.
+const AnnotationComplete = "kubeup.dev/complete"
 
 // Cluster is a Kubernetes cluster: where it runs, its control plane's etcd clusters and the configuration of
 // its components. Most fields may be left out: defaulting (Complete) fills them in.

@@ -45,6 +45,9 @@ changed until "kubeup update cluster NAME --yes".`,
 				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Updated the spec of cluster %s. Review the changes: kubeup update cluster %s\n", n, n)
+			if s, err := cs.Get(ctx, n); err == nil {
+				warn(cmd, s.Cluster)
+			}
 			return nil
 		},
 	}

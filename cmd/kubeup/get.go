@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,11 @@ func newGetClusterCommand(g *globals) *cobra.Command {
 		Short:   "List the clusters, or show one",
 		Long: `Without NAME, list the clusters in the state store. With NAME, show that cluster: a table, or its spec with
 -o yaml or -o json. --full shows the complete spec, every default filled in, as "kubeup update cluster" uses it.
+
+The complete spec is for reading, not for keeping: it is marked metadata.annotations[kubeup.dev/complete], and
+"kubeup replace" refuses it. Stored, it would set every derived value by hand, so that a later change of what
+they derive from would not reach them (bump kubernetesVersion, and every component's image would stay at the old
+version). Edit the spec printed without --full: what you leave out follows the values it derives from.
 
 A spec printed with -o yaml or json carries metadata.resourceVersion, the version of the cluster's spec it was
 read at: "kubeup replace -f" refuses it once the cluster has changed since, rather than undo that change.
@@ -128,6 +134,11 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 				}
 			}
 			igs = withResourceVersion(s, igs)
+			if full {
+				for _, ig := range igs {
+					ig.Metadata.Annotations = markedComplete(ig.Metadata.Annotations)
+				}
+			}
 			if output != "table" {
 				return printObjects(cmd.OutOrStdout(), output, false, objects(nil, igs)...)
 			}
@@ -161,7 +172,28 @@ func getCluster(cs *cloudup.Clusters, cmd *cobra.Command, name string, full bool
 	}
 	shown = new(*c)
 	shown.Metadata.ResourceVersion = string(s.Generation)
+	if full {
+		shown.Metadata.Annotations = markedComplete(shown.Metadata.Annotations)
+	}
 	return shown, complete, nil
+}
+
+// markedComplete returns a copy of annotations with model.AnnotationComplete: what get --full prints is not a
+// spec to store, and replace refuses it.
+func markedComplete(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[model.AnnotationComplete] = "true"
+	return out
+}
+
+// warn prints on stderr what model.Warnings finds in a cluster's spec: valid, but likely not meant.
+func warn(cmd *cobra.Command, c *model.Cluster) {
+	for _, p := range model.Warnings(c) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: cluster %s: %s\n", c.Metadata.Name, p)
+	}
 }
 
 // withResourceVersion returns copies of igs that carry the generation of s they were read at.

@@ -29,6 +29,12 @@ silently undo that change: read the cluster again, re-apply your change to it an
 replace with --force to overwrite the other change knowingly. A file without resourceVersion (a spec written
 by hand, or kept in git) replaces whatever is stored, as kubectl replace does.
 
+The spec printed by "kubeup get --full" is refused: it is marked metadata.annotations[kubeup.dev/complete],
+and storing it would pin every value derived from another (bump kubernetesVersion later, and every component's
+image would stay at the old version). Replace with the spec "kubeup get" prints without --full. A derived value
+set by hand that no longer matches what it derives from (an image whose tag is not kubernetesVersion) is
+stored, with a warning on stderr.
+
 A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) can be replaced too; then
 nothing of the stored spec is kept. The cloud is not changed until "kubeup update cluster NAME --yes".
 
@@ -70,6 +76,7 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or n
 				fmt.Fprintf(out, "  Kept the instance groups %s does not hold: %s\n", source, strings.Join(r.Kept, ", "))
 			}
 			fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", cluster)
+			warn(cmd, r.Stored.Cluster)
 			return nil
 		},
 	}

@@ -69,6 +69,9 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			if err != nil {
 				return err
 			}
+			if s, err := cs.Get(ctx, n); err == nil {
+				warn(cmd, s.Cluster)
+			}
 			plan, err := cs.Update(ctx, n, o)
 			if err != nil {
 				return err
