@@ -32,6 +32,11 @@ to --lock-timeout, or until interrupted. A lock whose process is gone is taken o
 this machine; when a run died on another machine, take its lock over with --force-unlock ID, the ID the
 waiting message shows.
 
+When spec.local.zoneFile changed since the last update --yes (or spec.dnsZone, which its default names), the
+cluster's DNS records move: the dry run lists those it will remove from the old file before its plan (on
+stderr with -o json), and --yes removes them, then writes them to the new file. Other clusters' records in the
+old file stay.
+
 Exit status: 0 on success (with or without changes to make), 1 on an error. With --detailed-exitcode, as
 terraform plan -detailed-exitcode: 0 when there is nothing to change, 2 when the dry run found changes, 1 on
 an error; with --yes, 0 after a successful apply (as terraform apply).`,
