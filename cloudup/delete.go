@@ -69,11 +69,35 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 		if cloudKeys, err = cloud.DeleteOwned(ctx, name, others, true); err != nil {
 			return err
 		}
+		// The zone file the last update wrote, when the spec names another since (spec.local.zoneFile changed,
+		// not yet applied): its records of the cluster go too.
+		old, err := cs.oldZoneFile(ctx, c)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			keys, err := old.DeleteCluster(ctx, name, others, true)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				cloudKeys = append(cloudKeys, k+" (in "+old.Path()+")")
+			}
+		}
 		cleanup = func() error {
 			if _, err := cloud.DeleteOwned(ctx, name, others, false); err != nil {
 				return err
 			}
-			removeEmptyDirs(filepath.FromSlash(c.Spec.Local.PoolDir), filepath.FromSlash(filepath.Dir(c.Spec.Local.ZoneFile)))
+			if old != nil {
+				if _, err := old.DeleteCluster(ctx, name, others, false); err != nil {
+					return err
+				}
+			}
+			dirs := []string{filepath.FromSlash(c.Spec.Local.PoolDir), filepath.FromSlash(filepath.Dir(c.Spec.Local.ZoneFile))}
+			if old != nil {
+				dirs = append(dirs, filepath.Dir(old.Path()))
+			}
+			removeEmptyDirs(dirs...)
 			return nil
 		}
 	default:

@@ -104,3 +104,44 @@ func TestZoneFileChangeMovesTheRecords(t *testing.T) {
 		t.Errorf("the other cluster after the move: %v\n%s\nwant no changes", err, &out)
 	}
 }
+
+// TestDeleteAfterAZoneFileChange: the zone file changed in the spec but no update applied it; delete removes the
+// cluster's records from the file the last update wrote, which the spec no longer names.
+func TestDeleteAfterAZoneFileChange(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cs := openStore(t, "file://"+filepath.Join(dir, "s"))
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out, Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cs.Get(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cluster.Spec.Local = &model.LocalSpec{ZoneFile: filepath.Join(dir, "dns2", "example.com.zone")}
+	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: s.Cluster}, ReplaceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	oldPath := filepath.Join(dir, "s-local", "dns", "example.com.zone")
+	out.Reset()
+	if err := cs.Delete(ctx, demo, DeleteOptions{Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "DNSRecord/api.demo.example.com/A (in "+oldPath+")") {
+		t.Errorf("delete does not list the records of the old zone file:\n%s", &out)
+	}
+	if err := cs.Delete(ctx, demo, DeleteOptions{Out: &out, Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s-local")); !os.IsNotExist(err) {
+		t.Errorf("the old zone file (or its directory) is left after delete: %v", err)
+	}
+}

@@ -17,8 +17,8 @@ func newDeleteCommand(g *globals) *cobra.Command {
 		Use:   "cluster NAME [--yes]",
 		Short: "Delete a cluster: its cloud resources, then its state",
 		Long: `Find what the cluster owns in the cloud by its tags (volumes tagged kubernetes.io/cluster/NAME=owned, DNS
-records under NAME but not under another cluster of the store named under it) and its objects in the state
-store. Without --yes, list them and delete nothing. With --yes,
+records under NAME but not under another cluster of the store named under it, in the zone file the spec names
+and in the one the last update wrote if the spec names another since) and its objects in the state store. Without --yes, list them and delete nothing. With --yes,
 delete the cloud resources, then the state, the cluster's spec last, so that an interrupted delete can be run
 again. delete --yes holds the cluster's lock as update --yes does (see "kubeup update cluster").
 

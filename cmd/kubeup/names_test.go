@@ -133,3 +133,29 @@ func TestClusterName(t *testing.T) {
 		t.Errorf("create without a name: %v", err)
 	}
 }
+
+// TestNoEscapeCodes: kubeup colours nothing, on a terminal or not: no ANSI escape code in what its commands
+// print, results, errors and help alike.
+func TestNoEscapeCodes(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	for _, args := range [][]string{
+		{"create", "cluster", "demo.example.com", "--cloud", "local", "--zones", "a"},
+		{"get", "clusters"},
+		{"get", "cluster", "demo.example.com", "--full", "-o", "yaml"},
+		{"update", "cluster", "demo.example.com"},
+		{"update", "cluster", "demo.example.com", "-o", "json"},
+		{"update", "clsuter", "demo.example.com"},
+		{"delete", "cluster", "demo.example.com"},
+		{"update", "cluster", "--help"},
+		{},
+	} {
+		out, stderr, err := kubeup(t, state, args...)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if strings.Contains(out+stderr+msg, "\x1b") {
+			t.Errorf("kubeup %s printed an escape code:\n%q\n%q\n%q", strings.Join(args, " "), out, stderr, msg)
+		}
+	}
+}
