@@ -142,6 +142,7 @@ it first.`,
 	)
 	// Made now rather than by Execute, so that requireSubcommand covers it too. Its commands keep the writer
 	// they are made with: give them one that writes where the root's output is when they run.
+	root.SetHelpCommand(helpCommand(root))
 	root.SetOut(rootOut{root})
 	root.InitDefaultCompletionCmd()
 	root.SetOut(nil)

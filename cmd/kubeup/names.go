@@ -69,11 +69,37 @@ func requireSubcommand(c *cobra.Command) {
 			}
 			return fmt.Errorf("%s needs a subcommand: %s (see `%s --help`)", cmd.CommandPath(), subcommandList(cmd), cmd.CommandPath())
 		}
-		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			return fmt.Errorf("%s: did you mean %s?", msg, strings.Join(s, " or "))
-		}
-		return fmt.Errorf("%s: want %s (see `%s --help`)", msg, subcommandList(cmd), cmd.CommandPath())
+		return unknownCommand(cmd, args[0])
+	}
+}
+
+// unknownCommand is the error for word, which is none of the subcommands of c: it suggests those it is close to,
+// or lists them all.
+func unknownCommand(c *cobra.Command, word string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
+	if s := c.SuggestionsFor(word); len(s) > 0 {
+		return fmt.Errorf("%s: did you mean %s?", msg, strings.Join(s, " or "))
+	}
+	return fmt.Errorf("%s: want %s (see `%s --help`)", msg, subcommandList(c), c.CommandPath())
+}
+
+// helpCommand is "kubeup help [command]": the help of that command, and for a command kubeup does not have the
+// same error as running it (cobra's own prints the root's help, and exits 0).
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, rest, err := root.Find(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 && c.HasSubCommands() {
+				c.SuggestionsMinimumDistance = 2
+				return unknownCommand(c, rest[0])
+			}
+			return c.Help()
+		},
 	}
 }
 

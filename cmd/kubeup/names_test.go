@@ -46,6 +46,7 @@ func TestParentCommands(t *testing.T) {
 				{append(append([]string{}, path...), typo, "x.example.com"), `unknown command "` + typo + `" for "` + p.CommandPath() + `": did you mean `},
 				{append(append([]string{}, path...), "secrets"), `unknown command "secrets" for "` + p.CommandPath() + `": want `},
 				{path, p.CommandPath() + " needs a subcommand: "},
+				{append(append([]string{"help"}, path...), typo), `unknown command "` + typo + `" for "` + p.CommandPath() + `": did you mean `},
 			} {
 				out, stderr, err := kubeup(t, t.TempDir(), tc.args...)
 				if len(path) == 0 && len(tc.args) == 0 {
