@@ -80,7 +80,7 @@ refuses to create a spec that it could not update.`,
 			return nil
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, nil) // a new name: nothing to complete
 	f := cmd.Flags()
 	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local (required; aws and gce are later issues)")
 	f.StringSliceVar(&o.Zones, "zones", nil, "zones to run in, comma-separated (required)")

@@ -40,7 +40,7 @@ is deleted. The report says which.`,
 			return cs.Delete(ctx, n, o)
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().BoolVarP(&o.Apply, "yes", "y", false, "delete (without it, only list what would be deleted)")
 	lockFlags(cmd, &o.Lock)
 	del.AddCommand(cmd)

@@ -51,7 +51,7 @@ changed until "kubeup update cluster NAME --yes".`,
 			return nil
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	edit.AddCommand(cmd)
 	return edit
 }

@@ -66,7 +66,7 @@ export again. The cluster must have been applied ("kubeup update cluster NAME --
 			return nil
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().DurationVar(&o.AdminLifetime, "admin", cloudup.DefaultAdminLifetime,
 		"how long the admin certificate is valid: above 0, at most "+cloudup.MaxAdminLifetime.String()+"; the value goes after '=' (--admin alone is the default)")
 	cmd.Flags().Lookup("admin").NoOptDefVal = cloudup.DefaultAdminLifetime.String()

@@ -92,7 +92,7 @@ the others as usual; the command then fails with the reason.`,
 			return errors.Join(append([]error{err}, problems...)...)
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete spec, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd
@@ -150,7 +150,7 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 			return table(cmd.OutOrStdout(), []string{"NAME", "ROLE", "MACHINETYPE", "MIN", "MAX", "ZONES"}, rows)
 		},
 	}
-	cluster.addFlag(cmd)
+	cluster.addFlag(cmd, g)
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete specs, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd

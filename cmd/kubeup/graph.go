@@ -65,7 +65,7 @@ the first instance group with that role.`,
 			return fmt.Errorf("cluster %s has no instance group with role %s", c.Metadata.Name, want)
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().StringVar(&role, "role", "", "print the node graph of this role instead: control-plane or node")
 	return cmd
 }

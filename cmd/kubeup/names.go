@@ -13,9 +13,31 @@ type clusterName struct {
 	flag string
 }
 
-// addFlag adds --name to cmd.
-func (n *clusterName) addFlag(cmd *cobra.Command) {
+// addFlag adds --name to cmd. With g, NAME and --name complete (shell completion) to the clusters of the state
+// store g names.
+func (n *clusterName) addFlag(cmd *cobra.Command, g *globals) {
 	cmd.Flags().StringVar(&n.flag, "name", "", "the cluster's name, as NAME (give one of them)")
+	if g == nil {
+		return
+	}
+	clusters := func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cs, err := g.clusters(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names, err := cs.List(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+	cmd.ValidArgsFunction = clusters
+	if err := cmd.RegisterFlagCompletionFunc("name", clusters); err != nil {
+		panic(err) // a programmer's error: the flag was just added
+	}
 }
 
 // args is the Args of a command whose only positional argument is the cluster's optional NAME: at most one, and

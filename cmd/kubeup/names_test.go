@@ -127,6 +127,11 @@ func TestClusterName(t *testing.T) {
 			t.Errorf("kubeup %s: %v, want to be told to give NAME or --name", strings.Join(tc.cmd, " "), err)
 		}
 	}
+	for _, args := range [][]string{{"__complete", "update", "cluster", ""}, {"__complete", "graph", "--name", ""}, {"__complete", "export", "kubeconfig", "d"}} {
+		if out := mustKubeup(t, state, args...); !strings.Contains(out, name+"\n") || !strings.Contains(out, ":4\n") {
+			t.Errorf("kubeup %s completes to\n%s\nwant the clusters of the store, and no files", strings.Join(args, " "), out)
+		}
+	}
 	if _, _, err := kubeup(t, state, "replace", "-f", spec, "--name", "other.example.com"); err == nil || !strings.Contains(err.Error(), `holds cluster "demo.example.com", not "other.example.com"`) {
 		t.Errorf("replace -f of another cluster's spec with --name: %v", err)
 	}

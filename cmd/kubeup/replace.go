@@ -80,7 +80,7 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or n
 			return nil
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Cluster and InstanceGroups (\"-\" for stdin)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if the cluster changed since FILE's metadata.resourceVersion, overwriting that change")
 	return cmd

@@ -87,7 +87,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			return nil
 		},
 	}
-	name.addFlag(cmd)
+	name.addFlag(cmd, g)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply the changes (without it, only show them)")
 	cmd.Flags().StringVar(&target, "target", "direct", "direct: change the cloud (with --yes); dryrun: only show the changes, even with --yes")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
