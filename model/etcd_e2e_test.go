@@ -4,6 +4,8 @@ package model
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,12 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
 // freePort returns a TCP port nothing listens on now, on every address.
@@ -58,18 +62,60 @@ func runEtcdPod(t *testing.T, args []string, logFile string) (stop func()) {
 	return stop
 }
 
+// issueEtcdPKI issues the certificates EtcdPod's flags name, as kubeup's keystore does (model/pki.go), into a
+// directory that stands for /srv/kubernetes/etcd, and returns it with an HTTPS client that presents a client
+// certificate of the etcd clients CA, as kube-apiserver does.
+func issueEtcdPKI(t *testing.T, e, m string) (dir string, client *http.Client) {
+	t.Helper()
+	now := time.Now()
+	issue := func(r pkitasks.Request, signer *pkitasks.Issued) *pkitasks.Issued {
+		is, err := pkitasks.Issue(r, signer, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	peersCA := issue(pkitasks.Request{CommonName: KeypairEtcdPeersCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
+	clientsCA := issue(pkitasks.Request{CommonName: KeypairEtcdClientsCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
+	peer := issue(pkitasks.Request{CommonName: "localhost", Usage: pkitasks.UsagePeer, DNSNames: []string{"localhost"}, Lifetime: time.Hour}, peersCA)
+	server := issue(pkitasks.Request{CommonName: "localhost", Usage: pkitasks.UsagePeer, DNSNames: []string{"localhost"}, IPAddresses: []string{"127.0.0.1"}, Lifetime: time.Hour}, clientsCA)
+	apiClient := issue(pkitasks.Request{CommonName: "kube-apiserver", Usage: pkitasks.UsageClient, Lifetime: time.Hour}, clientsCA)
+
+	dir = t.TempDir()
+	files := EtcdMemberPKI(e, m)
+	for file, content := range map[string]string{
+		EtcdPeersCAFile: peersCA.CertPEM, EtcdClientsCAFile: clientsCA.CertPEM,
+		files.PeerCert: peer.CertPEM, files.PeerKey: peer.KeyPEM.Reveal(),
+		files.ServerCert: server.CertPEM, files.ServerKey: server.KeyPEM.Reveal(),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(file)), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pair, err := tls.X509KeyPair([]byte(apiClient.CertPEM), []byte(apiClient.KeyPEM.Reveal()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(clientsCA.Cert)
+	client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}},
+	}}
+	return dir, client
+}
+
 // etcdCall posts a request to etcd's v3 JSON gateway of keys and decodes its answer.
-func etcdCall(client string, method string, req, resp any) error {
-	return etcdPost(client+"/v3/kv/"+method, req, resp)
+func etcdCall(c *http.Client, url string, method string, req, resp any) error {
+	return etcdPost(c, url+"/v3/kv/"+method, req, resp)
 }
 
 // etcdPost posts a request to a URL of etcd's v3 JSON gateway and decodes its answer.
-func etcdPost(url string, req, resp any) error {
+func etcdPost(c *http.Client, url string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	r, err := http.Post(url, "application/json", bytes.NewReader(body))
+	r, err := c.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -80,7 +126,7 @@ func etcdPost(url string, req, resp any) error {
 	return json.NewDecoder(r.Body).Decode(resp)
 }
 
-// waitHealthy waits until etcd's /health says true.
+// waitHealthy waits until etcd's /health (on its metrics URL, plain http on 127.0.0.1) says true.
 func waitHealthy(t *testing.T, client, logFile string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -101,14 +147,17 @@ func waitHealthy(t *testing.T, client, logFile string) {
 }
 
 // TestEtcdPodRunsEtcd has Debian's etcd be the referee of EtcdPod's flags: a one-member cluster started with
-// the pod's command forms a new cluster on the data directory, takes a key, and started again as an existing
-// member on the same data directory, serves the key back.
+// the pod's command forms a new cluster on the data directory over TLS, takes a key from a client with a
+// certificate of the etcd clients CA (and refuses one without), and started again as an existing member on the
+// same data directory, serves the key back. The certificates' directory the flags name (/srv/kubernetes/etcd)
+// is a temporary one here: the flags are rewritten to it, as the pod's mount would place it.
 func TestEtcdPodRunsEtcd(t *testing.T) {
 	e2e.RequireTools(t, "etcd")
-	peer, client := freePort(t), freePort(t)
+	peer, client, metrics := freePort(t), freePort(t), freePort(t)
 	pc := &ProtokubeConfig{ClusterName: "demo.example.com"}
 	m := ProtokubeEtcdMember{Name: "a", DNSName: "localhost"}
-	ec := ProtokubeEtcdCluster{Name: "main", PeerPort: peer, ClientPort: client, Members: []ProtokubeEtcdMember{m},
+	pkiDir, https := issueEtcdPKI(t, "main", m.Name)
+	ec := ProtokubeEtcdCluster{Name: "main", PeerPort: peer, ClientPort: client, MetricsPort: metrics, Members: []ProtokubeEtcdMember{m},
 		Flags: []string{"--heartbeat-interval=100", "--election-timeout=1000"}}
 	// A temporary directory stands for the volume's mount point; protokube creates the data directory on it.
 	dataDir := EtcdDataDir(t.TempDir())
@@ -116,7 +165,8 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(t.TempDir(), "etcd.log")
-	url := fmt.Sprintf("http://127.0.0.1:%d", client)
+	url := fmt.Sprintf("https://127.0.0.1:%d", client)
+	health := fmt.Sprintf("http://127.0.0.1:%d", metrics)
 	key, value := base64.StdEncoding.EncodeToString([]byte("kubeup")), base64.StdEncoding.EncodeToString([]byte("kept"))
 
 	args := func(existing bool) []string {
@@ -124,14 +174,24 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 		if got := p.Spec.Containers[0].Command; len(got) != 1 || got[0] != "etcd" {
 			t.Fatalf("command %v, want etcd", got)
 		}
-		return p.Spec.Containers[0].Args
+		args := slices.Clone(p.Spec.Containers[0].Args)
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, etcdPKI+"/", pkiDir+"/")
+		}
+		return args
 	}
 
 	stop := runEtcdPod(t, args(false), logFile)
-	waitHealthy(t, url, logFile)
+	waitHealthy(t, health, logFile)
 	var put struct{}
-	if err := etcdCall(url, "put", map[string]string{"key": key, "value": value}, &put); err != nil {
+	if err := etcdCall(https, url, "put", map[string]string{"key": key, "value": value}, &put); err != nil {
 		t.Fatalf("writing a key: %v", err)
+	}
+	// A client without a certificate of the etcd clients CA is refused.
+	roots := https.Transport.(*http.Transport).TLSClientConfig.RootCAs
+	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	if err := etcdCall(anonymous, url, "put", map[string]string{"key": key, "value": "forged"}, &put); err == nil {
+		t.Error("etcd took a key from a client without a certificate")
 	}
 	stop()
 	if _, err := os.Stat(filepath.Join(dataDir, "member")); err != nil {
@@ -139,11 +199,11 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 	}
 
 	runEtcdPod(t, args(true), logFile)
-	waitHealthy(t, url, logFile)
+	waitHealthy(t, health, logFile)
 	var got struct {
 		KVs []struct{ Key, Value string }
 	}
-	if err := etcdCall(url, "range", map[string]string{"key": key}, &got); err != nil {
+	if err := etcdCall(https, url, "range", map[string]string{"key": key}, &got); err != nil {
 		t.Fatalf("reading the key back: %v", err)
 	}
 	if len(got.KVs) != 1 || got.KVs[0].Value != value {
@@ -158,10 +218,10 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 			ClientURLs []string
 		}
 	}
-	if err := etcdPost(url+"/v3/cluster/member/list", struct{}{}, &members); err != nil {
+	if err := etcdPost(https, url+"/v3/cluster/member/list", struct{}{}, &members); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("a http://localhost:%d http://localhost:%d", peer, client)
+	want := fmt.Sprintf("a https://localhost:%d https://localhost:%d", peer, client)
 	if len(members.Members) != 1 || fmt.Sprintf("%s %s %s", members.Members[0].Name, strings.Join(members.Members[0].PeerURLs, ","),
 		strings.Join(members.Members[0].ClientURLs, ",")) != want {
 		t.Errorf("members %+v, want one: %s", members.Members, want)

@@ -120,8 +120,10 @@ func addKeystore[C storetasks.World](g *engine.Graph[C], c *Cluster) (keystore[C
 				Name: EtcdPeerKeypair(e.Name, m.Name), CommonName: dns, Usage: pkitasks.UsagePeer, Signer: peersCA,
 				DNSNames: []string{dns},
 			})
+			// Server and client usages both, as kubeadm has it: etcd's gRPC gateway (its HTTP/JSON API) dials the
+			// member's own client port presenting this certificate, which client-cert-auth then checks.
 			add(&pkitasks.Keypair[C]{
-				Name: EtcdServerKeypair(e.Name, m.Name), CommonName: dns, Usage: pkitasks.UsageServer, Signer: clientsCA,
+				Name: EtcdServerKeypair(e.Name, m.Name), CommonName: dns, Usage: pkitasks.UsagePeer, Signer: clientsCA,
 				DNSNames: []string{dns, "localhost"}, IPAddresses: []string{"127.0.0.1"},
 			})
 		}
