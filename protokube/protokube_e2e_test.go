@@ -5,7 +5,6 @@ package protokube_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -49,7 +48,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	e2e.RequireRoot(t)
 	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
 	ctx := context.Background()
-	bin := buildBinaries(t)
+	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
 	nw := e2e.Network(t)
 	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
 
@@ -65,14 +64,8 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		return string(out)
 	}
 	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
-	dns := fmt.Sprintf("  cloudProvider: local\n  local:\n    dns:\n      provider: rfc2136\n      server: %s:53\n      tsigKeyName: %s\n      tsigAlgorithm: %s\n      tsigSecretFile: %s\n",
-		nw.Gateway, bind.KeyName, bind.KeyAlgorithm, secretAt)
-	if !strings.Contains(spec, "  cloudProvider: local\n") {
-		t.Fatalf("unexpected spec:\n%s", spec)
-	}
-	spec = strings.Replace(spec, "  cloudProvider: local\n", dns, 1)
 	specFile := filepath.Join(dir, "spec.yaml")
-	writeFile(t, specFile, spec)
+	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
 	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
 	kubeup("replace", "-f", specFile)
 	kubeup("update", "cluster", cluster, "--yes")
@@ -94,7 +87,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		n.net.SetResolver(nw.Gateway)
 		group := "control-plane-a-" + strconv.Itoa(min(i, 3)) // the spare runs the first group's configuration
 		n.conf = filepath.Join(state, cluster, "nodeup", group)
-		writeFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
+		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
 		for _, img := range images {
 			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
 		}
@@ -108,14 +101,14 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		}
 		for _, n := range nodes {
 			if n.proc != nil {
-				t.Logf("%s protokube log:\n%s", n.id, tail(n.log, 40))
+				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 40))
 			}
 			out, _ := exec.Command("find", filepath.Join(n.root, "mnt"), "-maxdepth", "4").CombinedOutput()
 			t.Logf("%s: %s", n.id, out)
 			if n.kubelet != nil {
 				for _, p := range n.kubelet.Pods() {
 					if strings.HasPrefix(p.Manifest, "etcd") {
-						t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, tail(p.Log, 25))
+						t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
 					}
 				}
 			}
@@ -127,7 +120,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		n.start(t, bin)
 	}
 	vols := localtasks.NewVolumes(mustPool(t, pool), volumetasks.Holder{NodeID: "e2e-observer"}, 0)
-	holders := waitFor(t, 3*time.Minute, "the three nodes to hold a main and an events volume each", func() (map[string]string, bool) {
+	holders := e2e.WaitFor(t, 3*time.Minute, "the three nodes to hold a main and an events volume each", func() (map[string]string, bool) {
 		h := holdersOf(t, vols)
 		return h, len(h) == 6 && distinct(h, "etcd-main") == 3 && distinct(h, "etcd-events") == 3
 	})
@@ -151,7 +144,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		defer cancel()
 		return n.net.Run(cctx, "etcdctl", append(append([]string{"--endpoints=" + main, "--command-timeout=10s"}, tls...), args...)...)
 	}
-	waitFor(t, 3*time.Minute, "etcd main to be healthy on its three members through their DNS names", func() (string, bool) {
+	e2e.WaitFor(t, 3*time.Minute, "etcd main to be healthy on its three members through their DNS names", func() (string, bool) {
 		out, err := etcdctl(nodes[0], "endpoint", "health")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.Count(out, "is healthy") == 3
 	})
@@ -192,14 +185,14 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		}
 		// The mounts of the dead etcd's mount namespace go a moment after its process: until then the device
 		// is in use, and Release refuses it.
-		waitFor(t, 30*time.Second, "the release of the dead node's claim of "+vol, func() (error, bool) {
+		e2e.WaitFor(t, 30*time.Second, "the release of the dead node's claim of "+vol, func() (error, bool) {
 			err := vols.Release(ctx, vol)
 			return err, err == nil
 		})
 	}
 
 	spare := nodes[3]
-	waitFor(t, 3*time.Minute, "the spare node to hold the dead node's volumes", func() (map[string]string, bool) {
+	e2e.WaitFor(t, 3*time.Minute, "the spare node to hold the dead node's volumes", func() (map[string]string, bool) {
 		h := holdersOf(t, vols)
 		for _, vol := range lost {
 			if h[vol] != spare.id {
@@ -213,7 +206,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 			t.Errorf("volume %s: filesystem UUID %s, was %s: it was formatted", vol, got, uuids[vol])
 		}
 	}
-	waitFor(t, 3*time.Minute, "etcd main to be healthy again, the spare serving the dead node's member", func() (string, bool) {
+	e2e.WaitFor(t, 3*time.Minute, "etcd main to be healthy again, the spare serving the dead node's member", func() (string, bool) {
 		out, err := etcdctl(nodes[0], "endpoint", "health")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.Count(out, "is healthy") == 3
 	})
@@ -254,17 +247,6 @@ func (n *node) start(t *testing.T, bin string) {
 	cmd := exec.Command(filepath.Join(bin, "protokube"), n.args(false)...)
 	n.log = filepath.Join(t.TempDir(), n.id+"-protokube.log")
 	n.proc = n.net.Start(t, cmd, n.log)
-}
-
-// buildBinaries builds kubeup and protokube into a temporary directory.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin+"/", "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func mustPool(t *testing.T, dir string) *localtasks.Pool {
@@ -321,40 +303,4 @@ func filesystemUUID(t *testing.T, pool, vol string) string {
 		t.Fatalf("blkid of volume %s: %v %q", vol, err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// tail is the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every second until it holds, or fails t after limit with what it last saw.
-func waitFor[T any](t *testing.T, limit time.Duration, what string, cond func() (T, bool)) T {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		v, ok := cond()
-		if ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s; last saw: %v", limit, what, v)
-		}
-		time.Sleep(time.Second)
-	}
 }

@@ -55,7 +55,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	kubeBins := e2e.KubeBinaries(t)
 	kubectlBin := e2e.Kubectl(t)
 	ctx := context.Background()
-	bin := buildBinaries(t)
+	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
 	nw := e2e.Network(t)
 	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
 
@@ -74,13 +74,8 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		return string(out)
 	}
 	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
-	dns := fmt.Sprintf("  cloudProvider: local\n  local:\n    dns:\n      provider: rfc2136\n      server: %s:53\n      tsigKeyName: %s\n      tsigAlgorithm: %s\n      tsigSecretFile: %s\n",
-		nw.Gateway, bind.KeyName, bind.KeyAlgorithm, secretAt)
-	if !strings.Contains(spec, "  cloudProvider: local\n") {
-		t.Fatalf("unexpected spec:\n%s", spec)
-	}
 	specFile := filepath.Join(dir, "spec.yaml")
-	writeFile(t, specFile, strings.Replace(spec, "  cloudProvider: local\n", dns, 1))
+	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
 	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
 	kubeup("replace", "-f", specFile)
 	kubeup("update", "cluster", cluster, "-o", "json")
@@ -120,7 +115,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		n.net = nw.Node(t, n.id)
 		n.net.SetResolver(nw.Gateway)
 		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))
-		writeFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
+		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
 		for _, img := range images {
 			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
 		}
@@ -134,11 +129,11 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		}
 		for _, n := range nodes {
 			if n.proc != nil {
-				t.Logf("%s protokube log:\n%s", n.id, tail(n.log, 30))
+				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 30))
 			}
 			if n.kubelet != nil {
 				for _, p := range n.kubelet.Pods() {
-					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, tail(p.Log, 25))
+					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
 				}
 			}
 		}
@@ -166,7 +161,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		return out
 	}
 
-	waitFor(t, 5*time.Minute, "the API to be ready through api."+cluster, func() (string, bool) {
+	e2e.WaitFor(t, 5*time.Minute, "the API to be ready through api."+cluster, func() (string, bool) {
 		out, err := kubectl("get", "--raw", "/readyz")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
 	})
@@ -176,12 +171,12 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	mustKubectl("create", "namespace", "kubeup-e2e")
 	mustKubectl("create", "configmap", "survivor", "-n", "kubeup-e2e", "--from-literal=answer=42")
 	t.Logf("namespaces:\n%s", mustKubectl("get", "namespaces"))
-	holder := waitFor(t, 3*time.Minute, "kube-controller-manager to hold its leader lease", func() (string, bool) {
+	holder := e2e.WaitFor(t, 3*time.Minute, "kube-controller-manager to hold its leader lease", func() (string, bool) {
 		out, err := kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
 	})
 	t.Logf("kube-controller-manager's lease is held by %s", holder)
-	waitFor(t, 3*time.Minute, "kube-scheduler to hold its leader lease", func() (string, bool) {
+	e2e.WaitFor(t, 3*time.Minute, "kube-scheduler to hold its leader lease", func() (string, bool) {
 		out, err := kubectl("get", "lease", "-n", "kube-system", "kube-scheduler", "-o", "jsonpath={.spec.holderIdentity}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
 	})
@@ -189,7 +184,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	// A new ServiceAccount's token, signed with the service-account key kubeup made, is accepted; a forged one is not.
 	mustKubectl("create", "serviceaccount", "robot", "-n", "kubeup-e2e")
 	reqFile := filepath.Join(dir, "tokenrequest.json")
-	writeFile(t, reqFile, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":600}}`)
+	e2e.WriteFile(t, reqFile, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":600}}`)
 	out := mustKubectl("create", "--raw", "/api/v1/namespaces/kubeup-e2e/serviceaccounts/robot/token", "-f", reqFile)
 	var tr struct {
 		Status struct {
@@ -200,7 +195,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		t.Fatalf("TokenRequest: %v\n%s", err, out)
 	}
 	caFile := filepath.Join(dir, "ca.crt")
-	writeFile(t, caFile, readKeypair(t, state, "kubernetes-ca").CertPEM)
+	e2e.WriteFile(t, caFile, readKeypair(t, state, "kubernetes-ca").CertPEM)
 	asToken := func(token string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
@@ -221,7 +216,7 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	victim := nodes[2]
 	victim.proc.Kill()
 	victim.kubelet.Stop()
-	waitFor(t, 2*time.Minute, "the ConfigMap to read back through api."+cluster+" with a node dead", func() (string, bool) {
+	e2e.WaitFor(t, 2*time.Minute, "the ConfigMap to read back through api."+cluster+" with a node dead", func() (string, bool) {
 		out, err := kubectl("get", "configmap", "survivor", "-n", "kubeup-e2e", "-o", "jsonpath={.data.answer}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "42"
 	})
@@ -297,27 +292,6 @@ func (n *node) start(t *testing.T, bin string) {
 	n.proc = n.net.Start(t, cmd, n.log)
 }
 
-// buildBinaries builds kubeup, nodeup and protokube into a temporary directory.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin+"/", "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -334,32 +308,4 @@ func fileMode(t *testing.T, path string) os.FileMode {
 		t.Fatal(err)
 	}
 	return st.Mode().Perm()
-}
-
-func tail(path string, n int) string {
-	lines := strings.Split(strings.TrimRight(readFileQuiet(path), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func readFileQuiet(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
-func waitFor[T any](t *testing.T, limit time.Duration, what string, cond func() (T, bool)) T {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		v, ok := cond()
-		if ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s; last: %v", limit, what, v)
-		}
-		time.Sleep(time.Second)
-	}
 }
