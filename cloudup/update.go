@@ -63,8 +63,12 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs) }
-		return cs.movingZoneRecords(ctx, c, o, func() (*engine.Plan, error) { return update(ctx, cs, stored, cloud, build, o) })
+		last, err := cs.localCloudState(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
+		return update(ctx, cs, stored, cloud, build, o)
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot update %s clusters yet (its provider is a later issue); the spec is stored and valid, and the local provider works today",
 			name, c.Spec.CloudProvider, c.Spec.CloudProvider)

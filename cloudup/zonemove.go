@@ -3,64 +3,29 @@ package cloudup
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strings"
 
-	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
-// movingZoneRecords runs an update of the local cluster c (run), and moves its DNS records out of the zone file
-// it used before: when the complete spec the last update applied (model.CompletedSpecPath) kept them in another
-// file than c's spec.local.zoneFile (the field changed, or spec.dnsZone from which it defaults), this
-// cluster's records in that old file are removed. The update writes them to the new file.
-//
-// A dry run lists them before its plan (on stderr with -o json) and removes nothing. An apply removes them
-// first, under the cluster's lock, then runs the update: an apply that fails afterwards leaves them removed and
-// the complete spec as it was, so that running it again finds nothing more to remove and writes the new file;
-// the other order would lose the old file's name with the first successful write of the complete spec.
-func (cs *Clusters) movingZoneRecords(ctx context.Context, c *model.Cluster, o UpdateOptions, run func() (*engine.Plan, error)) (*engine.Plan, error) {
+// localCloudState is what the local cloud graph of c needs to know of the cluster as last applied: the zone file
+// the last applied complete spec (model.CompletedSpecPath) kept its records in, when it is another than c's
+// spec.local.zoneFile now (the field changed, or spec.dnsZone from which it defaults), and the store's clusters.
+// The graph then removes the cluster's records from that file (localtasks.FormerZoneFile): a dry run lists them
+// as a change like any other, in text and JSON, and the apply removes them before it writes the new complete
+// spec.
+func (cs *Clusters) localCloudState(ctx context.Context, c *model.Cluster) (model.LocalCloudState, error) {
 	old, err := cs.oldZoneFile(ctx, c)
 	if err != nil || old == nil {
-		if err != nil {
-			return nil, err
-		}
-		return run()
+		return model.LocalCloudState{}, err
 	}
-	name := c.Metadata.Name
 	others, err := cs.List(ctx)
 	if err != nil {
-		return nil, err
+		return model.LocalCloudState{}, err
 	}
-	keys, err := old.DeleteCluster(ctx, name, others, !o.Apply)
-	what := fmt.Sprintf("the zone file cluster %s used before, %s (spec.local.zoneFile is now %s)", name, old.Path(), c.Spec.Local.ZoneFile)
-	if err != nil {
-		return nil, fmt.Errorf("removing the DNS records of %s: %w", what, err)
-	}
-	if len(keys) > 0 {
-		say := func(verb string) {
-			if o.JSON {
-				if o.Logger != nil {
-					o.Logger.Warn(verb+" the cluster's DNS records from the zone file it used before", "cluster", name, "file", old.Path(), "records", strings.Join(keys, " "))
-				}
-				return
-			}
-			fmt.Fprintf(o.Out, "%s from %s:\n", verb, what)
-			for _, k := range keys {
-				fmt.Fprintf(o.Out, "  %s\n", k)
-			}
-			fmt.Fprintln(o.Out)
-		}
-		if o.Apply {
-			say("Removed")
-		} else {
-			say("Will remove")
-		}
-	}
-	return run()
+	return model.LocalCloudState{FormerZoneFile: old.Path(), FormerDNSZone: old.Zone(), OtherClusters: others}, nil
 }
 
 // oldZoneFile returns the zone file the last applied complete spec of c kept its records in, when it is not the

@@ -14,8 +14,9 @@ import (
 )
 
 // TestZoneFileChangeMovesTheRecords: two clusters share the default zone file; one's spec.local.zoneFile moves.
-// Its dry run says which records leave the old file and changes nothing; its apply removes them from the old
-// file (the other cluster's stay) and writes them to the new one; then there is nothing more to do.
+// Its dry run says which records leave the old file (a change of the plan, in text and JSON) and changes nothing;
+// its apply removes them from the old file (the other cluster's stay) and writes them to the new one; then there
+// is nothing more to do.
 func TestZoneFileChangeMovesTheRecords(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -69,8 +70,8 @@ func TestZoneFileChangeMovesTheRecords(t *testing.T) {
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Will remove from the zone file cluster demo.example.com used before, " + oldPath + " (spec.local.zoneFile is now " + newPath + "):\n",
-		"  DNSRecord/api.demo.example.com/A\n", "  DNSRecord/api.internal.demo.example.com/A\n", "Will create resources"} {
+	for _, want := range []string{"  FormerZoneFile/" + oldPath + "\n",
+		"    Records    [DNSRecord/api.demo.example.com/A, DNSRecord/api.internal.demo.example.com/A] -> []\n", "Will create resources"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the dry run lacks %q:\n%s", want, &out)
 		}
@@ -82,12 +83,15 @@ func TestZoneFileChangeMovesTheRecords(t *testing.T) {
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out, JSON: true}); err != nil || !json.Valid(out.Bytes()) {
 		t.Errorf("the JSON dry run: %v, not only JSON:\n%s", err, &out)
 	}
+	if !strings.Contains(out.String(), `"FormerZoneFile/`+oldPath+`"`) || !strings.Contains(out.String(), "DNSRecord/api.internal.demo.example.com/A") {
+		t.Errorf("the JSON dry run does not carry the records' removal:\n%s", &out)
+	}
 
 	out.Reset()
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out, Apply: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "Removed from the zone file cluster demo.example.com used before") {
+	if !strings.Contains(out.String(), "modify FormerZoneFile/"+oldPath+"\n") {
 		t.Errorf("the apply does not say what it removed:\n%s", &out)
 	}
 	if got := names(oldPath); strings.Contains(got, "demo.example.com") || !strings.Contains(got, "api.other.example.com") {

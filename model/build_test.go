@@ -49,7 +49,7 @@ func TestBuildLocalCloudGraph(t *testing.T) {
 			if err := Validate("test", c, igs); err != nil {
 				t.Fatal(err)
 			}
-			g, err := BuildLocalCloudGraph(c, igs)
+			g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestBuildLocalCloudGraph(t *testing.T) {
 
 func TestBuildLocalCloudGraphRefusesOtherClouds(t *testing.T) {
 	c, igs := completeSpec(t, CloudAWS, 1)
-	if _, err := BuildLocalCloudGraph(c, igs); err == nil {
+	if _, err := BuildLocalCloudGraph(c, igs, LocalCloudState{}); err == nil {
 		t.Error("BuildLocalCloudGraph accepted an aws cluster")
 	}
 }

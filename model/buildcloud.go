@@ -32,10 +32,21 @@ type cloudWorld interface {
 	storetasks.World
 }
 
+// LocalCloudState is what the local cloud graph needs to know of the cluster as it was last applied.
+type LocalCloudState struct {
+	// FormerZoneFile is the zone file the last applied complete spec kept the cluster's records in, when it is not
+	// spec.local.zoneFile now ("" otherwise); FormerDNSZone the zone it held.
+	FormerZoneFile, FormerDNSZone string
+	// OtherClusters are the state store's clusters: the records of one named under this cluster are its own.
+	OtherClusters []string
+}
+
 // BuildLocalCloudGraph returns the cloud graph of a complete, valid spec on the local provider: one volume per
-// etcd member, the API's placeholder DNS records, the complete spec and each instance group's node
-// configuration in the state store.
-func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*localtasks.Cloud], error) {
+// etcd member, the API's placeholder DNS records, the keystore, the complete spec and each instance group's
+// node configuration in the state store; and, when spec.local.zoneFile changed since the last apply, the
+// removal of the cluster's records from the former zone file (before the complete spec that names the new one is
+// written: a failed run tried again still knows the former file).
+func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup, last LocalCloudState) (*engine.Graph[*localtasks.Cloud], error) {
 	if c.Spec.CloudProvider != CloudLocal {
 		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not local", c.Metadata.Name, c.Spec.CloudProvider)
 	}
@@ -51,15 +62,21 @@ func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*loca
 			})
 		}
 	}
-	if err := addCommonTasks(g, c, igs); err != nil {
+	var before []engine.Task
+	if last.FormerZoneFile != "" {
+		before = append(before, engine.Add(g, &localtasks.FormerZoneFile{
+			Path: last.FormerZoneFile, Zone: last.FormerDNSZone, Cluster: c.Metadata.Name, Others: last.OtherClusters,
+		}))
+	}
+	if err := addCommonTasks(g, c, igs, before); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, and the complete spec
-// and node configurations in the state store.
-func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup) error {
+// addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
+// complete spec (written after the tasks of specBefore) and node configurations in the state store.
+func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) error {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
 		engine.Add(g, &dnstasks.Record[C]{
@@ -75,7 +92,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	if err != nil {
 		return err
 	}
-	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec))})
+	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec)), After: specBefore})
 
 	ks, err := addKeystore(g, c)
 	if err != nil {

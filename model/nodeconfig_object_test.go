@@ -18,7 +18,7 @@ import (
 // checkable by hand with `tail -n +2 FILE | sha256sum`.
 func TestNodeConfigIsOneObject(t *testing.T) {
 	c, igs := completeSpec(t, CloudLocal, 1)
-	g, err := BuildLocalCloudGraph(c, igs)
+	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ type cloudRun struct {
 
 func runCloudGraph(t *testing.T, c *Cluster, igs []*InstanceGroup, cloud *localtasks.Cloud, target engine.Target) cloudRun {
 	t.Helper()
-	g, err := BuildLocalCloudGraph(c, igs)
+	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
 	if err != nil {
 		t.Fatal(err)
 	}

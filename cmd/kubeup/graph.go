@@ -42,7 +42,7 @@ the first instance group with that role.`,
 				if c.Spec.CloudProvider != model.CloudLocal {
 					return fmt.Errorf("cluster %s: the %s provider's cloud graph is a later issue; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
 				}
-				graph, err := model.BuildLocalCloudGraph(c, igs)
+				graph, err := model.BuildLocalCloudGraph(c, igs, model.LocalCloudState{})
 				if err != nil {
 					return err
 				}
