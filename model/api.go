@@ -1,5 +1,7 @@
 package model
 
+import "maps"
+
 // APIVersion is the version of every kind this package reads and writes.
 const APIVersion = "kubeup.dev/v1alpha1"
 
@@ -42,6 +44,17 @@ type ObjectMeta struct {
 // spec to store, since every value derived from another (a component's image from kubernetesVersion) would then
 // stay as it is when that other value changes. kubeup refuses to store an object that carries it.
 const AnnotationComplete = "kubeup.dev/complete"
+
+// MarkedComplete returns a copy of annotations with AnnotationComplete: the annotations of a complete spec that
+// is printed (kubeup get --full) or stored (the state store's cluster-completed.spec), which replace refuses.
+func MarkedComplete(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[AnnotationComplete] = "true"
+	return out
+}
 
 // Cluster is a Kubernetes cluster: where it runs, its control plane's etcd clusters and the configuration of
 // its components. Most fields may be left out: defaulting (Complete) fills them in.

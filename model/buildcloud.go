@@ -84,8 +84,13 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 		})
 	}
 
-	objs := []any{c}
+	// Marked as `kubeup get --full` marks it: a copy of the stored complete spec is refused by replace.
+	marked := deepCopy(c)
+	marked.Metadata.Annotations = MarkedComplete(c.Metadata.Annotations)
+	objs := []any{marked}
 	for _, ig := range igs {
+		ig = deepCopy(ig)
+		ig.Metadata.Annotations = MarkedComplete(ig.Metadata.Annotations)
 		objs = append(objs, ig)
 	}
 	spec, err := Encode(objs...)

@@ -31,8 +31,13 @@ func TestCompleteSpecStaysOut(t *testing.T) {
 		t.Fatalf("get --full does not mark the complete spec:\n%s", full)
 	}
 	before := treeSums(t, state)
+	stored, err := os.ReadFile(filepath.Join(state, name, "cluster-completed.spec")) // what the last apply wrote
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{
 		write("full.yaml", full),
+		write("cluster-completed.spec", string(stored)),
 		write("full-bumped.yaml", strings.ReplaceAll(full, "kubernetesVersion: 1.33.4", "kubernetesVersion: 1.34.2")),
 		write("igs.yaml", mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")+"---\n"+mustKubeup(t, state, "get", "instancegroups", name, "--full", "-o", "yaml")),
 	} {

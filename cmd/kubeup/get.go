@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -136,7 +135,7 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 			igs = withResourceVersion(s, igs)
 			if full {
 				for _, ig := range igs {
-					ig.Metadata.Annotations = markedComplete(ig.Metadata.Annotations)
+					ig.Metadata.Annotations = model.MarkedComplete(ig.Metadata.Annotations)
 				}
 			}
 			if output != "table" {
@@ -173,20 +172,9 @@ func getCluster(cs *cloudup.Clusters, cmd *cobra.Command, name string, full bool
 	shown = new(*c)
 	shown.Metadata.ResourceVersion = string(s.Generation)
 	if full {
-		shown.Metadata.Annotations = markedComplete(shown.Metadata.Annotations)
+		shown.Metadata.Annotations = model.MarkedComplete(shown.Metadata.Annotations)
 	}
 	return shown, complete, nil
-}
-
-// markedComplete returns a copy of annotations with model.AnnotationComplete: what get --full prints is not a
-// spec to store, and replace refuses it.
-func markedComplete(annotations map[string]string) map[string]string {
-	out := maps.Clone(annotations)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[model.AnnotationComplete] = "true"
-	return out
 }
 
 // warn prints on stderr what model.Warnings finds in a cluster's spec: valid, but likely not meant.
