@@ -56,7 +56,12 @@ the first instance group with that role.`,
 				if ig.Spec.Role != want {
 					continue
 				}
-				graph, err := model.BuildNodeGraph(model.NewNodeConfig(c, ig))
+				nc := model.NewNodeConfig(c, ig)
+				// The keystore's files the role receives, their contents left pending: the graph shows its tasks.
+				if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
+					return err
+				}
+				graph, err := model.BuildNodeGraph(nc)
 				if err != nil {
 					return err
 				}
