@@ -7,15 +7,13 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
-	"fmt"
-	"io/fs"
+	"kubeup.dev/kubeup/tasks/storetasks/storetest"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -26,40 +24,14 @@ import (
 	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
-// memStore is an in-memory state store for the cloud graph's tests; the real ones are tested in statestore.
-type memStore struct {
-	mu      sync.Mutex
-	objects map[string]string
-}
-
-func (m *memStore) ReadFile(_ context.Context, path string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.objects[path]
-	if !ok {
-		return nil, fmt.Errorf("reading %s: %w", path, fs.ErrNotExist)
-	}
-	return []byte(v), nil
-}
-
-func (m *memStore) WriteFile(_ context.Context, path string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[path] = string(data)
-	return nil
-}
-
-func (m *memStore) snapshot() map[string]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.objects)
-}
+// memStore is an in-memory state store (storetest); the real ones are tested in statestore.
+type memStore = storetest.MemStore
 
 // localCloud is the local provider's world in a temporary directory, with an in-memory state store.
 func localCloud(t *testing.T, c *Cluster) (*localtasks.Cloud, *memStore) {
 	t.Helper()
 	dir := t.TempDir()
-	store := &memStore{objects: map[string]string{}}
+	store := &memStore{Objects: map[string]string{}}
 	cloud, err := localtasks.NewCloud(filepath.Join(dir, "pool"), filepath.Join(dir, "dns", c.Spec.DNSZone+".zone"), c.Spec.DNSZone, store)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +88,7 @@ func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
 	t.Helper()
 	ks := Issued{}
 	prefix := KeystoreDir(cluster) + "/"
-	for p, obj := range store.snapshot() {
+	for p, obj := range store.Snapshot() {
 		name, ok := strings.CutPrefix(p, prefix)
 		if !ok {
 			continue
@@ -134,7 +106,7 @@ func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
 func storedNodeConfig(t *testing.T, store *memStore, cluster, ig string) (*NodeConfig, string) {
 	t.Helper()
 	p := NodeConfigPath(cluster, ig)
-	obj, ok := store.snapshot()[p]
+	obj, ok := store.Snapshot()[p]
 	if !ok {
 		t.Fatalf("no node configuration %s", p)
 	}

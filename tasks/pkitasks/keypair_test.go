@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
+	"kubeup.dev/kubeup/tasks/storetasks/storetest"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,42 +17,14 @@ import (
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
-// memStore is an in-memory state store; the real ones are tested in statestore.
-type memStore struct {
-	mu      sync.Mutex
-	objects map[string]string
-	writes  int
-}
-
-func (m *memStore) ReadFile(_ context.Context, path string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.objects[path]
-	if !ok {
-		return nil, fmt.Errorf("reading %s: %w", path, fs.ErrNotExist)
-	}
-	return []byte(v), nil
-}
-
-func (m *memStore) WriteFile(_ context.Context, path string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[path] = string(data)
-	m.writes++
-	return nil
-}
-
-func (m *memStore) get(path string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.objects[path]
-}
+// memStore is an in-memory state store (storetest); the real ones are tested in statestore.
+type memStore = storetest.MemStore
 
 type world struct{ store *memStore }
 
 func (w *world) StateStore() storetasks.Store { return w.store }
 
-func newWorld() *world { return &world{store: &memStore{objects: map[string]string{}}} }
+func newWorld() *world { return &world{store: &memStore{Objects: map[string]string{}}} }
 
 type keypair = pkitasks.Keypair[*world]
 
@@ -132,7 +102,7 @@ func (k *keystore) mustRun(t *testing.T, w *world, target engine.Target) (*engin
 
 func decodeStored(t *testing.T, w *world, name string) *pkitasks.Issued {
 	t.Helper()
-	obj := w.store.get(dir + "/" + name)
+	obj := w.store.Get(dir + "/" + name)
 	if obj == "" {
 		t.Fatalf("no object %s/%s", dir, name)
 	}
@@ -175,8 +145,8 @@ func TestKeypairCreateThenValid(t *testing.T) {
 			t.Errorf("%s: %s, want create", c.Key, c.Action)
 		}
 	}
-	if w.store.writes != 4 {
-		t.Errorf("%d writes to the store, want 4: one object per keypair", w.store.writes)
+	if w.store.Writes != 4 {
+		t.Errorf("%d writes to the store, want 4: one object per keypair", w.store.Writes)
 	}
 
 	ca, server, client, key := decodeStored(t, w, "ca"), decodeStored(t, w, "server"), decodeStored(t, w, "client"), decodeStored(t, w, "sa")
@@ -215,7 +185,7 @@ func TestKeypairRenewsALeafNearItsEnd(t *testing.T) {
 	k.mustRun(t, w, engine.Apply)
 	before := map[string]string{}
 	for _, n := range []string{"ca", "server", "client", "sa"} {
-		before[n] = w.store.get(dir + "/" + n)
+		before[n] = w.store.Get(dir + "/" + n)
 	}
 
 	// 31 days before the end: nothing to do.
@@ -248,12 +218,12 @@ func TestKeypairRenewsALeafNearItsEnd(t *testing.T) {
 
 	k.mustRun(t, w, engine.Apply)
 	for _, n := range []string{"ca", "sa"} {
-		if w.store.get(dir+"/"+n) != before[n] {
+		if w.store.Get(dir+"/"+n) != before[n] {
 			t.Errorf("%s was written again", n)
 		}
 	}
 	server := decodeStored(t, w, "server")
-	if w.store.get(dir+"/server") == before["server"] || !server.Cert.NotAfter.Equal(k.now.Add(leafLifetime)) {
+	if w.store.Get(dir+"/server") == before["server"] || !server.Cert.NotAfter.Equal(k.now.Add(leafLifetime)) {
 		t.Errorf("server: not issued again (ends %s)", server.Cert.NotAfter)
 	}
 	if !server.SignedBy(decodeStored(t, w, "ca")) {
@@ -282,7 +252,7 @@ func TestKeypairRenewsALeafOfAnotherCA(t *testing.T) {
 	k := newKeystore()
 	k.mustRun(t, w, engine.Apply)
 	newCA := mustIssue(t, caRequest("ca"), nil, t0)
-	w.store.objects[dir+"/ca"] = newCA.Encode().Reveal()
+	w.store.Objects[dir+"/ca"] = newCA.Encode().Reveal()
 
 	plan, text, _ := k.mustRun(t, w, engine.DryRun)
 	if len(plan.Changes) != 2 || changeOf(plan, "server") == nil || changeOf(plan, "client") == nil {
@@ -295,7 +265,7 @@ func TestKeypairRenewsALeafOfAnotherCA(t *testing.T) {
 		t.Error("in the dry run, the certificate of the old CA is handed to dependents")
 	}
 	k.mustRun(t, w, engine.Apply)
-	if w.store.get(dir+"/ca") != newCA.Encode().Reveal() {
+	if w.store.Get(dir+"/ca") != newCA.Encode().Reveal() {
 		t.Error("the CA put in place by hand was replaced")
 	}
 	for _, n := range []string{"server", "client"} {
@@ -358,8 +328,8 @@ func TestKeypairNeverReplacesACA(t *testing.T) {
 	w := newWorld()
 	k := newKeystore()
 	k.mustRun(t, w, engine.Apply)
-	stored := w.store.get(dir + "/ca")
-	writes := w.store.writes
+	stored := w.store.Get(dir + "/ca")
+	writes := w.store.Writes
 
 	k.caName = "ca-renamed"
 	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
@@ -375,7 +345,7 @@ func TestKeypairNeverReplacesACA(t *testing.T) {
 			}
 		}
 	}
-	if w.store.get(dir+"/ca") != stored || w.store.writes != writes {
+	if w.store.Get(dir+"/ca") != stored || w.store.Writes != writes {
 		t.Error("the CA, or something signed by it, was written")
 	}
 }
@@ -394,7 +364,7 @@ func TestKeypairNeverRenewsACA(t *testing.T) {
 			w := newWorld()
 			k := newKeystore()
 			k.mustRun(t, w, engine.Apply)
-			stored := w.store.get(dir + "/ca")
+			stored := w.store.Get(dir + "/ca")
 			k.now = t0.Add(tt.at)
 			for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
 				plan, text, logs := k.mustRun(t, w, target)
@@ -405,7 +375,7 @@ func TestKeypairNeverRenewsACA(t *testing.T) {
 					t.Errorf("%s: the logs do not say %q:\n%s", target, tt.wantLog, logs)
 				}
 			}
-			if w.store.get(dir+"/ca") != stored {
+			if w.store.Get(dir+"/ca") != stored {
 				t.Error("the CA was issued again")
 			}
 		})
@@ -478,7 +448,7 @@ func TestKeypairUnreadableObject(t *testing.T) {
 		{"another key", decodeStored(t, w, "server").CertPEM + other.KeyPEM.Reveal()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w.store.objects[dir+"/server"] = tt.obj
+			w.store.Objects[dir+"/server"] = tt.obj
 			for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
 				_, _, logs, err := k.run(t, w, target)
 				if err == nil {
@@ -494,7 +464,7 @@ func TestKeypairUnreadableObject(t *testing.T) {
 					}
 				}
 			}
-			if w.store.get(dir+"/server") != tt.obj {
+			if w.store.Get(dir+"/server") != tt.obj {
 				t.Error("the unreadable object was overwritten")
 			}
 		})

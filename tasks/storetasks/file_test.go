@@ -2,9 +2,7 @@ package storetasks_test
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
-	"sync"
+	"kubeup.dev/kubeup/tasks/storetasks/storetest"
 	"testing"
 
 	"kubeup.dev/kubeup/engine"
@@ -12,30 +10,8 @@ import (
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
-// memStore is an in-memory store; the real ones are tested in statestore.
-type memStore struct {
-	mu      sync.Mutex
-	objects map[string]string
-	writes  int
-}
-
-func (m *memStore) ReadFile(_ context.Context, path string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.objects[path]
-	if !ok {
-		return nil, fmt.Errorf("reading %s: %w", path, fs.ErrNotExist)
-	}
-	return []byte(v), nil
-}
-
-func (m *memStore) WriteFile(_ context.Context, path string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[path] = string(data)
-	m.writes++
-	return nil
-}
+// memStore is an in-memory state store (storetest); the real ones are tested in statestore.
+type memStore = storetest.MemStore
 
 type world struct{ store *memStore }
 
@@ -44,7 +20,7 @@ func (w *world) StateStore() storetasks.Store { return w.store }
 func ptr[T any](v T) *T { return &v }
 
 func TestFileApplyThenNoChanges(t *testing.T) {
-	w := &world{store: &memStore{objects: map[string]string{}}}
+	w := &world{store: &memStore{Objects: map[string]string{}}}
 	build := func() *engine.Graph[*world] {
 		g := engine.NewGraph[*world]()
 		conf := engine.Add(g, &storetasks.File[*world]{Path: "c/nodeup/nodes", Contents: ptr("a: 1\n")})
@@ -55,18 +31,18 @@ func TestFileApplyThenNoChanges(t *testing.T) {
 	if len(plan.Changes) != 2 {
 		t.Errorf("first dry run: %d changes, want 2", len(plan.Changes))
 	}
-	if got := w.store.objects["c/nodeup/nodes"]; got != "a: 1\n" {
+	if got := w.store.Objects["c/nodeup/nodes"]; got != "a: 1\n" {
 		t.Errorf("store holds %q", got)
 	}
 
 	// A changed object is rewritten, and only that one.
-	w.store.objects["c/nodeup/nodes"] = "a: 2\n"
-	before := w.store.writes
+	w.store.Objects["c/nodeup/nodes"] = "a: 2\n"
+	before := w.store.Writes
 	if _, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.Apply}); err != nil {
 		t.Fatal(err)
 	}
-	if w.store.writes != before+1 || w.store.objects["c/nodeup/nodes"] != "a: 1\n" {
-		t.Errorf("after drift: %d writes (want 1), contents %q", w.store.writes-before, w.store.objects["c/nodeup/nodes"])
+	if w.store.Writes != before+1 || w.store.Objects["c/nodeup/nodes"] != "a: 1\n" {
+		t.Errorf("after drift: %d writes (want 1), contents %q", w.store.Writes-before, w.store.Objects["c/nodeup/nodes"])
 	}
 }
 

@@ -71,12 +71,12 @@ func runSecretFile(t *testing.T, w *world, f *storetasks.SecretFile[*world], tar
 // TestSecretFilePlansShowShown: the plans of a creation and of a modification, in text and JSON, show the
 // object as Redact shows it, line by line, and its contents as (sensitive); the secret is in none of them.
 func TestSecretFilePlansShowShown(t *testing.T) {
-	w := &world{store: &memStore{objects: map[string]string{}}}
+	w := &world{store: &memStore{Objects: map[string]string{}}}
 	first := object("CERT-1", sentinel+"-1")
 	second := object("CERT-2", sentinel+"-2")
 
 	created := runSecretFile(t, w, secretFile(first), engine.Apply)
-	if got := w.store.objects["c/nodeup/nodes"]; got != first {
+	if got := w.store.Objects["c/nodeup/nodes"]; got != first {
 		t.Fatalf("the store holds %q, want the whole object", got)
 	}
 	modified := runSecretFile(t, w, secretFile(second), engine.DryRun)
@@ -133,21 +133,21 @@ func TestSecretFilePlansShowShown(t *testing.T) {
 }
 
 func TestSecretFileApplyThenNoChanges(t *testing.T) {
-	w := &world{store: &memStore{objects: map[string]string{}}}
+	w := &world{store: &memStore{Objects: map[string]string{}}}
 	obj := object("CERT", sentinel)
 	plan := enginetest.ApplyThenNoChanges(t, context.Background(), w, func() *engine.Graph[*world] {
 		g := engine.NewGraph[*world]()
 		engine.Add(g, secretFile(obj))
 		return g
 	})
-	if len(plan.Changes) != 1 || w.store.writes != 1 || w.store.objects["c/nodeup/nodes"] != obj {
-		t.Errorf("%d changes, %d writes, stored %q", len(plan.Changes), w.store.writes, w.store.objects["c/nodeup/nodes"])
+	if len(plan.Changes) != 1 || w.store.Writes != 1 || w.store.Objects["c/nodeup/nodes"] != obj {
+		t.Errorf("%d changes, %d writes, stored %q", len(plan.Changes), w.store.Writes, w.store.Objects["c/nodeup/nodes"])
 	}
 }
 
 // TestSecretFileUnreadableObject: an object Redact cannot read is shown as such, never quoted, and replaced.
 func TestSecretFileUnreadableObject(t *testing.T) {
-	w := &world{store: &memStore{objects: map[string]string{"c/nodeup/nodes": "garbage " + sentinel}}}
+	w := &world{store: &memStore{Objects: map[string]string{"c/nodeup/nodes": "garbage " + sentinel}}}
 	plan := runSecretFile(t, w, secretFile(object("CERT", "KEY")), engine.DryRun)
 	text, js := plans(t, plan)
 	if !strings.Contains(text, "an object kubeup cannot read") || !strings.Contains(text, "not an object of this test") {
@@ -157,7 +157,7 @@ func TestSecretFileUnreadableObject(t *testing.T) {
 		t.Errorf("the plan quotes the unreadable object:\n%s\n%s", text, js)
 	}
 	runSecretFile(t, w, secretFile(object("CERT", "KEY")), engine.Apply)
-	if got := w.store.objects["c/nodeup/nodes"]; got != object("CERT", "KEY") {
+	if got := w.store.Objects["c/nodeup/nodes"]; got != object("CERT", "KEY") {
 		t.Errorf("the store holds %q", got)
 	}
 }
@@ -175,7 +175,7 @@ func TestSecretFileRequiresContentsAndRedact(t *testing.T) {
 
 // TestSecretFileMakeErrors: an error of Make fails the task, as an error of Find would, and writes nothing.
 func TestSecretFileMakeErrors(t *testing.T) {
-	w := &world{store: &memStore{objects: map[string]string{}}}
+	w := &world{store: &memStore{Objects: map[string]string{}}}
 	f := &storetasks.SecretFile[*world]{Path: "a", Redact: redact,
 		Make: func() (engine.Secret, string, error) { return engine.Secret{}, "", errors.New("no keypair yet") }}
 	g := engine.NewGraph[*world]()
@@ -184,7 +184,7 @@ func TestSecretFileMakeErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "resolving: no keypair yet") {
 		t.Errorf("Run = %v, want the error of Make", err)
 	}
-	if w.store.writes != 0 {
+	if w.store.Writes != 0 {
 		t.Error("something was written")
 	}
 }
