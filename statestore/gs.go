@@ -137,17 +137,9 @@ func (s *gsStore) Delete(ctx context.Context, p string) error {
 }
 
 func (s *gsStore) List(ctx context.Context, prefix string) ([]string, error) {
-	prefix, err := checkPrefix(prefix)
+	root, keyPrefix, err := bucketKeyPrefix(s.prefix, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
-	}
-	root := ""
-	if s.prefix != "" {
-		root = s.prefix + "/"
-	}
-	keyPrefix := root
-	if prefix != "" {
-		keyPrefix += prefix + "/"
 	}
 	call := s.svc.Objects.List(s.bucket).Prefix(keyPrefix).Fields("items(name)", "nextPageToken")
 	if s.pageSize > 0 {

@@ -151,17 +151,9 @@ func (s *s3Store) Delete(ctx context.Context, p string) error {
 }
 
 func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
-	prefix, err := checkPrefix(prefix)
+	root, keyPrefix, err := bucketKeyPrefix(s.prefix, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
-	}
-	root := ""
-	if s.prefix != "" {
-		root = s.prefix + "/"
-	}
-	keyPrefix := root
-	if prefix != "" {
-		keyPrefix += prefix + "/"
 	}
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(keyPrefix)}
 	if s.pageSize > 0 {

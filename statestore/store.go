@@ -166,6 +166,23 @@ func checkPrefix(prefix string) (string, error) {
 	return prefix, checkPath(prefix)
 }
 
+// bucketKeyPrefix returns, for a bucket store whose keys are held under storePrefix ("" for the bucket's root),
+// the root of its keys ("<storePrefix>/", or "") and the key prefix it lists the objects under prefix (a path of
+// the store, checked as checkPrefix does) with: "<storePrefix>/<prefix>/".
+func bucketKeyPrefix(storePrefix, prefix string) (root, keyPrefix string, err error) {
+	if prefix, err = checkPrefix(prefix); err != nil {
+		return "", "", err
+	}
+	if storePrefix != "" {
+		root = storePrefix + "/"
+	}
+	keyPrefix = root
+	if prefix != "" {
+		keyPrefix += prefix + "/"
+	}
+	return root, keyPrefix, nil
+}
+
 // location is how errors name an object: the store's URL joined with the path.
 func location(root, p string) string {
 	if p == "" {
