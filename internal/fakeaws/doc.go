@@ -1,0 +1,15 @@
+// Package fakeaws is an in-memory AWS that speaks the real wire protocols on one address, for tests and demos:
+// EC2 and Auto Scaling (Query), IAM (Query, instance profiles), Route53 (REST-XML), S3 (what the state store
+// needs) and IMDSv2 (the identity of a chosen fake instance). The AWS SDK reaches it through AWS_ENDPOINT_URL,
+// the AWS CLI through --endpoint-url; either is its referee.
+//
+// It is laid out like the cloud: one file per service or protocol (ec2.go, autoscaling.go, iam.go, route53.go,
+// s3.go, imds.go), one in-memory state behind one lock (Server.mu), and call counting and fault injection as a
+// wrapper around the handlers (server.go, faults.go), not sprinkled through them.
+//
+// Control endpoints, beside the APIs: GET /__fake/calls returns per-operation call counts as a JSON object
+// ({"DescribeVolumes": 3, ...}); POST /__fake/reset-calls zeroes them; POST /__fake/faults sets the fault
+// injection (a JSON Faults); POST /__fake/imds-instance?id=i-... chooses the instance IMDS answers for.
+//
+// Runnable standalone: go run ./internal/fakeaws/cmd/fakeaws --listen 127.0.0.1:PORT.
+package fakeaws

@@ -1,0 +1,83 @@
+package fakeaws
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Faults is the fault injection of a Server: what share of calls fail and how, how slow calls are, and how
+// eventually consistent EC2 is.
+type Faults struct {
+	// ThrottleRate is the share of calls (0 to 1) answered with the service's throttling error
+	// (RequestLimitExceeded for EC2, Throttling for Auto Scaling, IAM and Route53, SlowDown for S3).
+	ThrottleRate float64 `json:"throttleRate,omitempty"`
+	// ServerErrorRate is the share of calls answered with a 500 InternalError.
+	ServerErrorRate float64 `json:"serverErrorRate,omitempty"`
+	// LatencyMillis delays every call by this many milliseconds.
+	LatencyMillis int `json:"latencyMillis,omitempty"`
+	// VolumeInvisibleCalls: a new volume is left out of this many DescribeVolumes answers after its creation.
+	VolumeInvisibleCalls int `json:"volumeInvisibleCalls,omitempty"`
+	// AttachingPolls: a new attachment is "attaching" in this many DescribeVolumes answers before "attached".
+	AttachingPolls int `json:"attachingPolls,omitempty"`
+	// Services are the services the failures and latency apply to, by SigV4 name (ec2, autoscaling, iam,
+	// route53, s3); empty: ec2, autoscaling, iam and route53 (not the state store's S3).
+	Services []string `json:"services,omitempty"`
+	// Seed seeds the choice of the calls that fail (0: a fixed seed).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// SetFaults sets the fault injection; the zero Faults turns it off.
+func (s *Server) SetFaults(f Faults) error {
+	if f.ThrottleRate < 0 || f.ThrottleRate > 1 || f.ServerErrorRate < 0 || f.ServerErrorRate > 1 || f.ThrottleRate+f.ServerErrorRate > 1 {
+		return fmt.Errorf("faults: throttleRate %v and serverErrorRate %v must be shares between 0 and 1, together at most 1",
+			f.ThrottleRate, f.ServerErrorRate)
+	}
+	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 {
+		return fmt.Errorf("faults: latencyMillis, volumeInvisibleCalls and attachingPolls cannot be negative")
+	}
+	for _, svc := range f.Services {
+		if !slices.Contains([]string{svcEC2, svcAutoScaling, svcIAM, svcRoute53, svcS3}, svc) {
+			return fmt.Errorf("faults: services: %q is not one of ec2, autoscaling, iam, route53, s3", svc)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	seed := f.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return nil
+}
+
+// fault decides the fate of one call of service: its latency, and the error it is answered with (nil: none).
+// Call it with s.mu held.
+func (s *Server) fault(service string) (time.Duration, *Error) {
+	f := s.faults
+	if len(f.Services) == 0 && service == svcS3 || len(f.Services) > 0 && !slices.Contains(f.Services, service) {
+		return 0, nil
+	}
+	latency := time.Duration(f.LatencyMillis) * time.Millisecond
+	switch p := s.rng.Float64(); {
+	case p < f.ThrottleRate:
+		return latency, throttled(service)
+	case p < f.ThrottleRate+f.ServerErrorRate:
+		return latency, &Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "fakeaws: an injected server error"}
+	}
+	return latency, nil
+}
+
+// throttled is the throttling answer of a service.
+func throttled(service string) *Error {
+	switch service {
+	case svcEC2:
+		return &Error{Status: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
+	case svcS3:
+		return &Error{Status: http.StatusServiceUnavailable, Code: "SlowDown", Message: "Please reduce your request rate."}
+	}
+	return &Error{Status: http.StatusBadRequest, Code: "Throttling", Message: "Rate exceeded"}
+}

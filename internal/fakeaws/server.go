@@ -1,0 +1,320 @@
+package fakeaws
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is the fake AWS. Its zero value is not usable: make one with New. It is an http.Handler.
+type Server struct {
+	mu sync.Mutex // guards everything below, and every service's state
+	// calls counts API calls by operation name ("DescribeVolumes", "ChangeResourceRecordSets", "PutObject").
+	calls  map[string]int
+	faults Faults
+	rng    *rand.Rand
+	nextID uint64
+	// imdsInstance is the instance IMDS answers for on the main address ("" until chosen: the newest instance).
+	imdsInstance string
+
+	ec2   ec2State
+	asg   asgState
+	iam   iamState
+	r53   route53State
+	s3    http.Handler
+	start time.Time
+}
+
+// New returns an empty fake AWS: no VPC, no volume, no hosted zone, no bucket; the regions' zones and a few
+// public images exist, as in a new account.
+func New() *Server {
+	s := &Server{calls: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2)), start: time.Now()}
+	s.initEC2()
+	s.initASG()
+	s.initIAM()
+	s.initRoute53()
+	s.s3 = newS3()
+	return s
+}
+
+// Error is an AWS error answer: its HTTP status, code and message, written in the protocol of the service that
+// answers (EC2's <Response><Errors>, Query's and Route53's <ErrorResponse>, S3's <Error>).
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// errorf makes a client error (400) with code.
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// newID returns a new resource id: prefix-<17 hex digits>, unique in this server. Call it with s.mu held.
+func (s *Server) newID(prefix string) string {
+	s.nextID++
+	return fmt.Sprintf("%s-%017x", prefix, s.nextID)
+}
+
+// Calls returns the per-operation call counts.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// ResetCalls zeroes the call counts.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = map[string]int{}
+}
+
+// Mutating reports whether an operation changes something: every one that is not Describe*, List*, Get* or
+// Head*.
+func Mutating(op string) bool {
+	for _, p := range []string{"Describe", "List", "Get", "Head"} {
+		if strings.HasPrefix(op, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// The services, by the name SigV4 signs for.
+const (
+	svcEC2         = "ec2"
+	svcAutoScaling = "autoscaling"
+	svcIAM         = "iam"
+	svcRoute53     = "route53"
+	svcS3          = "s3"
+)
+
+// credentialScope finds the signed service in an Authorization header:
+// "AWS4-HMAC-SHA256 Credential=AKID/20261123/us-east-1/ec2/aws4_request, ...".
+var credentialScope = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request`)
+
+// ServeHTTP dispatches a request: the control endpoints, IMDS, Route53 (by its path), the Query services (by the
+// service of the signature), and S3 for the rest.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/__fake/"):
+		s.serveControl(w, r)
+		return
+	case strings.HasPrefix(r.URL.Path, "/latest/"):
+		s.serveIMDS(w, r, "")
+		return
+	case strings.HasPrefix(r.URL.Path, "/2013-04-01/"):
+		s.serveAPI(w, r, svcRoute53, route53Operation(r), func(region string) { s.serveRoute53(w, r) })
+		return
+	}
+	service, region := svcS3, "us-east-1"
+	if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		region, service = m[1], m[2]
+	}
+	switch service {
+	case svcEC2, svcAutoScaling, svcIAM:
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			writeError(w, service, errorf("MalformedQueryString", "%v", err))
+			return
+		}
+		for k, vs := range r.URL.Query() {
+			form[k] = append(form[k], vs...)
+		}
+		action := form.Get("Action")
+		s.serveAPI(w, r, service, action, func(region string) {
+			var result any
+			var err error
+			switch service {
+			case svcEC2:
+				result, err = s.ec2Action(region, action, form)
+			case svcAutoScaling:
+				result, err = s.asgAction(region, action, form)
+			case svcIAM:
+				result, err = s.iamAction(action, form)
+			}
+			if err != nil {
+				writeError(w, service, err)
+				return
+			}
+			writeQueryResult(w, service, action, result)
+		})
+		_ = region
+	default:
+		s.serveAPI(w, r, svcS3, s3Operation(r), func(string) { s.s3.ServeHTTP(w, r) })
+	}
+}
+
+// serveAPI counts the call, applies the fault injection, and runs handle with s.mu held (S3's own handler runs
+// without it: gofakes3 has its own locking).
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, service, op string, handle func(region string)) {
+	region := "us-east-1"
+	if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		region = m[1]
+	}
+	s.mu.Lock()
+	s.calls[op]++
+	latency, fault := s.fault(service)
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
+	}
+	if fault != nil {
+		writeError(w, service, fault)
+		return
+	}
+	if service == svcS3 {
+		handle(region)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	handle(region)
+}
+
+// xmlns are the namespaces of the Query services' answers.
+var xmlns = map[string]string{
+	svcEC2:         "http://ec2.amazonaws.com/doc/2016-11-15/",
+	svcAutoScaling: "http://autoscaling.amazonaws.com/doc/2011-01-01/",
+	svcIAM:         "https://iam.amazonaws.com/doc/2010-05-08/",
+	svcRoute53:     "https://route53.amazonaws.com/doc/2013-04-01/",
+}
+
+// writeQueryResult writes a Query answer. EC2's: <ActionResponse><requestId/>...result's fields...</ActionResponse>.
+// Auto Scaling's and IAM's: <ActionResponse><ActionResult>...</ActionResult><ResponseMetadata/></ActionResponse>.
+// result is a struct whose fields carry xml tags; nil writes an empty result.
+func writeQueryResult(w http.ResponseWriter, service, action string, result any) {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	start := xml.StartElement{Name: xml.Name{Local: action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: xmlns[service]}}}
+	var err error
+	if service == svcEC2 {
+		if result == nil {
+			result = struct {
+				Return bool `xml:"return"`
+			}{true}
+		}
+		err = enc.EncodeElement(result, start)
+	} else {
+		err = enc.EncodeToken(start)
+		if err == nil && result != nil {
+			err = enc.EncodeElement(result, xml.StartElement{Name: xml.Name{Local: action + "Result"}})
+		}
+		if err == nil {
+			err = enc.EncodeElement(struct {
+				RequestID string `xml:"RequestId"`
+			}{"fake-request"}, xml.StartElement{Name: xml.Name{Local: "ResponseMetadata"}})
+		}
+		if err == nil {
+			err = enc.EncodeToken(start.End())
+		}
+	}
+	if err == nil {
+		err = enc.Flush()
+	}
+	if err != nil {
+		http.Error(w, "fakeaws: encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	w.Write(b.Bytes())
+}
+
+// writeXML writes a REST-XML answer (Route53).
+func writeXML(w http.ResponseWriter, status int, v any) {
+	b, err := xml.Marshal(v)
+	if err != nil {
+		http.Error(w, "fakeaws: encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(status)
+	w.Write([]byte(xml.Header))
+	w.Write(b)
+}
+
+// writeError writes err in the service's error format; an error that is not an *Error is an InternalError (500).
+func writeError(w http.ResponseWriter, service string, err error) {
+	e, ok := err.(*Error)
+	if !ok {
+		e = &Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()}
+	}
+	var body string
+	switch service {
+	case svcEC2:
+		body = fmt.Sprintf(`<Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>fake-request</RequestID></Response>`,
+			esc(e.Code), esc(e.Message))
+	case svcS3:
+		body = fmt.Sprintf(`<Error><Code>%s</Code><Message>%s</Message><RequestId>fake-request</RequestId></Error>`, esc(e.Code), esc(e.Message))
+	default:
+		typ := "Sender"
+		if e.Status >= 500 {
+			typ = "Receiver"
+		}
+		body = fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>fake-request</RequestId></ErrorResponse>`,
+			xmlns[service], typ, esc(e.Code), esc(e.Message))
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(e.Status)
+	w.Write([]byte(xml.Header + body))
+}
+
+func esc(s string) string {
+	var b bytes.Buffer
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// serveControl serves /__fake/: calls, reset-calls, faults, imds-instance.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/__fake/calls" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Calls())
+	case r.URL.Path == "/__fake/reset-calls" && r.Method == http.MethodPost:
+		s.ResetCalls()
+		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/__fake/faults" && r.Method == http.MethodPost:
+		var f Faults
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := s.SetFaults(f); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/__fake/imds-instance" && r.Method == http.MethodPost:
+		id := r.URL.Query().Get("id")
+		if err := s.ChooseIMDSInstance(id); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.Error(w, "fakeaws: no control endpoint "+r.Method+" "+r.URL.Path+
+			": GET /__fake/calls, POST /__fake/reset-calls, POST /__fake/faults, POST /__fake/imds-instance?id=", http.StatusNotFound)
+	}
+}

@@ -1,0 +1,112 @@
+package awstasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// MaxAttempts is how many times the SDK tries one call before the error reaches the engine, which then backs
+// off and tries the task again: enough to ride out a burst of throttling.
+const MaxAttempts = 10
+
+// LoadConfig returns the SDK's configuration: the usual credential chain and settings (environment, shared
+// files, instance role), the region (the spec's when not empty), and adaptive retries. AWS_ENDPOINT_URL (or
+// AWS_ENDPOINT_URL_<SERVICE>) points every client at another endpoint, such as internal/fakeaws.
+func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+				o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
+					so.MaxAttempts = MaxAttempts
+				})
+			})
+		}),
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errors.New("no AWS region: set spec.region, or AWS_REGION")
+	}
+	return cfg, nil
+}
+
+// throttling are the codes AWS answers a caller that goes too fast with.
+var throttling = map[string]bool{
+	"Throttling": true, "ThrottlingException": true, "ThrottledException": true, "RequestThrottledException": true,
+	"TooManyRequestsException": true, "RequestLimitExceeded": true, "RequestThrottled": true, "SlowDown": true,
+	"PriorRequestNotComplete": true, "EC2ThrottledException": true, "BandwidthLimitExceeded": true,
+}
+
+// accessDenied are the codes of a caller without the permission.
+var accessDenied = map[string]bool{
+	"UnauthorizedOperation": true, "AccessDenied": true, "AccessDeniedException": true, "AuthFailure": true,
+	"UnauthorizedAccess": true, "Forbidden": true,
+}
+
+// Classify gives an SDK error its engine class, wrapped with what was being done: throttling and server errors
+// (5xx) are retryable; a missing permission wraps engine.ErrAccessDenied and is terminal; every other API error
+// (InvalidParameterValue, a validation error) is terminal and shows AWS's code and message. Errors without an API
+// code (the connection failed) are retryable; a cancelled context is returned as it is. nil stays nil.
+func Classify(doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) { // no answer from AWS: the connection failed, or the answer was not AWS's
+		return engine.Retryable(fmt.Errorf("%s: %w", doing, err))
+	}
+	msg := fmt.Sprintf("%s: AWS said %s: %s", doing, ae.ErrorCode(), ae.ErrorMessage())
+	var re *smithyhttp.ResponseError
+	status := 0
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch code := ae.ErrorCode(); {
+	case throttling[code]:
+		return engine.Retryable(&apiError{msg: msg, err: err})
+	case accessDenied[code]:
+		return engine.Terminal(&apiError{msg: msg, err: fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)})
+	case status >= http.StatusInternalServerError, ae.ErrorFault() == smithy.FaultServer && status == 0,
+		strings.HasSuffix(code, "InternalError"), code == "InternalFailure", code == "ServiceUnavailable", code == "Unavailable":
+		return engine.Retryable(&apiError{msg: msg, err: err})
+	}
+	return engine.Terminal(&apiError{msg: msg, err: err})
+}
+
+// ErrorCode returns AWS's error code in err's chain ("InvalidVolume.NotFound"), "" when there is none.
+func ErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// apiError is a classified API error: its message says what was being done and what AWS said; it unwraps to
+// the SDK's error (and to engine.ErrAccessDenied for a missing permission).
+type apiError struct {
+	msg string
+	err error
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.err }
