@@ -1,18 +1,734 @@
 package fakeaws
 
-import "net/url"
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
 
-// STUB (the EC2 helper replaces this file).
+// EC2 speaks Query (service "ec2"): volumes and attachments (ec2_volumes.go), VPCs, subnets and security groups
+// (ec2_network.go), images and launch templates (ec2_templates.go), instances (ec2_instances.go), and here tags,
+// zones and regions, and what the actions share (parameters, filters, pages, client tokens).
+//
+// Every resource belongs to the region of the request that made it and is invisible from the others; the regions'
+// zones are <region>a to <region>f, whatever the region's name. IDs are <prefix>-<17 hex digits> (vol-, vpc-,
+// subnet-, sg-, sgr-, lt-, ami-, i-, r-), in creation order, so they sort as they were made.
 
-type ec2State struct{}
+type ec2State struct {
+	volumes   map[string]*volume
+	vpcs      map[string]*vpc
+	subnets   map[string]*subnet
+	groups    map[string]*secGroup
+	images    map[string]*image
+	templates map[string]*launchTemplate
+	instances map[string]*instance
+	// tags are every resource's tags, by resource id.
+	tags map[string]map[string]string
+	// tokens remember the answers of the actions that take a ClientToken, by action, region and token.
+	tokens map[string]tokenAnswer
+	// publicIPs counts the public addresses given out.
+	publicIPs int
+}
 
-func (s *Server) initEC2() {}
+type tokenAnswer struct {
+	params string // the request's parameters but the token, encoded: the same token with others is a mismatch
+	answer any
+}
+
+func (s *Server) initEC2() {
+	s.ec2 = ec2State{
+		volumes: map[string]*volume{}, vpcs: map[string]*vpc{}, subnets: map[string]*subnet{},
+		groups: map[string]*secGroup{}, images: map[string]*image{}, templates: map[string]*launchTemplate{},
+		instances: map[string]*instance{}, tags: map[string]map[string]string{}, tokens: map[string]tokenAnswer{},
+	}
+	s.seedImages()
+}
+
+type ec2Handler func(s *Server, region string, form url.Values) (any, error)
+
+var ec2Actions = map[string]ec2Handler{
+	"CreateTags":                     (*Server).createTags,
+	"DeleteTags":                     (*Server).deleteTags,
+	"DescribeTags":                   (*Server).describeTags,
+	"DescribeAvailabilityZones":      (*Server).describeAvailabilityZones,
+	"DescribeRegions":                (*Server).describeRegions,
+	"CreateVolume":                   (*Server).createVolume,
+	"DescribeVolumes":                (*Server).describeVolumes,
+	"DeleteVolume":                   (*Server).deleteVolume,
+	"ModifyVolume":                   (*Server).modifyVolume,
+	"AttachVolume":                   (*Server).attachVolume,
+	"DetachVolume":                   (*Server).detachVolume,
+	"CreateVpc":                      (*Server).createVpc,
+	"DescribeVpcs":                   (*Server).describeVpcs,
+	"DeleteVpc":                      (*Server).deleteVpc,
+	"CreateSubnet":                   (*Server).createSubnet,
+	"DescribeSubnets":                (*Server).describeSubnets,
+	"DeleteSubnet":                   (*Server).deleteSubnet,
+	"CreateSecurityGroup":            (*Server).createSecurityGroup,
+	"DescribeSecurityGroups":         (*Server).describeSecurityGroups,
+	"DeleteSecurityGroup":            (*Server).deleteSecurityGroup,
+	"AuthorizeSecurityGroupIngress":  (*Server).authorizeIngress,
+	"RevokeSecurityGroupIngress":     (*Server).revokeIngress,
+	"DescribeSecurityGroupRules":     (*Server).describeSecurityGroupRules,
+	"DescribeImages":                 (*Server).describeImages,
+	"CreateLaunchTemplate":           (*Server).createLaunchTemplate,
+	"CreateLaunchTemplateVersion":    (*Server).createLaunchTemplateVersion,
+	"ModifyLaunchTemplate":           (*Server).modifyLaunchTemplate,
+	"DescribeLaunchTemplates":        (*Server).describeLaunchTemplates,
+	"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
+	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
+	"DescribeInstances":              (*Server).describeInstances,
+	"RunInstances":                   (*Server).runInstances,
+	"TerminateInstances":             (*Server).terminateInstances,
+	"DescribeInstanceAttribute":      (*Server).describeInstanceAttribute,
+}
 
 // ec2Action runs one EC2 Query action of region with s.mu held.
 func (s *Server) ec2Action(region, action string, form url.Values) (any, error) {
-	return nil, errorf("InvalidAction", "fakeaws: EC2 action %s is not implemented", action)
+	h, ok := ec2Actions[action]
+	if !ok {
+		return nil, errorf("InvalidAction", "The action %s is not valid for this web service (fakeaws does not implement it).", action)
+	}
+	if form.Get("DryRun") == "true" {
+		return nil, errorf("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+	}
+	return h(s, region, form)
 }
 
-// instanceIdentity is what IMDS says of instance id; false when there is no such instance. With id "", the
-// newest running instance. Call it with s.mu held.
-func (s *Server) instanceIdentity(id string) (Identity, bool) { return Identity{}, false }
+// ---- the answers' building blocks
+
+// list is an EC2 list: <name><item>...</item></name>. Always written, empty or not, as EC2 does.
+type list[T any] struct {
+	Items []T `xml:"item"`
+}
+
+func items[T any](xs []T) list[T] { return list[T]{Items: xs} }
+
+type tagXML struct {
+	Key   string `xml:"key"`
+	Value string `xml:"value"`
+}
+
+// tagSet is the tags of resource id, sorted by key.
+func (s *Server) tagSet(id string) list[tagXML] {
+	return tagList(s.ec2.tags[id])
+}
+
+func tagList(m map[string]string) list[tagXML] {
+	var l list[tagXML]
+	for _, k := range sortedKeys(m) {
+		l.Items = append(l.Items, tagXML{k, m[k]})
+	}
+	return l
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// awsTime is how EC2 and Auto Scaling write times.
+const awsTime = "2006-01-02T15:04:05.000Z"
+
+func timestamp(t time.Time) string { return t.UTC().Format(awsTime) }
+
+// ---- parameters
+
+// indexes are the N of the parameters prefix.N and prefix.N.*, in order.
+func indexes(form url.Values, prefix string) []int {
+	seen := map[int]bool{}
+	for k := range form {
+		rest, ok := strings.CutPrefix(k, prefix+".")
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, ".")
+		if n, err := strconv.Atoi(num); err == nil && n > 0 {
+			seen[n] = true
+		}
+	}
+	ns := make([]int, 0, len(seen))
+	for n := range seen {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	return ns
+}
+
+// strList is the list parameter prefix.1, prefix.2, ...
+func strList(form url.Values, prefix string) []string {
+	var out []string
+	for _, n := range indexes(form, prefix) {
+		if v, ok := form[fmt.Sprintf("%s.%d", prefix, n)]; ok && len(v) > 0 {
+			out = append(out, v[0])
+		}
+	}
+	return out
+}
+
+// subPrefixes are prefix.1, prefix.2, ... for the structures of list parameter prefix.
+func subPrefixes(form url.Values, prefix string) []string {
+	var out []string
+	for _, n := range indexes(form, prefix) {
+		out = append(out, fmt.Sprintf("%s.%d", prefix, n))
+	}
+	return out
+}
+
+func has(form url.Values, key string) bool { _, ok := form[key]; return ok }
+
+// hasUnder reports whether a parameter is key or under key (key.*).
+func hasUnder(form url.Values, key string) bool {
+	for k := range form {
+		if k == key || strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func required(form url.Values, key string) (string, error) {
+	v := form.Get(key)
+	if v == "" {
+		return "", errorf("MissingParameter", "The request must contain the parameter %s", key)
+	}
+	return v, nil
+}
+
+// intParam is an integer parameter; ok false when absent.
+func intParam(form url.Values, key string) (int64, bool, error) {
+	if !has(form, key) {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(form.Get(key), 10, 64)
+	if err != nil {
+		return 0, false, errorf("InvalidParameterValue", "Value (%s) for parameter %s is invalid: not an integer", form.Get(key), key)
+	}
+	return n, true, nil
+}
+
+func boolParam(form url.Values, key string) (bool, bool, error) {
+	if !has(form, key) {
+		return false, false, nil
+	}
+	b, err := strconv.ParseBool(form.Get(key))
+	if err != nil {
+		return false, false, errorf("InvalidParameterValue", "Value (%s) for parameter %s is invalid: not a boolean", form.Get(key), key)
+	}
+	return b, true, nil
+}
+
+// tagParams are the tags prefix.N.Key / prefix.N.Value.
+func tagParams(form url.Values, prefix string) (map[string]string, error) {
+	tags := map[string]string{}
+	for _, p := range subPrefixes(form, prefix) {
+		k := form.Get(p + ".Key")
+		if k == "" {
+			return nil, errorf("InvalidParameterValue", "Tag keys cannot be empty (%s.Key)", p)
+		}
+		if strings.HasPrefix(strings.ToLower(k), "aws:") {
+			return nil, errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
+		}
+		tags[k] = form.Get(p + ".Value")
+	}
+	return tags, nil
+}
+
+// tagSpecs are the TagSpecification.N of a create: the tags by resource type, each type one of allowed.
+func tagSpecs(form url.Values, prefix string, allowed ...string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, p := range subPrefixes(form, prefix) {
+		rt := form.Get(p + ".ResourceType")
+		if !slices.Contains(allowed, rt) {
+			return nil, errorf("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", rt)
+		}
+		tags, err := tagParams(form, p+".Tag")
+		if err != nil {
+			return nil, err
+		}
+		if out[rt] == nil {
+			out[rt] = map[string]string{}
+		}
+		for k, v := range tags {
+			out[rt][k] = v
+		}
+	}
+	return out, nil
+}
+
+// ---- client tokens
+
+func requestParams(form url.Values) string {
+	f := url.Values{}
+	for k, v := range form {
+		if k != "ClientToken" && k != "Version" {
+			f[k] = v
+		}
+	}
+	return f.Encode()
+}
+
+// tokenAnswerFor is the earlier answer of the same action, region and client token: (nil, nil) when none, an
+// IdempotentParameterMismatch when the earlier request had other parameters.
+func (s *Server) tokenAnswerFor(region string, form url.Values) (any, error) {
+	tok := form.Get("ClientToken")
+	if tok == "" {
+		return nil, nil
+	}
+	prev, ok := s.ec2.tokens[form.Get("Action")+"/"+region+"/"+tok]
+	if !ok {
+		return nil, nil
+	}
+	if prev.params != requestParams(form) {
+		return nil, errorf("IdempotentParameterMismatch", "The client token %s was used before with other parameters.", tok)
+	}
+	return prev.answer, nil
+}
+
+func (s *Server) rememberToken(region string, form url.Values, answer any) {
+	if tok := form.Get("ClientToken"); tok != "" {
+		s.ec2.tokens[form.Get("Action")+"/"+region+"/"+tok] = tokenAnswer{params: requestParams(form), answer: answer}
+	}
+}
+
+// ---- filters
+
+type filter struct {
+	name   string
+	values []string
+}
+
+// filterParams are the Filter.N.Name / Filter.N.Value.M of a Describe, checked against the names it knows
+// (tag:KEY, tag-key and tag-value are known to every one).
+func filterParams(form url.Values, prefix string, known ...string) ([]filter, error) {
+	var out []filter
+	for _, p := range subPrefixes(form, prefix) {
+		f := filter{name: form.Get(p + ".Name"), values: strList(form, p+".Value")}
+		if !strings.HasPrefix(f.name, "tag:") && f.name != "tag-key" && f.name != "tag-value" && !slices.Contains(known, f.name) {
+			return nil, errorf("InvalidParameterValue", "The filter '%s' is invalid", f.name)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// matches reports whether a resource with tags whose other filterable values field gives passes every filter:
+// one of its values matches one of the filter's (with * and ? wildcards).
+func matches(filters []filter, tags map[string]string, field func(name string) []string) bool {
+	for _, f := range filters {
+		var have []string
+		switch {
+		case strings.HasPrefix(f.name, "tag:"):
+			if v, ok := tags[strings.TrimPrefix(f.name, "tag:")]; ok {
+				have = []string{v}
+			}
+		case f.name == "tag-key":
+			have = sortedKeys(tags)
+		case f.name == "tag-value":
+			for _, v := range tags {
+				have = append(have, v)
+			}
+		default:
+			have = field(f.name)
+		}
+		if !anyMatch(f.values, have) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyMatch(patterns, values []string) bool {
+	for _, p := range patterns {
+		for _, v := range values {
+			if glob(p, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var globCache = map[string]*regexp.Regexp{}
+
+// glob matches v against pattern, where * is any run of characters and ? any one. Call it with s.mu held.
+func glob(pattern, v string) bool {
+	if !strings.ContainsAny(pattern, "*?") {
+		return pattern == v
+	}
+	re, ok := globCache[pattern]
+	if !ok {
+		var b strings.Builder
+		b.WriteString("^")
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				b.WriteString(".*")
+			case '?':
+				b.WriteString(".")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		b.WriteString("$")
+		re = regexp.MustCompile(b.String())
+		globCache[pattern] = re
+	}
+	return re.MatchString(v)
+}
+
+func boolStr(b bool) string { return strconv.FormatBool(b) }
+
+func i32s(n int32) []string { return []string{strconv.Itoa(int(n))} }
+
+// ---- pages
+
+// page cuts one page out of items (in id order) with the request's MaxResults and NextToken: all of them when
+// there is no MaxResults, which must otherwise be between min and max. The NextToken of the answer is "" on the
+// last page.
+func page[T any](form url.Values, maxKey string, items []T, id func(T) string, min, max int) ([]T, string, error) {
+	start := 0
+	if tok := form.Get("NextToken"); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			return nil, "", errorf("InvalidParameterValue", "Unable to parse pagination token %q", tok)
+		}
+		from := string(b)
+		start = sort.Search(len(items), func(i int) bool { return id(items[i]) >= from })
+	}
+	items = items[start:]
+	n, ok, err := intParam(form, maxKey)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		return items, "", nil
+	}
+	if n < int64(min) || n > int64(max) {
+		return nil, "", errorf("InvalidParameterValue", "Value ( %d ) for parameter %s is invalid. Expecting a value between %d and %d.", n, maxKey, min, max)
+	}
+	if int(n) >= len(items) {
+		return items, "", nil
+	}
+	return items[:n], base64.RawURLEncoding.EncodeToString([]byte(id(items[n]))), nil
+}
+
+// ---- tags
+
+// resourceType is the EC2 resource type of an id of region that exists; "" when there is no such resource.
+func (s *Server) resourceType(region, id string) string {
+	prefix, _, _ := strings.Cut(id, "-")
+	e := &s.ec2
+	var r string
+	var found bool
+	switch prefix {
+	case "vol":
+		v, ok := e.volumes[id]
+		found, r = ok && v.region == region, "volume"
+	case "vpc":
+		v, ok := e.vpcs[id]
+		found, r = ok && v.region == region, "vpc"
+	case "subnet":
+		v, ok := e.subnets[id]
+		found, r = ok && v.region == region, "subnet"
+	case "sg":
+		v, ok := e.groups[id]
+		found, r = ok && v.region == region, "security-group"
+	case "lt":
+		v, ok := e.templates[id]
+		found, r = ok && v.region == region, "launch-template"
+	case "i":
+		v, ok := e.instances[id]
+		found, r = ok && v.region == region, "instance"
+	case "ami":
+		_, found = e.images[id]
+		r = "image"
+	}
+	if !found {
+		return ""
+	}
+	return r
+}
+
+// notFound is the error of an id of a resource that does not exist.
+func notFound(id string) *Error {
+	prefix, _, _ := strings.Cut(id, "-")
+	switch prefix {
+	case "vol":
+		return errorf("InvalidVolume.NotFound", "The volume '%s' does not exist.", id)
+	case "vpc":
+		return errorf("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", id)
+	case "subnet":
+		return errorf("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+	case "sg":
+		return errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+	case "lt":
+		return errorf("InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID %s, does not exist.", id)
+	case "i":
+		return errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+	case "ami":
+		return errorf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
+	}
+	return errorf("InvalidID", "The ID '%s' is not valid", id)
+}
+
+func (s *Server) setTags(id string, tags map[string]string) {
+	if len(tags) == 0 {
+		return
+	}
+	if s.ec2.tags[id] == nil {
+		s.ec2.tags[id] = map[string]string{}
+	}
+	for k, v := range tags {
+		s.ec2.tags[id][k] = v
+	}
+}
+
+func (s *Server) createTags(region string, form url.Values) (any, error) {
+	ids := strList(form, "ResourceId")
+	if len(ids) == 0 {
+		return nil, errorf("MissingParameter", "The request must contain the parameter resourceIdSet")
+	}
+	tags, err := tagParams(form, "Tag")
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if s.resourceType(region, id) == "" {
+			return nil, notFound(id)
+		}
+	}
+	for _, id := range ids {
+		if len(s.ec2.tags[id])+len(tags) > 50 {
+			return nil, errorf("TagLimitExceeded", "The maximum number of tags (50) on resource %s would be exceeded", id)
+		}
+		s.setTags(id, tags)
+	}
+	return nil, nil
+}
+
+func (s *Server) deleteTags(region string, form url.Values) (any, error) {
+	ids := strList(form, "ResourceId")
+	if len(ids) == 0 {
+		return nil, errorf("MissingParameter", "The request must contain the parameter resourceIdSet")
+	}
+	for _, id := range ids {
+		if s.resourceType(region, id) == "" {
+			return nil, notFound(id)
+		}
+	}
+	tagPrefixes := subPrefixes(form, "Tag")
+	for _, id := range ids {
+		tags := s.ec2.tags[id]
+		if len(tagPrefixes) == 0 { // no tags named: all of them
+			delete(s.ec2.tags, id)
+			continue
+		}
+		for _, p := range tagPrefixes {
+			k := form.Get(p + ".Key")
+			if v, ok := tags[k]; ok && (!has(form, p+".Value") || form.Get(p+".Value") == v) {
+				delete(tags, k)
+			}
+		}
+	}
+	return nil, nil
+}
+
+type tagDescription struct {
+	ResourceID   string `xml:"resourceId"`
+	ResourceType string `xml:"resourceType"`
+	Key          string `xml:"key"`
+	Value        string `xml:"value"`
+}
+
+func (s *Server) describeTags(region string, form url.Values) (any, error) {
+	filters, err := filterParams(form, "Filter", "resource-id", "resource-type", "key", "value")
+	if err != nil {
+		return nil, err
+	}
+	var all []tagDescription
+	for _, id := range sortedKeys(s.ec2.tags) {
+		rt := s.resourceType(region, id)
+		if rt == "" {
+			continue
+		}
+		tags := s.ec2.tags[id]
+		for _, k := range sortedKeys(tags) {
+			d := tagDescription{id, rt, k, tags[k]}
+			if matches(filters, nil, func(name string) []string {
+				switch name {
+				case "resource-id":
+					return []string{d.ResourceID}
+				case "resource-type":
+					return []string{d.ResourceType}
+				case "key":
+					return []string{d.Key}
+				case "value":
+					return []string{d.Value}
+				}
+				return nil
+			}) {
+				all = append(all, d)
+			}
+		}
+	}
+	got, next, err := page(form, "MaxResults", all, func(d tagDescription) string { return d.ResourceID + "\x00" + d.Key }, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		RequestID string               `xml:"requestId"`
+		Tags      list[tagDescription] `xml:"tagSet"`
+		NextToken string               `xml:"nextToken,omitempty"`
+	}{"fake-request", items(got), next}, nil
+}
+
+// ---- zones and regions
+
+// zoneLetters are the zones of every region: <region>a to <region>f.
+const zoneLetters = "abcdef"
+
+// validZone reports whether zone is one of region's.
+func validZone(region, zone string) bool {
+	rest, ok := strings.CutPrefix(zone, region)
+	return ok && len(rest) == 1 && strings.Contains(zoneLetters, rest)
+}
+
+func zoneError(zone string) *Error {
+	return errorf("InvalidParameterValue", "Invalid availability zone: [%s]", zone)
+}
+
+// zoneID is a zone's id: use1-az1 for us-east-1a.
+func zoneID(zone string) string {
+	region, letter := zone[:len(zone)-1], zone[len(zone)-1:]
+	parts := strings.Split(region, "-")
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case i == 0:
+			b.WriteString(p)
+		case i == len(parts)-1:
+			b.WriteString(p)
+		case p != "":
+			b.WriteByte(p[0])
+		}
+	}
+	return fmt.Sprintf("%s-az%d", b.String(), strings.Index(zoneLetters, letter)+1)
+}
+
+type zoneXML struct {
+	ZoneName           string `xml:"zoneName"`
+	ZoneID             string `xml:"zoneId"`
+	ZoneState          string `xml:"zoneState"`
+	RegionName         string `xml:"regionName"`
+	ZoneType           string `xml:"zoneType"`
+	OptInStatus        string `xml:"optInStatus"`
+	GroupName          string `xml:"groupName"`
+	NetworkBorderGroup string `xml:"networkBorderGroup"`
+	Messages           list[struct {
+		Message string `xml:"message"`
+	}] `xml:"messageSet"`
+}
+
+func (s *Server) describeAvailabilityZones(region string, form url.Values) (any, error) {
+	filters, err := filterParams(form, "Filter", "zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status")
+	if err != nil {
+		return nil, err
+	}
+	names, ids := strList(form, "ZoneName"), strList(form, "ZoneId")
+	for _, n := range names {
+		if !validZone(region, n) {
+			return nil, errorf("InvalidParameterValue", "The zone '%s' does not exist in the region %s", n, region)
+		}
+	}
+	var out []zoneXML
+	for _, l := range zoneLetters {
+		z := zoneXML{ZoneName: region + string(l), ZoneState: "available", RegionName: region, ZoneType: "availability-zone",
+			OptInStatus: "opt-in-not-required", GroupName: region, NetworkBorderGroup: region}
+		z.ZoneID = zoneID(z.ZoneName)
+		if len(names) > 0 && !slices.Contains(names, z.ZoneName) || len(ids) > 0 && !slices.Contains(ids, z.ZoneID) {
+			continue
+		}
+		if !matches(filters, nil, func(name string) []string {
+			return map[string][]string{"zone-name": {z.ZoneName}, "zone-id": {z.ZoneID}, "region-name": {region},
+				"state": {"available"}, "zone-type": {z.ZoneType}, "group-name": {region}, "opt-in-status": {z.OptInStatus}}[name]
+		}) {
+			continue
+		}
+		out = append(out, z)
+	}
+	return struct {
+		RequestID string        `xml:"requestId"`
+		Zones     list[zoneXML] `xml:"availabilityZoneInfo"`
+	}{"fake-request", items(out)}, nil
+}
+
+// regions are the regions DescribeRegions lists (any other name works too, as the request's region).
+var regions = []string{"eu-central-1", "eu-west-1", "eu-west-2", "us-east-1", "us-east-2", "us-west-1", "us-west-2"}
+
+func (s *Server) describeRegions(region string, form url.Values) (any, error) {
+	filters, err := filterParams(form, "Filter", "region-name", "endpoint", "opt-in-status")
+	if err != nil {
+		return nil, err
+	}
+	names := strList(form, "RegionName")
+	type regionXML struct {
+		RegionName  string `xml:"regionName"`
+		Endpoint    string `xml:"regionEndpoint"`
+		OptInStatus string `xml:"optInStatus"`
+	}
+	var out []regionXML
+	all := regions
+	if !slices.Contains(all, region) {
+		all = append(slices.Clone(all), region)
+		sort.Strings(all)
+	}
+	for _, r := range all {
+		x := regionXML{r, "ec2." + r + ".amazonaws.com", "opt-in-not-required"}
+		if len(names) > 0 && !slices.Contains(names, r) {
+			continue
+		}
+		if matches(filters, nil, func(name string) []string {
+			return map[string][]string{"region-name": {r}, "endpoint": {x.Endpoint}, "opt-in-status": {x.OptInStatus}}[name]
+		}) {
+			out = append(out, x)
+		}
+	}
+	return struct {
+		RequestID string          `xml:"requestId"`
+		Regions   list[regionXML] `xml:"regionInfo"`
+	}{"fake-request", items(out)}, nil
+}
+
+// idList is the ids of list parameter prefix, each checked against the resource's id prefix (Malformed).
+func idList(form url.Values, param, prefix, malformed string) ([]string, error) {
+	ids := strList(form, param)
+	for _, id := range ids {
+		if !strings.HasPrefix(id, prefix+"-") {
+			return nil, errorf(malformed, "Invalid id: \"%s\"", id)
+		}
+	}
+	return ids, nil
+}
+
+// sortedIDs is the keys of a map of resources of region, in id order.
+func sortedIDs[T any](m map[string]T, inRegion func(T) bool) []string {
+	var out []string
+	for id, v := range m {
+		if inRegion(v) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
