@@ -1,0 +1,292 @@
+package awstasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+)
+
+// deletePoll is how often DeleteOwned looks again at what it waits for, and deleteWait how long it waits for one
+// thing (a group's instances to end, a volume to be detached, a group no longer in use).
+var (
+	deletePoll = 2 * time.Second
+	deleteWait = 10 * time.Minute
+)
+
+// DeleteOwned deletes what the cluster owns, found by the tag kubernetes.io/cluster/<Cluster>=owned, in an
+// order that lets each delete succeed:
+//
+//  1. the Auto Scaling groups, with their instances (ForceDelete), waiting until each group is gone;
+//  2. the launch templates;
+//  3. the security groups, once the rules by which they refer to each other are revoked;
+//  4. the EBS volumes, each once it is detached (the instances of the groups end; a volume still attached after a
+//     while is an error that names the instance);
+//  5. the DNS records (A, AAAA, CNAME, TXT) of the cluster's zone named Cluster or under it, except those under
+//     the name of a cluster in others (deleting prod.example.com leaves eu.prod.example.com's records).
+//
+// It returns the keys of what it deleted, in that order (sorted within each kind), in the form tasks use
+// ("AutoScalingGroup/nodes.demo.example.com", "EBSVolume/a.etcd-main.demo.example.com",
+// "DNSRecord/api.demo.example.com/A"). Without apply it deletes nothing and returns what it would delete.
+// Nothing without the tag is touched: the VPC, the subnets, the instance profiles stay. A failure to delete one
+// thing does not stop the others; the failures are returned, joined, with the keys of what was deleted.
+func (c *Cloud) DeleteOwned(ctx context.Context, others []string, apply bool) ([]string, error) {
+	c.NewRun()
+	defer c.NewRun()
+	var deleted []string
+	var errs []error
+	record := func(kind string, names []string, del func(string) error) {
+		slices.Sort(names)
+		for _, name := range names {
+			key := kind + "/" + name
+			if apply {
+				if err := del(name); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", key, err))
+					continue
+				}
+			}
+			deleted = append(deleted, key)
+		}
+	}
+
+	groups, err := c.autoScalingGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	record("AutoScalingGroup", mapKeys(groups), func(name string) error { return c.deleteAutoScalingGroup(ctx, name) })
+
+	templates, err := c.launchTemplates(ctx)
+	if err != nil {
+		return deleted, errors.Join(append(errs, err)...)
+	}
+	record("LaunchTemplate", mapKeys(templates), func(name string) error {
+		_, err := c.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: templates[name].template.LaunchTemplateId})
+		if ErrorCode(err) == "InvalidLaunchTemplateId.NotFound" || ErrorCode(err) == "InvalidLaunchTemplateName.NotFoundException" {
+			return nil
+		}
+		return Classify("deleting launch template "+name, err)
+	})
+
+	sgs, err := c.securityGroups(ctx)
+	if err != nil {
+		return deleted, errors.Join(append(errs, err)...)
+	}
+	byName := map[string]ec2types.SecurityGroup{}
+	for _, sg := range sgs {
+		byName[aws.ToString(sg.GroupName)] = sg
+	}
+	if apply {
+		errs = append(errs, c.revokeCrossReferences(ctx, sgs)...)
+	}
+	record("SecurityGroup", mapKeys(byName), func(name string) error { return c.deleteSecurityGroup(ctx, byName[name]) })
+
+	vols, err := c.volumes(ctx)
+	if err != nil {
+		return deleted, errors.Join(append(errs, err)...)
+	}
+	var volNames []string
+	for name, vs := range vols {
+		for _, v := range vs {
+			if v.State != ec2types.VolumeStateDeleting && v.State != ec2types.VolumeStateDeleted {
+				volNames = append(volNames, name)
+				break
+			}
+		}
+	}
+	record("EBSVolume", volNames, func(name string) error {
+		for _, v := range vols[name] {
+			if err := c.deleteVolume(ctx, name, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	if c.dnsZone != "" {
+		sets, err := c.DNSProvider().List(ctx)
+		if err != nil {
+			return deleted, errors.Join(append(errs, err)...)
+		}
+		underOther := func(name string) bool {
+			return slices.ContainsFunc(others, func(o string) bool {
+				return o != c.Cluster && dnstasks.InZone(o, c.Cluster) && dnstasks.InZone(name, o)
+			})
+		}
+		for _, rs := range sets {
+			if !dnstasks.InZone(rs.Name, c.Cluster) || underOther(rs.Name) {
+				continue
+			}
+			key := dnstasks.RecordKey(rs.Name, rs.Type).String()
+			if apply {
+				if err := c.DNSProvider().Delete(ctx, rs.Name, rs.Type); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", key, err))
+					continue
+				}
+			}
+			deleted = append(deleted, key)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// deleteAutoScalingGroup deletes the group with its instances and waits until DescribeAutoScalingGroups no
+// longer lists it.
+func (c *Cloud) deleteAutoScalingGroup(ctx context.Context, name string) error {
+	what := "Auto Scaling group " + name
+	_, err := c.AutoScaling.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{
+		AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true),
+	})
+	if err != nil && !isNotFound(err) && ErrorCode(err) != "ScalingActivityInProgress" {
+		return Classify("deleting "+what, err)
+	}
+	return poll(ctx, "waiting for "+what+" to be deleted", func() (bool, error) {
+		out, err := c.AutoScaling.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{
+			AutoScalingGroupNames: []string{name},
+		})
+		if err != nil {
+			return false, Classify("reading "+what, err)
+		}
+		return len(out.AutoScalingGroups) == 0, nil
+	})
+}
+
+// revokeCrossReferences revokes the ingress rules by which the cluster's groups refer to one another, which
+// would stop their deletion.
+func (c *Cloud) revokeCrossReferences(ctx context.Context, sgs []ec2types.SecurityGroup) []error {
+	owned := map[string]bool{}
+	for _, sg := range sgs {
+		owned[aws.ToString(sg.GroupId)] = true
+	}
+	var errs []error
+	for _, sg := range sgs {
+		var perms []ec2types.IpPermission
+		for _, p := range sg.IpPermissions {
+			var pairs []ec2types.UserIdGroupPair
+			for _, pair := range p.UserIdGroupPairs {
+				if owned[aws.ToString(pair.GroupId)] {
+					pairs = append(pairs, ec2types.UserIdGroupPair{GroupId: pair.GroupId})
+				}
+			}
+			if len(pairs) > 0 {
+				perms = append(perms, ec2types.IpPermission{IpProtocol: p.IpProtocol, FromPort: p.FromPort, ToPort: p.ToPort, UserIdGroupPairs: pairs})
+			}
+		}
+		if len(perms) == 0 {
+			continue
+		}
+		_, err := c.EC2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: sg.GroupId, IpPermissions: perms})
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("SecurityGroup/%s: %w", aws.ToString(sg.GroupName),
+				Classify("revoking the rules that refer to the cluster's other groups", err)))
+		}
+	}
+	return errs
+}
+
+// deleteSecurityGroup deletes the group, waiting while it is still in use (the instances of a deleted Auto
+// Scaling group ending).
+func (c *Cloud) deleteSecurityGroup(ctx context.Context, sg ec2types.SecurityGroup) error {
+	what := fmt.Sprintf("security group %s (%s)", aws.ToString(sg.GroupName), aws.ToString(sg.GroupId))
+	return poll(ctx, "deleting "+what, func() (bool, error) {
+		_, err := c.EC2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
+		switch {
+		case err == nil, isNotFound(err):
+			return true, nil
+		case ErrorCode(err) == "DependencyViolation":
+			return false, Classify("deleting "+what+" (still in use)", err)
+		}
+		return false, Classify("deleting "+what, err)
+	})
+}
+
+// deleteVolume deletes the volume once it is detached.
+func (c *Cloud) deleteVolume(ctx context.Context, name string, v ec2types.Volume) error {
+	id := aws.ToString(v.VolumeId)
+	what := fmt.Sprintf("EBS volume %s (%s)", name, id)
+	var attachedTo string
+	err := poll(ctx, "waiting for "+what+" to be detached", func() (bool, error) {
+		out, err := c.EC2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+		if isNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, Classify("reading "+what, err)
+		}
+		if len(out.Volumes) == 0 {
+			return true, nil
+		}
+		attachedTo = ""
+		for _, a := range out.Volumes[0].Attachments {
+			if a.State != ec2types.VolumeAttachmentStateDetached {
+				attachedTo = aws.ToString(a.InstanceId)
+			}
+		}
+		return attachedTo == "", nil
+	})
+	if err != nil {
+		if attachedTo != "" {
+			return fmt.Errorf("%s is still attached to instance %s after %s: that instance is not one of the cluster's Auto Scaling "+
+				"groups', or has not ended; detach the volume (or end the instance) and run the deletion again: %w",
+				what, attachedTo, deleteWait, err)
+		}
+		return err
+	}
+	_, err = c.EC2.DeleteVolume(ctx, &ec2.DeleteVolumeInput{VolumeId: v.VolumeId})
+	if err != nil && !isNotFound(err) {
+		return Classify("deleting "+what, err)
+	}
+	return nil
+}
+
+// isNotFound reports whether err says the thing is already gone.
+func isNotFound(err error) bool {
+	code := ErrorCode(err)
+	return strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") ||
+		code == "ValidationError" && strings.Contains(err.Error(), "not found")
+}
+
+// poll calls check every deletePoll until it reports done, for at most deleteWait. Errors of check that are
+// not terminal (throttling, a group still in use) are retried; the last one is returned when the time is up.
+func poll(ctx context.Context, doing string, check func() (bool, error)) error {
+	deadline := time.Now().Add(deleteWait)
+	var last error
+	for {
+		done, err := check()
+		if done {
+			return nil
+		}
+		if err != nil && engine.ClassOf(err) == engine.ClassTerminal && ErrorCode(err) != "DependencyViolation" {
+			return err
+		}
+		last = err
+		if time.Now().After(deadline) {
+			if last != nil {
+				return fmt.Errorf("%s: gave up after %s: %w", doing, deleteWait, last)
+			}
+			return fmt.Errorf("%s: gave up after %s", doing, deleteWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", doing, ctx.Err())
+		case <-time.After(deletePoll):
+		}
+	}
+}
