@@ -1,13 +1,20 @@
 package fakeaws
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -101,5 +108,91 @@ func TestIMDSAnswer(t *testing.T) {
 		if diff := cmp.Diff(want, got[k]); diff != "" {
 			t.Errorf("identity document's %s (-want +got):\n%s", k, diff)
 		}
+	}
+}
+
+// TestIMDSWithSDK asks the SDK's IMDS client about fake instances: the newest on the main address, the chosen
+// one (in Go and through the control endpoint), and each instance on an IMDSHandler of its own.
+func TestIMDSWithSDK(t *testing.T) {
+	ctx := context.Background()
+	f := newEC2Fake(t)
+	_, subnets := f.network(t, "us-east-1a", "us-east-1b")
+	lt := f.template(t, "nodes.c", "#!/bin/sh\necho hello\n")
+	i1, i2 := f.runInstance(t, lt, subnets[0]), f.runInstance(t, lt, subnets[1])
+	main := httptest.NewServer(f.s)
+	t.Cleanup(main.Close)
+	client := func(endpoint string) *imds.Client { return imds.New(imds.Options{Endpoint: endpoint}) }
+
+	// whoami is what the SDK learns of the instance behind endpoint: "id zone region private-ip".
+	whoami := func(endpoint string) string {
+		t.Helper()
+		c := client(endpoint)
+		doc, err := c.GetInstanceIdentityDocument(ctx, &imds.GetInstanceIdentityDocumentInput{})
+		if err != nil {
+			t.Fatalf("GetInstanceIdentityDocument: %v", err)
+		}
+		zone, err := c.GetMetadata(ctx, &imds.GetMetadataInput{Path: "placement/availability-zone"})
+		if err != nil {
+			t.Fatalf("GetMetadata(placement/availability-zone): %v", err)
+		}
+		defer zone.Content.Close()
+		z, _ := io.ReadAll(zone.Content)
+		region, err := c.GetRegion(ctx, &imds.GetRegionInput{})
+		if err != nil {
+			t.Fatalf("GetRegion: %v", err)
+		}
+		if doc.AvailabilityZone != string(z) || doc.AccountID != AccountID || doc.ImageID == "" || doc.InstanceType != "t3.medium" {
+			t.Errorf("identity document %+v, zone %s", doc.InstanceIdentityDocument, z)
+		}
+		return strings.Join([]string{doc.InstanceID, doc.AvailabilityZone, region.Region, doc.PrivateIP}, " ")
+	}
+	me := func(i types.Instance) string {
+		return strings.Join([]string{aws.ToString(i.InstanceId), aws.ToString(i.Placement.AvailabilityZone), "us-east-1", aws.ToString(i.PrivateIpAddress)}, " ")
+	}
+
+	if got, want := whoami(main.URL), me(i2); got != want {
+		t.Errorf("the main address without a choice: %s, want the newest instance %s", got, want)
+	}
+	if err := f.s.ChooseIMDSInstance(aws.ToString(i1.InstanceId)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := whoami(main.URL), me(i1); got != want {
+		t.Errorf("the main address after ChooseIMDSInstance: %s, want %s", got, want)
+	}
+	if code, body := control(t, main.URL, "POST", "/__fake/imds-instance?id="+aws.ToString(i2.InstanceId), ""); code != http.StatusNoContent {
+		t.Fatalf("POST /__fake/imds-instance: %d %s", code, body)
+	}
+	if got, want := whoami(main.URL), me(i2); got != want {
+		t.Errorf("the main address after POST /__fake/imds-instance: %s, want %s", got, want)
+	}
+	for _, i := range []types.Instance{i1, i2} {
+		own := httptest.NewServer(f.s.IMDSHandler(aws.ToString(i.InstanceId)))
+		t.Cleanup(own.Close)
+		if got, want := whoami(own.URL), me(i); got != want {
+			t.Errorf("IMDSHandler(%s): %s, want %s", aws.ToString(i.InstanceId), got, want)
+		}
+	}
+
+	ud, err := client(main.URL).GetUserData(ctx, &imds.GetUserDataInput{})
+	if err != nil {
+		t.Fatalf("GetUserData: %v", err)
+	}
+	defer ud.Content.Close()
+	if b, _ := io.ReadAll(ud.Content); string(b) != "#!/bin/sh\necho hello\n" {
+		t.Errorf("user data %q", b)
+	}
+	// IMDS is not counted: only the fixture's EC2 calls are.
+	if diff := cmp.Diff(map[string]int{"CreateVpc": 1, "CreateSubnet": 2, "DescribeImages": 1, "CreateLaunchTemplate": 1, "RunInstances": 2}, f.s.Calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+
+	// A terminated instance has no IMDS.
+	if _, err := f.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(i2.InstanceId)}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client(main.URL).GetMetadata(ctx, &imds.GetMetadataInput{Path: "instance-id"})
+	var re *smithyhttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
+		t.Errorf("IMDS of a terminated instance: %v; want 404", err)
 	}
 }
