@@ -157,9 +157,7 @@ func (t *LaunchTemplate) Find(ctx context.Context, c *Cloud) (*LaunchTemplate, e
 				versionTags = tagsOf(ts.Tags)
 			}
 		}
-		if d.UserData != nil {
-			a.UserData = aws.String(decodeUserData(*d.UserData))
-		}
+		a.UserData = aws.String(decodeUserData(aws.ToString(d.UserData))) // none is "": EC2 keeps no empty user data
 	}
 	a.Tags = c.tagView(versionTags, t.Tags)
 	if view := c.tagView(a.rawTags, t.Tags); !mapsEqual(view, t.Tags) {
@@ -318,7 +316,7 @@ func (t *LaunchTemplate) data(ctx context.Context, c *Cloud) (*ec2types.RequestL
 		}
 		d.BlockDeviceMappings = []ec2types.LaunchTemplateBlockDeviceMappingRequest{{DeviceName: aws.String(root), Ebs: ebs}}
 	}
-	if t.UserData != nil {
+	if t.UserData != nil && *t.UserData != "" {
 		d.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(*t.UserData)))
 	}
 	return d, nil
