@@ -1,0 +1,418 @@
+package awstasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// Volumes claims EBS volumes for the instance protokube runs on. It is a volumetasks.Provider.
+//
+// The attachment is the claim, and EC2 decides races: AttachVolume of a volume attached to another instance fails
+// with VolumeInUse, and the volume is held (a volumetasks.HeldError naming that instance and its addresses). A
+// volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is tried
+// when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
+// instance (Nitro) shows the volume as /dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id without its dash>,
+// a Xen one under the attachment's device name. Until the device appears, the attachment is not ready.
+//
+// Only volumes of this instance's availability zone are listed: an EBS volume attaches to an instance of its
+// zone only.
+type Volumes struct {
+	client *ec2.Client
+	me     volumetasks.Holder
+	zone   string
+	root   string
+
+	// pollFirst and pollMax bound the backoff of the polls that wait for an attachment.
+	pollFirst, pollMax time.Duration
+	// attaching serialises the choice of device names on this instance (a semaphore, so that a waiter can give
+	// up when its context ends).
+	attaching chan struct{}
+}
+
+var _ volumetasks.Provider = (*Volumes)(nil)
+
+// VolumesOptions adjust a Volumes.
+type VolumesOptions struct {
+	// Root is the node's filesystem root, where /dev is looked at ("" = "/").
+	Root string
+}
+
+// deviceNames are the names volumes are attached under, in the order they are tried: the range EC2 recommends
+// for EBS volumes on Linux, clear of the root device and instance stores.
+var deviceNames = func() []string {
+	var names []string
+	for c := 'f'; c <= 'z'; c++ {
+		names = append(names, "/dev/xvd"+string(c))
+	}
+	return names
+}()
+
+// NewVolumes returns the provider of the instance me (me.NodeID is its instance id, the addresses are what its
+// claims publish) in availability zone zone. Nothing is asked of EC2 yet.
+func NewVolumes(client *ec2.Client, me volumetasks.Holder, zone string, o VolumesOptions) *Volumes {
+	root := o.Root
+	if root == "" {
+		root = "/"
+	}
+	return &Volumes{
+		client: client, me: me, zone: zone, root: root,
+		pollFirst: time.Second, pollMax: 10 * time.Second,
+		attaching: make(chan struct{}, 1),
+	}
+}
+
+// Node returns this instance.
+func (v *Volumes) Node() volumetasks.Holder { return v.me }
+
+// List returns the volumes of this instance's zone that carry every tag of filter (any value where the filter's
+// is ""), sorted by id, with the instance each is attached to (attaching, attached or detaching) as its holder.
+func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumetasks.Volume, error) {
+	filters := []types.Filter{{Name: aws.String("availability-zone"), Values: []string{v.zone}}}
+	for _, k := range slices.Sorted(maps.Keys(filter)) {
+		if val := filter[k]; val == "" {
+			filters = append(filters, types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
+		} else {
+			filters = append(filters, types.Filter{Name: aws.String("tag:" + k), Values: []string{val}})
+		}
+	}
+	var found []types.Volume
+	p := ec2.NewDescribeVolumesPaginator(v.client, &ec2.DescribeVolumesInput{Filters: filters})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, Classify(fmt.Sprintf("listing the EBS volumes of zone %s", v.zone), err)
+		}
+		found = append(found, out.Volumes...)
+	}
+	var others []string
+	for _, vol := range found {
+		if a := holding(vol); a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
+			others = append(others, aws.ToString(a.InstanceId))
+		}
+	}
+	holders, err := v.instances(ctx, others)
+	if err != nil {
+		return nil, err
+	}
+	vols := make([]volumetasks.Volume, 0, len(found))
+	for _, vol := range found {
+		out := volumetasks.Volume{ID: aws.ToString(vol.VolumeId), Zone: aws.ToString(vol.AvailabilityZone), Tags: map[string]string{}}
+		for _, t := range vol.Tags {
+			out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+		if a := holding(vol); a != nil {
+			h := v.holder(holders, aws.ToString(a.InstanceId))
+			out.Holder = &h
+		}
+		vols = append(vols, out)
+	}
+	slices.SortFunc(vols, func(a, b volumetasks.Volume) int { return strings.Compare(a.ID, b.ID) })
+	return vols, nil
+}
+
+// holding returns the attachment that holds vol (attaching, attached or detaching: the volume is not free until
+// EC2 says it is detached), or nil.
+func holding(vol types.Volume) *types.VolumeAttachment {
+	for i, a := range vol.Attachments {
+		if a.State != types.VolumeAttachmentStateDetached && aws.ToString(a.InstanceId) != "" {
+			return &vol.Attachments[i]
+		}
+	}
+	return nil
+}
+
+// holder is instance id as a claim names it: this instance as the provider was given it, another with the
+// addresses DescribeInstances gave (none when it is gone).
+func (v *Volumes) holder(known map[string]volumetasks.Holder, id string) volumetasks.Holder {
+	if id == v.me.NodeID {
+		return v.me
+	}
+	if h, ok := known[id]; ok {
+		return h
+	}
+	return volumetasks.Holder{NodeID: id}
+}
+
+// instances returns the holders of instance ids, with their private and public addresses, in as few
+// DescribeInstances calls as filters allow. An instance EC2 no longer knows is left out.
+func (v *Volumes) instances(ctx context.Context, ids []string) (map[string]volumetasks.Holder, error) {
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	holders := map[string]volumetasks.Holder{}
+	for chunk := range slices.Chunk(ids, 200) { // a filter takes at most 200 values
+		p := ec2.NewDescribeInstancesPaginator(v.client, &ec2.DescribeInstancesInput{
+			Filters: []types.Filter{{Name: aws.String("instance-id"), Values: chunk}},
+		})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, Classify("describing the instances that hold EBS volumes", err)
+			}
+			for _, r := range out.Reservations {
+				for _, i := range r.Instances {
+					id := aws.ToString(i.InstanceId)
+					holders[id] = volumetasks.Holder{NodeID: id, InternalIP: aws.ToString(i.PrivateIpAddress), ExternalIP: aws.ToString(i.PublicIpAddress)}
+				}
+			}
+		}
+	}
+	return holders, nil
+}
+
+// describe returns volume id as EC2 sees it now.
+func (v *Volumes) describe(ctx context.Context, id, doing string) (types.Volume, error) {
+	out, err := v.client.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+	if err != nil {
+		return types.Volume{}, Classify(doing, err)
+	}
+	if len(out.Volumes) != 1 {
+		return types.Volume{}, engine.NotReady(fmt.Errorf("%s: EC2 answered %d volumes for %s", doing, len(out.Volumes), id))
+	}
+	return out.Volumes[0], nil
+}
+
+// Attach attaches volume id to this instance, unless it is already, and returns its device on this machine. A
+// volume attached to another instance is a *volumetasks.HeldError.
+func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
+	doing := fmt.Sprintf("attaching EBS volume %s to instance %s", id, v.me.NodeID)
+	vol, err := v.describe(ctx, id, doing)
+	if err != nil {
+		return "", err
+	}
+	if z := aws.ToString(vol.AvailabilityZone); z != v.zone {
+		return "", engine.Terminal(fmt.Errorf("%s: the volume is in zone %s, the instance in %s: a volume attaches to an instance of its zone only", doing, z, v.zone))
+	}
+	a := holding(vol)
+	if a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
+		return "", v.held(ctx, id, aws.ToString(a.InstanceId))
+	}
+	if a == nil {
+		if err := v.attach(ctx, id, doing); err != nil {
+			return "", err
+		}
+	}
+	device, err := v.waitAttached(ctx, id, doing)
+	if err != nil {
+		return "", err
+	}
+	return v.device(id, device, doing)
+}
+
+// attach calls AttachVolume under the first device name this instance does not use, and the next one while EC2
+// says a name is in use.
+func (v *Volumes) attach(ctx context.Context, id, doing string) error {
+	select {
+	case v.attaching <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", doing, ctx.Err())
+	}
+	defer func() { <-v.attaching }()
+	used, err := v.usedDevices(ctx)
+	if err != nil {
+		return err
+	}
+	var refused []string
+	for _, name := range deviceNames {
+		if used[name] {
+			continue
+		}
+		_, err := v.client.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(v.me.NodeID), Device: aws.String(name)})
+		switch ErrorCode(err) {
+		case "":
+			if err != nil {
+				return Classify(doing, err)
+			}
+			return nil
+		case "InvalidParameterValue": // the name is taken after all (an attachment DescribeInstances did not show yet)
+			refused = append(refused, name)
+			continue
+		case "VolumeInUse":
+			vol, derr := v.describe(ctx, id, doing)
+			if derr != nil {
+				return derr
+			}
+			if a := holding(vol); a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
+				return v.held(ctx, id, aws.ToString(a.InstanceId))
+			} else if a != nil {
+				return nil // attached here already: a former try got through
+			}
+			return engine.NotReady(Classify(doing+" (EC2 says it is in use, and shows no attachment yet)", err))
+		case "IncorrectState", "IncorrectInstanceState":
+			return engine.NotReady(Classify(doing, err))
+		default:
+			return Classify(doing, err)
+		}
+	}
+	return engine.Terminal(fmt.Errorf("%s: no device name is free on the instance (%s in use; EC2 refused %s): detach a volume from it",
+		doing, strings.Join(slices.Sorted(maps.Keys(used)), ", "), strings.Join(refused, ", ")))
+}
+
+// usedDevices are the device names of this instance's block devices, in both spellings (/dev/sdf is /dev/xvdf).
+func (v *Volumes) usedDevices(ctx context.Context) (map[string]bool, error) {
+	out, err := v.client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{v.me.NodeID}})
+	if err != nil {
+		return nil, Classify("describing instance "+v.me.NodeID+" for its device names", err)
+	}
+	used := map[string]bool{}
+	add := func(name string) {
+		if name == "" {
+			return
+		}
+		used[name] = true
+		if rest, ok := strings.CutPrefix(name, "/dev/sd"); ok {
+			used["/dev/xvd"+rest] = true
+		}
+		if rest, ok := strings.CutPrefix(name, "/dev/xvd"); ok {
+			used["/dev/sd"+rest] = true
+		}
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			add(aws.ToString(i.RootDeviceName))
+			for _, b := range i.BlockDeviceMappings {
+				add(aws.ToString(b.DeviceName))
+			}
+		}
+	}
+	return used, nil
+}
+
+// held is the error of volume id held by instance other.
+func (v *Volumes) held(ctx context.Context, id, other string) error {
+	h := volumetasks.Holder{NodeID: other}
+	if known, err := v.instances(ctx, []string{other}); err == nil {
+		h = v.holder(known, other)
+	}
+	return &volumetasks.HeldError{
+		VolumeID: id, Holder: h,
+		Fix: fmt.Sprintf("detach it from instance %s (aws ec2 detach-volume --volume-id %s) if that instance is gone for good", other, id),
+	}
+}
+
+// waitAttached polls DescribeVolumes until the volume's attachment to this instance is "attached", and returns
+// its device name.
+func (v *Volumes) waitAttached(ctx context.Context, id, doing string) (string, error) {
+	delay := v.pollFirst
+	for {
+		vol, err := v.describe(ctx, id, doing)
+		if err != nil {
+			return "", err
+		}
+		a := holding(vol)
+		switch {
+		case a == nil:
+			return "", engine.NotReady(fmt.Errorf("%s: EC2 shows no attachment any more", doing))
+		case aws.ToString(a.InstanceId) != v.me.NodeID:
+			return "", v.held(ctx, id, aws.ToString(a.InstanceId))
+		case a.State == types.VolumeAttachmentStateAttached:
+			return aws.ToString(a.Device), nil
+		case a.State == types.VolumeAttachmentStateDetaching:
+			return "", engine.NotReady(fmt.Errorf("%s: the volume is detaching from this instance", doing))
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", fmt.Errorf("%s: waiting for the attachment (%s): %w", doing, a.State, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(delay*2, v.pollMax)
+	}
+}
+
+// nvmeLink is where an NVMe instance shows EBS volume id: the volume id without its dash is the device's serial.
+func nvmeLink(id string) string {
+	return "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + strings.ReplaceAll(id, "-", "")
+}
+
+// device returns the device of volume id, attached as name, on this machine: its NVMe link resolved, else name
+// (or its /dev/xvd spelling of a /dev/sd name). Not there yet: not ready.
+func (v *Volumes) device(id, name, doing string) (string, error) {
+	link := filepath.Join(v.root, nvmeLink(id))
+	if dev, err := filepath.EvalSymlinks(link); err == nil {
+		return dev, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s: resolving %s: %w", doing, link, err)
+	}
+	candidates := []string{name}
+	if rest, ok := strings.CutPrefix(name, "/dev/sd"); ok {
+		candidates = append(candidates, "/dev/xvd"+rest)
+	}
+	for _, c := range candidates {
+		p := filepath.Join(v.root, c)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", engine.NotReady(fmt.Errorf("%s: EC2 says it is attached as %s, but neither %s nor %s is on this machine yet",
+		doing, name, filepath.Join(v.root, nvmeLink(id)), filepath.Join(v.root, name)))
+}
+
+// Attached returns the device of volume id when it is attached to this instance; "" when it is not (or still
+// attaching). Attached here but without its device on this machine yet is not ready.
+func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
+	doing := fmt.Sprintf("looking for EBS volume %s on instance %s", id, v.me.NodeID)
+	vol, err := v.describe(ctx, id, doing)
+	if err != nil {
+		return "", err
+	}
+	a := holding(vol)
+	if a == nil || aws.ToString(a.InstanceId) != v.me.NodeID || a.State != types.VolumeAttachmentStateAttached {
+		return "", nil
+	}
+	return v.device(id, aws.ToString(a.Device), doing)
+}
+
+// Detach detaches volume id from this instance and waits until EC2 says it is detached. A volume attached
+// elsewhere, or nowhere, is left alone.
+func (v *Volumes) Detach(ctx context.Context, id string) error {
+	doing := fmt.Sprintf("detaching EBS volume %s from instance %s", id, v.me.NodeID)
+	vol, err := v.describe(ctx, id, doing)
+	if err != nil {
+		return err
+	}
+	if a := holding(vol); a == nil || aws.ToString(a.InstanceId) != v.me.NodeID {
+		return nil
+	}
+	_, err = v.client.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(v.me.NodeID)})
+	switch ErrorCode(err) {
+	case "IncorrectState", "InvalidAttachment.NotFound": // detached meanwhile
+	default:
+		if err != nil {
+			return Classify(doing, err)
+		}
+	}
+	delay := v.pollFirst
+	for {
+		vol, err := v.describe(ctx, id, doing)
+		if err != nil {
+			return err
+		}
+		if a := holding(vol); a == nil || aws.ToString(a.InstanceId) != v.me.NodeID {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: waiting for the detachment: %w", doing, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(delay*2, v.pollMax)
+	}
+}
