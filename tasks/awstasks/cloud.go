@@ -68,7 +68,7 @@ func (c *Cloud) DNSProvider() dnstasks.Provider {
 			c.dns = noDNS{}
 			return
 		}
-		c.dns = newDNSProvider(c.Route53, c.dnsZone)
+		c.dns = NewRoute53(c.Route53, c.dnsZone)
 	})
 	return c.dns
 }
@@ -103,19 +103,3 @@ func (noDNS) Get(ctx context.Context, name, rrtype string) (*dnstasks.RecordSet,
 func (noDNS) Upsert(ctx context.Context, rs dnstasks.RecordSet) error { return errNoDNS }
 func (noDNS) Delete(ctx context.Context, name, rrtype string) error   { return errNoDNS }
 func (noDNS) List(ctx context.Context) ([]dnstasks.RecordSet, error)  { return nil, nil }
-
-// newDNSProvider is the DNS provider of a hosted zone. PLACEHOLDER until route53.go (NewRoute53) lands.
-func newDNSProvider(client *route53.Client, zone string) dnstasks.Provider { return pendingDNS{} }
-
-type pendingDNS struct{}
-
-var errPendingDNS = fmt.Errorf("the Route53 provider is not built in yet")
-
-func (pendingDNS) Get(ctx context.Context, name, rrtype string) (*dnstasks.RecordSet, error) {
-	return nil, errPendingDNS
-}
-func (pendingDNS) Upsert(ctx context.Context, rs dnstasks.RecordSet) error { return errPendingDNS }
-func (pendingDNS) Delete(ctx context.Context, name, rrtype string) error   { return errPendingDNS }
-func (pendingDNS) List(ctx context.Context) ([]dnstasks.RecordSet, error) {
-	return nil, errPendingDNS
-}

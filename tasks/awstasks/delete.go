@@ -122,10 +122,16 @@ func (c *Cloud) DeleteOwned(ctx context.Context, others []string, apply bool) ([
 				return o != c.Cluster && dnstasks.InZone(o, c.Cluster) && dnstasks.InZone(name, o)
 			})
 		}
+		var mine []dnstasks.RecordSet
 		for _, rs := range sets {
-			if !dnstasks.InZone(rs.Name, c.Cluster) || underOther(rs.Name) {
-				continue
+			if dnstasks.InZone(rs.Name, c.Cluster) && !underOther(rs.Name) {
+				mine = append(mine, rs)
 			}
+		}
+		slices.SortFunc(mine, func(a, b dnstasks.RecordSet) int {
+			return strings.Compare(dnstasks.RecordKey(a.Name, a.Type).String(), dnstasks.RecordKey(b.Name, b.Type).String())
+		})
+		for _, rs := range mine {
 			key := dnstasks.RecordKey(rs.Name, rs.Type).String()
 			if apply {
 				if err := c.DNSProvider().Delete(ctx, rs.Name, rs.Type); err != nil {
