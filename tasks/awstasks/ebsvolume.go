@@ -218,6 +218,7 @@ func (e *EBSVolume) create(ctx context.Context, c *Cloud, expected *EBSVolume) e
 		engine.Logger(ctx).Info("created EBS volume", "id", aws.ToString(out.VolumeId), "zone", aws.ToString(expected.Zone))
 		return nil
 	}
-	return engine.Terminal(fmt.Errorf("creating %s: the client tokens of its %d first creates all belong to deleted volumes: "+
-		"delete old volumes named %s yourself, or give the cluster another name", what, maxTokenAttempts, expected.Name))
+	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by volumes made more than %s ago that "+
+		"are gone (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget "+
+		"the tokens", what, maxTokenAttempts, tokenReuseAge))
 }

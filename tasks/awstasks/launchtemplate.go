@@ -364,8 +364,9 @@ func (t *LaunchTemplate) create(ctx context.Context, c *Cloud, data *ec2types.Re
 		engine.Logger(ctx).Info("created launch template", "id", aws.ToString(lt.LaunchTemplateId))
 		return nil
 	}
-	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens answer with templates made long ago that are gone: "+
-		"give the cluster another name", what, maxTokenAttempts))
+	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by templates made more than %s ago that "+
+		"are gone (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget "+
+		"the tokens", what, maxTokenAttempts, tokenReuseAge))
 }
 
 // newVersion makes a version of template id with data and sets it as the default. Its client token is derived
