@@ -302,3 +302,25 @@ func TestLaunchTemplates(t *testing.T) {
 		t.Errorf("after DeleteLaunchTemplate: %+v", out.LaunchTemplates)
 	}
 }
+
+func TestLaunchTemplateVersionsOfEveryTemplate(t *testing.T) {
+	f := newEC2Fake(t)
+	a, b := f.template(t, "a.c", "a"), f.template(t, "b.c", "b")
+	ok[*ec2.CreateLaunchTemplateVersionOutput](t, "CreateLaunchTemplateVersion")(f.ec2.CreateLaunchTemplateVersion(f.ctx, &ec2.CreateLaunchTemplateVersionInput{
+		LaunchTemplateId: aws.String(b), SourceVersion: aws.String("$Latest"), LaunchTemplateData: &types.RequestLaunchTemplateData{InstanceType: types.InstanceTypeM5Large}}))
+	ok[*ec2.ModifyLaunchTemplateOutput](t, "ModifyLaunchTemplate")(f.ec2.ModifyLaunchTemplate(f.ctx, &ec2.ModifyLaunchTemplateInput{
+		LaunchTemplateId: aws.String(b), DefaultVersion: aws.String("2")}))
+	var got []string
+	p := ec2.NewDescribeLaunchTemplateVersionsPaginator(f.ec2, &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{"$Default"}, MaxResults: aws.Int32(1)})
+	for p.HasMorePages() {
+		out := ok[*ec2.DescribeLaunchTemplateVersionsOutput](t, "DescribeLaunchTemplateVersions page")(p.NextPage(f.ctx))
+		for _, v := range out.LaunchTemplateVersions {
+			got = append(got, aws.ToString(v.LaunchTemplateId)+"/"+string(v.LaunchTemplateData.InstanceType))
+		}
+	}
+	if want := []string{a + "/t3.medium", b + "/m5.large"}; !slices.Equal(got, want) {
+		t.Errorf("default versions of every template: %v, want %v", got, want)
+	}
+	_, err := f.ec2.DescribeLaunchTemplateVersions(f.ctx, &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{"1"}})
+	wantCode(t, "DescribeLaunchTemplateVersions 1 of every template", err, "InvalidParameterCombination")
+}

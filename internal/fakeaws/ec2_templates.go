@@ -544,53 +544,75 @@ func (s *Server) describeLaunchTemplates(region string, form url.Values) (any, e
 	}{"fake-request", items(xs), next}, nil
 }
 
+// describeLaunchTemplateVersions describes versions of one template (LaunchTemplateId or LaunchTemplateName), or,
+// with neither, the $Latest and/or $Default versions of every template of the region (as EC2 does).
 func (s *Server) describeLaunchTemplateVersions(region string, form url.Values) (any, error) {
 	filters, err := filterParams(form, "Filter", "image-id", "instance-type", "is-default-version", "iam-instance-profile")
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.template(region, form)
-	if err != nil {
-		return nil, err
-	}
-	var vs []*ltVersion
-	if want := strList(form, "LaunchTemplateVersion"); len(want) > 0 {
+	want := strList(form, "LaunchTemplateVersion")
+	var templates []*launchTemplate
+	if form.Get("LaunchTemplateId") == "" && form.Get("LaunchTemplateName") == "" {
+		if len(want) == 0 {
+			return nil, errorf("MissingParameter", "The request must contain the parameter LaunchTemplateName or LaunchTemplateId, or only the versions $Latest and $Default")
+		}
 		for _, w := range want {
-			v, err := t.version(w)
+			if w != "$Latest" && w != "$Default" {
+				return nil, errorf("InvalidParameterCombination", "Without a launch template, only the versions $Latest and $Default can be described, not %s", w)
+			}
+		}
+		for _, id := range sortedIDs(s.ec2.templates, func(t *launchTemplate) bool { return t.region == region }) {
+			templates = append(templates, s.ec2.templates[id])
+		}
+	} else {
+		t, err := s.template(region, form)
+		if err != nil {
+			return nil, err
+		}
+		templates = []*launchTemplate{t}
+	}
+	var out []ltVersionXML
+	for _, t := range templates {
+		var vs []*ltVersion
+		if len(want) > 0 {
+			for _, w := range want {
+				v, err := t.version(w)
+				if err != nil {
+					return nil, err
+				}
+				if !slices.Contains(vs, v) {
+					vs = append(vs, v)
+				}
+			}
+			slices.SortFunc(vs, func(a, b *ltVersion) int { return int(a.number - b.number) })
+		} else {
+			minV, _, err := intParam(form, "MinVersion")
 			if err != nil {
 				return nil, err
 			}
-			if !slices.Contains(vs, v) {
-				vs = append(vs, v)
+			maxV, maxSet, err := intParam(form, "MaxVersion")
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range t.versions {
+				if v != nil && v.number >= minV && (!maxSet || v.number <= maxV) {
+					vs = append(vs, v)
+				}
 			}
 		}
-		slices.SortFunc(vs, func(a, b *ltVersion) int { return int(a.number - b.number) })
-	} else {
-		minV, _, err := intParam(form, "MinVersion")
-		if err != nil {
-			return nil, err
-		}
-		maxV, maxSet, err := intParam(form, "MaxVersion")
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range t.versions {
-			if v != nil && v.number >= minV && (!maxSet || v.number <= maxV) {
-				vs = append(vs, v)
+		for _, v := range vs {
+			if matches(filters, nil, func(name string) []string {
+				return map[string][]string{"image-id": {v.data.ImageID}, "instance-type": {v.data.InstanceType},
+					"is-default-version":   {boolStr(v.number == t.defaultVersion)},
+					"iam-instance-profile": {v.data.ProfileName, v.data.ProfileArn}}[name]
+			}) {
+				out = append(out, versionXML(t, v))
 			}
 		}
 	}
-	var out []ltVersionXML
-	for _, v := range vs {
-		if matches(filters, nil, func(name string) []string {
-			return map[string][]string{"image-id": {v.data.ImageID}, "instance-type": {v.data.InstanceType},
-				"is-default-version":   {boolStr(v.number == t.defaultVersion)},
-				"iam-instance-profile": {v.data.ProfileName, v.data.ProfileArn}}[name]
-		}) {
-			out = append(out, versionXML(t, v))
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(v ltVersionXML) string { return strconv.FormatInt(1e12+v.VersionNumber, 10) }, 1, 200)
+	key := func(v ltVersionXML) string { return v.ID + "/" + strconv.FormatInt(1e12+v.VersionNumber, 10) }
+	got, next, err := page(form, "MaxResults", out, key, 1, 200)
 	if err != nil {
 		return nil, err
 	}
