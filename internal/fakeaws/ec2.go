@@ -268,12 +268,40 @@ func tagSpecs(form url.Values, prefix string, allowed ...string) (map[string]map
 
 // ---- client tokens
 
+// tagParam is a tag of a TagSpecification: its prefix, the tag's index and Key or Value.
+var tagParam = regexp.MustCompile(`^(.*TagSpecification\.\d+)\.Tag\.(\d+)\.(Key|Value)$`)
+
+// requestParams encodes a request's parameters but the client token, the tags of its tag specifications by
+// their keys rather than their order (a retry may list them in another order).
 func requestParams(form url.Values) string {
 	f := url.Values{}
+	tags := map[string]map[string][2]string{} // spec -> tag index -> key, value
 	for k, v := range form {
-		if k != "ClientToken" && k != "Version" {
-			f[k] = v
+		if k == "ClientToken" || k == "Version" {
+			continue
 		}
+		if m := tagParam.FindStringSubmatch(k); m != nil {
+			if tags[m[1]] == nil {
+				tags[m[1]] = map[string][2]string{}
+			}
+			kv := tags[m[1]][m[2]]
+			if m[3] == "Key" {
+				kv[0] = strings.Join(v, ",")
+			} else {
+				kv[1] = strings.Join(v, ",")
+			}
+			tags[m[1]][m[2]] = kv
+			continue
+		}
+		f[k] = v
+	}
+	for spec, byIndex := range tags {
+		var kvs []string
+		for _, kv := range byIndex {
+			kvs = append(kvs, kv[0]+"="+kv[1])
+		}
+		sort.Strings(kvs)
+		f[spec+".Tags"] = kvs
 	}
 	return f.Encode()
 }

@@ -115,6 +115,11 @@ func TestVolumes(t *testing.T) {
 	if aws.ToString(again.VolumeId) != id {
 		t.Fatalf("CreateVolume with the same token made %s, then %s", id, aws.ToString(again.VolumeId))
 	}
+	reordered := *in
+	reordered.TagSpecifications = tagSpec(types.ResourceTypeVolume, "cluster", "c", "Name", "a.etcd-main.c")
+	if again := ok[*ec2.CreateVolumeOutput](t, "CreateVolume, tags reordered")(f.ec2.CreateVolume(f.ctx, &reordered)); aws.ToString(again.VolumeId) != id {
+		t.Fatalf("CreateVolume with the same token and tags in another order made %s", aws.ToString(again.VolumeId))
+	}
 	other := *in
 	other.Size = aws.Int32(21)
 	_, err := f.ec2.CreateVolume(f.ctx, &other)
