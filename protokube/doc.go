@@ -5,6 +5,9 @@
 // started, the attach, format-if-blank and mount of each volume, etcd's manifest while its volume is mounted
 // (nodetasks.Absent otherwise), and the DNS names of the members it serves and of the API, from the claims.
 //
-// protokube imports engine, model, nodeup, the task packages and the standard library. It must not import
-// cloudup or cmd.
+// On AWS (aws.go), the node is the EC2 instance IMDS names, and the providers are awstasks' Volumes (EBS, in the
+// instance's zone) and Route53 (the configuration's DNS zone), made on the first round and kept.
+//
+// protokube imports engine, model, nodeup, the task packages, the AWS SDK's configuration and clients, and the
+// standard library. It must not import cloudup or cmd.
 package protokube

@@ -1,6 +1,7 @@
 package protokube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,9 @@ type Options struct {
 	// Interval is the time between rounds (default DefaultInterval). Wake starts a round at once (SIGHUP).
 	Interval time.Duration
 	Wake     <-chan struct{}
-	// Node is this node as its claims record it: its id (default: the host name) and its addresses (the
-	// internal one defaults to the address of the interface of the default route; the external one to none).
+	// Node is this node as its claims record it: its id and its addresses. What is empty is the cloud's to say,
+	// on the first round: on AWS, the instance's id and private and public addresses (IMDS); elsewhere, the host
+	// name, the address of the interface of the default route, and no external address.
 	Node volumetasks.Holder
 	// Lease is how long a claim of a local volume holds without this node renewing it (default 5 × Interval).
 	Lease time.Duration
@@ -43,6 +45,11 @@ type Options struct {
 	NodeOptions nodetasks.NodeOptions
 	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
 	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
+
+	// aws is this instance on AWS, once a round found the configuration's cloud is AWS: kept across rounds.
+	aws *awsCloud
+	// identified says that Node was completed with what the cloud says.
+	identified bool
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -78,28 +85,8 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(o.Err, nil))
 	}
-	if o.Providers == nil {
-		o.Providers = cloudProviders
-	}
-	if o.Node.NodeID == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("--node-id is required: the host name cannot be read: %w", err)
-		}
-		o.Node.NodeID = host
-	}
-	if o.Node.InternalIP == "" {
-		ip, err := defaultRouteAddress()
-		if err != nil {
-			return fmt.Errorf("--internal-ip is required: %w", err)
-		}
-		o.Node.InternalIP = ip
-	}
-	if ip := net.ParseIP(o.Node.InternalIP); ip == nil || ip.To4() == nil {
-		return fmt.Errorf("--internal-ip %q: want this node's IPv4 address (its records are A records)", o.Node.InternalIP)
-	}
-	if ip := net.ParseIP(o.Node.ExternalIP); o.Node.ExternalIP != "" && (ip == nil || ip.To4() == nil) {
-		return fmt.Errorf("--external-ip %q: want this node's public IPv4 address, or none", o.Node.ExternalIP)
+	if err := checkAddresses(o.Node); err != nil {
+		return err
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
@@ -156,12 +143,19 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, fmt.Errorf("node configuration %s: not a control-plane node's (no protokube section): protokube runs on control-plane nodes only", o.Conf)
 	}
 	pc := nc.Protokube
+	if err := o.identify(ctx, pc); err != nil {
+		return false, err
+	}
 	node, err := nodetasks.NewNode(ctx, o.Root, o.NodeOptions)
 	if err != nil {
 		return false, err
 	}
 	defer node.Close()
-	vols, dns, err := o.Providers(nc, o.Root, o.Node, o.Lease)
+	providers := o.Providers
+	if providers == nil {
+		providers = o.cloudProviders
+	}
+	vols, dns, err := providers(nc, o.Root, o.Node, o.Lease)
 	if err != nil {
 		return false, err
 	}
@@ -219,10 +213,65 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	return moved && !o.DryRun, runErr
 }
 
+// identify completes o.Node with what the configuration's cloud says of this node, once: on AWS, the instance's
+// identity (IMDS); elsewhere, the host name and the address of the default route. The flags win.
+func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error {
+	if pc.CloudProvider == model.CloudAWS && o.aws == nil {
+		c, err := newAWSCloud(ctx)
+		if err != nil {
+			return err
+		}
+		o.aws = c
+		o.identified = false // the instance's identity fills what the flags left empty
+	}
+	if o.identified {
+		return nil
+	}
+	if o.aws != nil {
+		me := o.aws.instance
+		o.Node.NodeID = cmp.Or(o.Node.NodeID, me.NodeID)
+		o.Node.InternalIP = cmp.Or(o.Node.InternalIP, me.InternalIP)
+		o.Node.ExternalIP = cmp.Or(o.Node.ExternalIP, me.ExternalIP)
+	}
+	if o.Node.NodeID == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("--node-id is required: the host name cannot be read: %w", err)
+		}
+		o.Node.NodeID = host
+	}
+	if o.Node.InternalIP == "" {
+		ip, err := defaultRouteAddress()
+		if err != nil {
+			return fmt.Errorf("--internal-ip is required: %w", err)
+		}
+		o.Node.InternalIP = ip
+	}
+	if err := checkAddresses(o.Node); err != nil {
+		return err
+	}
+	o.identified = true
+	o.Logger.Info("this node", "node", o.Node.String(), "cloud", pc.CloudProvider)
+	return nil
+}
+
+// checkAddresses refuses addresses that are not IPv4 (the records protokube publishes are A records).
+func checkAddresses(me volumetasks.Holder) error {
+	if ip := net.ParseIP(me.InternalIP); me.InternalIP != "" && (ip == nil || ip.To4() == nil) {
+		return fmt.Errorf("--internal-ip %q: want this node's IPv4 address (its records are A records)", me.InternalIP)
+	}
+	if ip := net.ParseIP(me.ExternalIP); me.ExternalIP != "" && (ip == nil || ip.To4() == nil) {
+		return fmt.Errorf("--external-ip %q: want this node's public IPv4 address, or none", me.ExternalIP)
+	}
+	return nil
+}
+
 // cloudProviders returns the volumes and DNS of the configuration's cloud.
-func cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
+func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
 	pc := nc.Protokube
 	switch pc.CloudProvider {
+	case model.CloudAWS:
+		return o.aws.providers(pc, root, me)
 	case model.CloudLocal:
 		if pc.Local == nil || pc.Local.PoolDir == "" {
 			return nil, nil, errors.New("protokube: the configuration names no local pool (spec.local.poolDir)")

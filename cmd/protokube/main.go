@@ -65,6 +65,13 @@ if blank, mounts it under /mnt/master-<volume>, writes etcd's manifest while it 
 it is not), publishes the member's DNS name and the API's names, and makes sure kubelet runs. One round is one
 engine run; a failed round is logged and the next one tries again. SIGTERM ends protokube between rounds.
 
+On AWS (cloudProvider aws), this node is the EC2 instance the metadata service (IMDSv2) names: its instance id,
+private and public addresses and zone; the etcd volumes are EBS volumes of its zone, claimed by attaching them
+(EC2 decides a race: a volume attached to another instance is left to it), and the names are published in the
+Route53 hosted zone of spec.dnsZone. The SDK's usual settings apply: the instance profile's credentials,
+AWS_ENDPOINT_URL, and AWS_EC2_METADATA_SERVICE_ENDPOINT for the metadata service. On the local cloud, volumes
+are claimed in the pool, and the names published as spec.local.dns says.
+
 --dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.`,
 		Example: `  protokube --conf=/etc/kubeup/node.conf
   protokube --conf=/etc/kubeup/node.conf --once --dryrun`,
@@ -91,9 +98,9 @@ engine run; a failed round is logged and the next one tries again. SIGTERM ends 
 	f.BoolVar(&o.DryRun, "dryrun", false, "print each round's report; change nothing")
 	f.BoolVar(&o.Once, "once", false, "run one round and exit with its status")
 	f.DurationVar(&o.Interval, "interval", protokube.DefaultInterval, "time between rounds")
-	f.StringVar(&o.Node.NodeID, "node-id", "", "this node's id in the claims of volumes (default: the host name)")
-	f.StringVar(&o.Node.InternalIP, "internal-ip", "", "this node's internal address, published for its etcd members and the internal API name (default: the address of the default route's interface)")
-	f.StringVar(&o.Node.ExternalIP, "external-ip", "", "this node's public address, published for the public API name (default: the internal one)")
+	f.StringVar(&o.Node.NodeID, "node-id", "", "this node's id in the claims of volumes (default: the instance id on AWS, else the host name)")
+	f.StringVar(&o.Node.InternalIP, "internal-ip", "", "this node's internal address, published for its etcd members and the internal API name (default: the instance's private address on AWS, else the address of the default route's interface)")
+	f.StringVar(&o.Node.ExternalIP, "external-ip", "", "this node's public address, published for the public API name (default: the instance's public address on AWS, else the internal one)")
 	f.DurationVar(&o.Lease, "lease", 0, "how long a claim of a local volume holds without being renewed (default 5 × --interval)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log at debug level")
 	root.AddCommand(version.Command("protokube"))

@@ -16,6 +16,7 @@ func TestCommands(t *testing.T) {
 	}{
 		{name: "version", args: []string{"version"}, want: "protokube version dev\n"},
 		{name: "help", args: []string{"--help"}, want: "Usage:\n  protokube --conf PATH|URL"},
+		{name: "help says what AWS is", args: []string{"--help"}, want: "this node is the EC2 instance the metadata service (IMDSv2) names"},
 		{name: "no configuration", args: nil, wantErr: "--conf is required"},
 		{name: "a missing configuration is an error of the round", args: []string{"--conf", "/nonexistent/node.conf", "--once", "--node-id", "n1", "--internal-ip", "10.0.0.1"},
 			wantErr: "node configuration /nonexistent/node.conf does not exist"},

@@ -1,0 +1,73 @@
+package protokube
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/awstasks"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// awsCloud is this instance on AWS: its identity, as the instance metadata service (IMDSv2) tells it, and the
+// SDK clients of its region. It is made on the first round and kept, so that the Route53 provider keeps the
+// hosted zone it found; each round forgets the records the former one read.
+type awsCloud struct {
+	instance     volumetasks.Holder
+	zone, region string
+	ec2          *ec2.Client
+	route53      *route53.Client
+
+	volumes *awstasks.Volumes
+	dns     *awstasks.Route53
+	dnsZone string // the zone dns is of
+	me      volumetasks.Holder
+}
+
+// newAWSCloud asks IMDS who this instance is, and configures the SDK for its region (the usual credential
+// chain: the instance profile's role on EC2; AWS_ENDPOINT_URL points the clients elsewhere, and
+// AWS_EC2_METADATA_SERVICE_ENDPOINT the metadata service).
+func newAWSCloud(ctx context.Context) (*awsCloud, error) {
+	base, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	me, zone, region, err := awstasks.InstanceIdentity(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := awstasks.LoadConfig(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
+}
+
+// providers returns the EBS volumes of this instance's zone, claimed as me, and the Route53 provider of the
+// configuration's DNS zone, which forgets what it read in the former round.
+func (c *awsCloud) providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {
+	zone := pc.Zone
+	if zone == "" {
+		zone = c.zone
+	}
+	if zone != c.zone {
+		return nil, nil, fmt.Errorf("protokube: the node configuration is of zone %s, but instance %s runs in %s (IMDS): an EBS volume attaches to an instance of its own zone only; run this instance group's instances in %s",
+			zone, c.instance.NodeID, c.zone, zone)
+	}
+	if pc.DNSZone == "" {
+		return nil, nil, fmt.Errorf("protokube: the node configuration names no DNS zone (spec.dnsZone): on AWS the records go to a Route53 hosted zone")
+	}
+	if c.volumes == nil || c.me != me {
+		c.volumes, c.me = awstasks.NewVolumes(c.ec2, me, zone, awstasks.VolumesOptions{Root: root}), me
+	}
+	if c.dns == nil || c.dnsZone != pc.DNSZone {
+		c.dns, c.dnsZone = awstasks.NewRoute53(c.route53, pc.DNSZone), pc.DNSZone
+	}
+	c.dns.NewRun()
+	return c.volumes, c.dns, nil
+}
