@@ -1,0 +1,173 @@
+package awstasks
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
+	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
+	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// makeZone makes the hosted zone example.com with an A record of each name, and gives c (not used yet) its DNS.
+func makeZone(t *testing.T, c *Cloud, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	z, err := c.Route53.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []r53types.Change
+	for _, n := range names {
+		changes = append(changes, r53types.Change{Action: r53types.ChangeActionUpsert, ResourceRecordSet: &r53types.ResourceRecordSet{
+			Name: aws.String(n), Type: r53types.RRTypeA, TTL: aws.Int64(60),
+			ResourceRecords: []r53types.ResourceRecord{{Value: aws.String("192.0.2.1")}},
+		}})
+	}
+	if _, err := c.Route53.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{
+		HostedZoneId: z.HostedZone.Id, ChangeBatch: &r53types.ChangeBatch{Changes: changes},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.dnsZone = "example.com"
+}
+
+func shortDeleteWaits(t *testing.T, wait time.Duration) {
+	poll, w := deletePoll, deleteWait
+	deletePoll, deleteWait = time.Millisecond, wait
+	t.Cleanup(func() { deletePoll, deleteWait = poll, w })
+}
+
+func createVolume(t *testing.T, c *Cloud, tags map[string]string) string {
+	t.Helper()
+	out, err := c.EC2.CreateVolume(context.Background(), &ec2.CreateVolumeInput{
+		AvailabilityZone: aws.String("us-east-1a"), Size: aws.Int32(1),
+		TagSpecifications: []ec2types.TagSpecification{tagSpec(ec2types.ResourceTypeVolume, tags)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.VolumeId)
+}
+
+func TestDeleteOwnedDeletesWhatTheClusterOwnsOnly(t *testing.T) {
+	shortDeleteWaits(t, time.Minute)
+	c, srv := newTestCloud(t)
+	ctx := context.Background()
+	n := makeNetwork(t, c)
+	makeZone(t, c, "api."+testCluster, "api.internal."+testCluster, testCluster, "api.eu."+testCluster, "www.example.com")
+	mustRun(t, c, engine.Apply, clusterGraph(n, defaultSpec()))
+	other := createVolume(t, c, map[string]string{"Name": "a.etcd-main.other.example.com", ClusterTag("other.example.com"): "owned"})
+	untagged := createVolume(t, c, map[string]string{"Name": "a.etcd-main." + testCluster})
+	others := []string{"eu." + testCluster, "other.example.com"}
+
+	want := []string{
+		"AutoScalingGroup/control-plane." + testCluster, "AutoScalingGroup/nodes." + testCluster,
+		"LaunchTemplate/control-plane." + testCluster, "LaunchTemplate/nodes." + testCluster,
+		"SecurityGroup/control-plane." + testCluster, "SecurityGroup/nodes." + testCluster,
+		"EBSVolume/a.etcd-main." + testCluster, "EBSVolume/b.etcd-main." + testCluster, "EBSVolume/c.etcd-main." + testCluster,
+		"DNSRecord/api.internal." + testCluster + "/A", "DNSRecord/api." + testCluster + "/A", "DNSRecord/" + testCluster + "/A",
+	}
+	srv.ResetCalls()
+	got, err := c.DeleteOwned(ctx, others, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("would delete (-want +got):\n%s", diff)
+	}
+	if m := mutatingCalls(srv.Calls()); len(m) > 0 {
+		t.Errorf("a dry deletion made mutating calls %v", m)
+	}
+
+	got, err = c.DeleteOwned(ctx, others, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	var left []string
+	for _, v := range allVolumes(t, c) {
+		left = append(left, aws.ToString(v.VolumeId))
+	}
+	if diff := cmp.Diff([]string{other, untagged}, left, cmpSorted); diff != "" {
+		t.Errorf("volumes left (-want +got):\n%s", diff)
+	}
+	records, err := c.DNSProvider().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, rs := range records {
+		if rs.Type == "A" {
+			names = append(names, rs.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"api.eu." + testCluster, "www.example.com"}, names, cmpSorted); diff != "" {
+		t.Errorf("records left (-want +got):\n%s", diff)
+	}
+	if again, err := c.DeleteOwned(ctx, others, false); err != nil || len(again) > 0 {
+		t.Errorf("after the deletion: %v, %v, want nothing left", again, err)
+	}
+	// The user's network stays.
+	validate := engine.WithLifecycle(engine.ExistsAndValidates)
+	if _, err := runOnce(t, c, engine.DryRun, func() *engine.Graph[*Cloud] {
+		g := engine.NewGraph[*Cloud]()
+		v := engine.Add(g, &VPC{ID: n.vpc}, validate)
+		for _, id := range n.subnets {
+			engine.Add(g, &Subnet{ID: id, VPC: v}, validate)
+		}
+		return g
+	}); err != nil {
+		t.Errorf("the user's network after the deletion: %v", err)
+	}
+}
+
+var cmpSorted = cmp.Transformer("sorted", func(in []string) []string {
+	out := append([]string(nil), in...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+})
+
+func TestDeleteOwnedVolumeAttachedElsewhere(t *testing.T) {
+	shortDeleteWaits(t, 20*time.Millisecond)
+	c, _ := newTestCloud(t)
+	ctx := context.Background()
+	n := makeNetwork(t, c)
+	id := createVolume(t, c, map[string]string{"Name": "a.etcd-main." + testCluster, ClusterTag(testCluster): "owned"})
+	im, err := c.image(ctx, "debian-12-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: im.ImageId, MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+		InstanceType: "t3.small", SubnetId: aws.String(n.subnets[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := aws.ToString(run.Instances[0].InstanceId)
+	if _, err := c.EC2.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(inst),
+		Device: aws.String("/dev/xvdf")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteOwned(ctx, nil, true)
+	if err == nil || !strings.Contains(err.Error(), "still attached to instance "+inst) {
+		t.Errorf("err = %v, want the volume's instance named", err)
+	}
+	if n := len(allVolumes(t, c)); n != 1 {
+		t.Errorf("%d volumes, want the attached one kept", n)
+	}
+}

@@ -1,0 +1,191 @@
+package awstasks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+)
+
+// fieldsOf returns the changed fields of each change of a plan, by key.
+func fieldsOf(p *engine.Plan) map[string][]string {
+	out := map[string][]string{}
+	for _, ch := range p.Changes {
+		var names []string
+		for _, f := range ch.Fields {
+			names = append(names, f.Name)
+		}
+		out[ch.Key.String()] = names
+	}
+	return out
+}
+
+func defaultVersion(t *testing.T, c *Cloud, name string) (int64, string) {
+	t.Helper()
+	out, err := c.EC2.DescribeLaunchTemplateVersions(context.Background(), &ec2.DescribeLaunchTemplateVersionsInput{
+		LaunchTemplateName: aws.String(name), Versions: []string{"$Default"},
+	})
+	if err != nil || len(out.LaunchTemplateVersions) != 1 {
+		t.Fatalf("default version of %s: %v, %v", name, out, err)
+	}
+	v := out.LaunchTemplateVersions[0]
+	return aws.ToInt64(v.VersionNumber), decodeUserData(aws.ToString(v.LaunchTemplateData.UserData))
+}
+
+func groupVersion(t *testing.T, c *Cloud, name string) string {
+	t.Helper()
+	out, err := c.AutoScaling.DescribeAutoScalingGroups(context.Background(), &autoscaling.DescribeAutoScalingGroupsInput{
+		AutoScalingGroupNames: []string{name},
+	})
+	if err != nil || len(out.AutoScalingGroups) != 1 || out.AutoScalingGroups[0].LaunchTemplate == nil {
+		t.Fatalf("group %s: %v, %v", name, out, err)
+	}
+	return aws.ToString(out.AutoScalingGroups[0].LaunchTemplate.Version)
+}
+
+// A change of the user data is a new default version of the template, which the group then launches; the dry
+// run shows both, the user data as a line diff.
+func TestLaunchTemplateChangeIsANewDefaultVersionTheGroupLaunches(t *testing.T) {
+	c, srv := newTestCloud(t)
+	n := makeNetwork(t, c)
+	mustRun(t, c, engine.Apply, clusterGraph(n, defaultSpec()))
+	name := "nodes." + testCluster
+	if v, _ := defaultVersion(t, c, name); v != 1 {
+		t.Fatalf("default version %d, want 1", v)
+	}
+
+	s := defaultSpec()
+	s.userData = "#!/bin/bash\necho nodes, version 2\n"
+	build := clusterGraph(n, s)
+	plan := mustRun(t, c, engine.DryRun, build)
+	want := map[string][]string{
+		"LaunchTemplate/control-plane." + testCluster:   {"UserData"},
+		"LaunchTemplate/nodes." + testCluster:           {"UserData"},
+		"AutoScalingGroup/control-plane." + testCluster: {"LaunchTemplate"},
+		"AutoScalingGroup/nodes." + testCluster:         {"LaunchTemplate"},
+	}
+	if diff := cmp.Diff(want, fieldsOf(plan)); diff != "" {
+		t.Errorf("planned changes (-want +got):\n%s", diff)
+	}
+	for _, ch := range plan.Changes {
+		if ch.Key.String() == "LaunchTemplate/"+name {
+			if old, _ := ch.Fields[0].Old.(*string); old == nil || !strings.Contains(*old, "echo nodes\n") {
+				t.Errorf("old user data %v, want the text", ch.Fields[0].Old)
+			}
+		}
+	}
+	srv.ResetCalls()
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, build))
+	if diff := cmp.Diff(map[string]int{"CreateLaunchTemplateVersion": 2, "ModifyLaunchTemplate": 2, "UpdateAutoScalingGroup": 2},
+		mutatingCalls(srv.Calls())); diff != "" {
+		t.Errorf("mutating calls (-want +got):\n%s", diff)
+	}
+	v, data := defaultVersion(t, c, name)
+	if v != 2 || data != s.userData+"# nodes\n" {
+		t.Errorf("default version %d with user data %q, want 2 with the new text", v, data)
+	}
+	if got := groupVersion(t, c, name); got != "2" {
+		t.Errorf("the group launches version %s, want 2", got)
+	}
+}
+
+// The image pattern is the newest matching image, and reads as the pattern while the version runs it.
+func TestLaunchTemplateImagePattern(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, clusterGraph(n, defaultSpec())))
+	im, err := c.image(context.Background(), "debian-12-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(im.Name); got != "debian-12-amd64-20261101-2000" {
+		t.Errorf("image %s, want the newest debian-12-amd64", got)
+	}
+	out, err := c.EC2.DescribeLaunchTemplateVersions(context.Background(), &ec2.DescribeLaunchTemplateVersionsInput{
+		LaunchTemplateName: aws.String("nodes." + testCluster), Versions: []string{"$Default"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.LaunchTemplateVersions[0].LaunchTemplateData
+	if aws.ToString(d.ImageId) != aws.ToString(im.ImageId) {
+		t.Errorf("the version runs %s, want %s", aws.ToString(d.ImageId), aws.ToString(im.ImageId))
+	}
+	if d.MetadataOptions == nil || d.MetadataOptions.HttpTokens != "required" {
+		t.Errorf("metadata options %+v, want IMDSv2 (HttpTokens required)", d.MetadataOptions)
+	}
+	// The image named by its id is the same image: no change.
+	s := defaultSpec()
+	s.image = aws.ToString(im.ImageId)
+	if p := mustRun(t, c, engine.DryRun, clusterGraph(n, s)); !p.Empty() {
+		t.Errorf("the same image by id plans changes: %v", fieldsOf(p))
+	}
+}
+
+func TestLaunchTemplateImageNotFound(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	s := defaultSpec()
+	s.image = "no-such-image"
+	_, err := runOnce(t, c, engine.DryRun, clusterGraph(n, s))
+	if err == nil || !strings.Contains(err.Error(), `no available image is named like "no-such-image*"`) {
+		t.Errorf("err = %v, want the pattern named", err)
+	}
+}
+
+// Security groups in another order are the same template.
+func TestLaunchTemplateSecurityGroupOrder(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	build := func(reverse bool) func() *engine.Graph[*Cloud] {
+		return func() *engine.Graph[*Cloud] {
+			g := engine.NewGraph[*Cloud]()
+			vpc := engine.Add(g, &VPC{ID: n.vpc}, engine.WithLifecycle(engine.ExistsAndValidates))
+			a := engine.Add(g, &SecurityGroup{Name: "a." + testCluster, VPC: vpc})
+			b := engine.Add(g, &SecurityGroup{Name: "b." + testCluster, VPC: vpc})
+			groups := []*SecurityGroup{a, b}
+			if reverse {
+				groups = []*SecurityGroup{b, a}
+			}
+			engine.Add(g, &LaunchTemplate{Name: "lt." + testCluster, Image: aws.String("debian-12-amd64"),
+				InstanceType: aws.String("t3.small"), SecurityGroups: groups, UserData: aws.String("")})
+			return g
+		}
+	}
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, build(false)))
+	if p := mustRun(t, c, engine.DryRun, build(true)); !p.Empty() {
+		t.Errorf("groups in another order plan changes: %v", fieldsOf(p))
+	}
+}
+
+// A template that an interrupted run made, not yet listed when this run looked: the create is answered
+// AlreadyExists, and the task tries again (not ready) instead of failing; the next attempt finds it.
+func TestLaunchTemplateAlreadyExistsIsRetried(t *testing.T) {
+	c, _ := newTestCloud(t)
+	ctx := context.Background()
+	lt := &LaunchTemplate{Name: "lt." + testCluster, Image: aws.String("debian-12-amd64"), InstanceType: aws.String("t3.small")}
+	if err := lt.Render(ctx, c, nil, lt, lt); err != nil {
+		t.Fatal(err)
+	}
+	again := &LaunchTemplate{Name: lt.Name, Image: lt.Image, InstanceType: aws.String("t3.medium")}
+	err := again.Render(ctx, c, nil, again, again)
+	if engine.ClassOf(err) != engine.ClassNotReady {
+		t.Fatalf("err = %v (%s), want not ready", err, engine.ClassOf(err))
+	}
+	build := func() *engine.Graph[*Cloud] {
+		g := engine.NewGraph[*Cloud]()
+		engine.Add(g, &LaunchTemplate{Name: lt.Name, Image: lt.Image, InstanceType: aws.String("t3.medium")})
+		return g
+	}
+	enginetest.ApplyThenNoChanges(t, ctx, c, freshRuns(c, build))
+	if v, _ := defaultVersion(t, c, lt.Name); v != 2 {
+		t.Errorf("default version %d, want 2", v)
+	}
+}
