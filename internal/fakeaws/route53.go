@@ -21,7 +21,7 @@ const r53NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 
 type route53State struct {
 	zones map[string]*hostedZone // by id (Z...)
-	// byReference maps a CreateHostedZone caller reference to the zone it made.
+	// byReference maps a CreateHostedZone caller reference to the zone it made, deleted or not.
 	byReference map[string]string
 	changes     map[string]*r53Change // by id (C...)
 	// pendingPolls is how many GetChange answers say PENDING before INSYNC (SetChangePendingPolls).
@@ -58,22 +58,27 @@ func (s *Server) SetChangePendingPolls(n int) {
 	s.r53.pendingPolls = max(n, 0)
 }
 
-// route53Operation names the Route53 operation of a request from its method and path.
+// route53Operation names the Route53 operation of a request from its method and path (the name it is counted
+// under).
 func route53Operation(r *http.Request) string {
 	parts := r53Path(r)
+	var op string
 	switch {
 	case len(parts) == 1 && parts[0] == "hostedzone":
-		return map[string]string{http.MethodPost: "CreateHostedZone", http.MethodGet: "ListHostedZones"}[r.Method]
+		op = map[string]string{http.MethodPost: "CreateHostedZone", http.MethodGet: "ListHostedZones"}[r.Method]
 	case len(parts) == 1 && parts[0] == "hostedzonesbyname" && r.Method == http.MethodGet:
-		return "ListHostedZonesByName"
+		op = "ListHostedZonesByName"
 	case len(parts) == 2 && parts[0] == "hostedzone":
-		return map[string]string{http.MethodGet: "GetHostedZone", http.MethodDelete: "DeleteHostedZone"}[r.Method]
+		op = map[string]string{http.MethodGet: "GetHostedZone", http.MethodDelete: "DeleteHostedZone"}[r.Method]
 	case len(parts) == 3 && parts[0] == "hostedzone" && parts[2] == "rrset":
-		return map[string]string{http.MethodPost: "ChangeResourceRecordSets", http.MethodGet: "ListResourceRecordSets"}[r.Method]
+		op = map[string]string{http.MethodPost: "ChangeResourceRecordSets", http.MethodGet: "ListResourceRecordSets"}[r.Method]
 	case len(parts) == 2 && parts[0] == "change" && r.Method == http.MethodGet:
-		return "GetChange"
+		op = "GetChange"
 	}
-	return ""
+	if op == "" {
+		return "Route53" + r.Method // no operation Route53 has: answered UnknownOperationException
+	}
+	return op
 }
 
 // r53Path splits a Route53 path after /2013-04-01/, without empty parts (the AWS CLI ends some with "/").
@@ -393,8 +398,7 @@ func (s *Server) deleteHostedZone(id string) (any, error) {
 				"The specified hosted zone contains non-required resource record sets and so cannot be deleted.")
 		}
 	}
-	delete(s.r53.zones, z.id)
-	delete(s.r53.byReference, z.reference)
+	delete(s.r53.zones, z.id) // its caller reference stays used, as in Route53
 	return struct {
 		XMLName    xml.Name      `xml:"https://route53.amazonaws.com/doc/2013-04-01/ DeleteHostedZoneResponse"`
 		ChangeInfo r53ChangeInfo `xml:"ChangeInfo"`

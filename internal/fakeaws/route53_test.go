@@ -3,6 +3,7 @@ package fakeaws
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -80,7 +81,8 @@ func listRecords(t *testing.T, c *route53.Client, zone string, pageSize int32) [
 
 func TestRoute53HostedZones(t *testing.T) {
 	ctx := context.Background()
-	s, c := newRoute53(t)
+	s, srv := startFakeAWS(t)
+	c := route53.NewFromConfig(testAWSConfig(srv.URL))
 
 	out := createZone(t, c, "Example.COM", "ref-1")
 	id := aws.ToString(out.HostedZone.Id)
@@ -176,11 +178,23 @@ func TestRoute53HostedZones(t *testing.T) {
 	if !errors.As(err, &noZone) {
 		t.Errorf("GetHostedZone of a deleted zone: %v; want NoSuchHostedZone", err)
 	}
-	// The caller reference of a deleted zone cannot be used again in Route53; here it can, which no test relies on.
+	// The caller reference of a deleted zone stays used, as in Route53.
+	if _, err := c.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("ref-1")}); !errors.As(err, &exists) {
+		t.Errorf("CreateHostedZone with the caller reference of a deleted zone: %v; want HostedZoneAlreadyExists", err)
+	}
+	// A request that is no operation is counted under Route53 and its method.
+	resp, err := http.Post(srv.URL+"/2013-04-01/nothing", "text/xml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /2013-04-01/nothing: %d, want 404", resp.StatusCode)
+	}
 
 	calls := s.Calls()
-	for op, want := range map[string]int{"CreateHostedZone": 5, "GetHostedZone": 3, "ListHostedZonesByName": 2, "ListHostedZones": 2,
-		"ChangeResourceRecordSets": 2, "DeleteHostedZone": 2} {
+	for op, want := range map[string]int{"CreateHostedZone": 6, "GetHostedZone": 3, "ListHostedZonesByName": 2, "ListHostedZones": 2,
+		"ChangeResourceRecordSets": 2, "DeleteHostedZone": 2, "Route53POST": 1} {
 		if calls[op] != want {
 			t.Errorf("%d %s calls counted, want %d (all: %v)", calls[op], op, want, calls)
 		}

@@ -16,11 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/aws-sdk-go-v2/service/route53/types"
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestStandalone builds the command, runs it on a free port, reads the address it prints, makes a call through
-// the SDK and reads the count back from /__fake/calls; SIGTERM stops it cleanly.
+// TestStandalone builds the command, refuses bad --faults, runs it on a free port, reads the address it prints,
+// makes calls through the SDK (a change pending for --change-pending-polls) and reads the counts back from
+// /__fake/calls; SIGINT stops it cleanly.
 func TestStandalone(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -30,7 +32,12 @@ func TestStandalone(t *testing.T) {
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0")
+	bad := exec.Command(bin, "--faults", `{"throttleRate": 2}`)
+	if out, err := bad.CombinedOutput(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "--faults") {
+		t.Errorf("fakeaws with bad --faults: %v %s; want exit status 2 naming --faults", err, out)
+	}
+
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--change-pending-polls", "1", "--faults", `{"latencyMillis": 1}`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -60,8 +67,21 @@ func TestStandalone(t *testing.T) {
 
 	c := route53.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(base), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
-	if _, err := c.CreateHostedZone(context.Background(), &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("r")}); err != nil {
+	ctx := context.Background()
+	zone, err := c.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("r")})
+	if err != nil {
 		t.Fatalf("CreateHostedZone: %v", err)
+	}
+	var status []types.ChangeStatus
+	for range 2 {
+		ch, err := c.GetChange(ctx, &route53.GetChangeInput{Id: zone.ChangeInfo.Id})
+		if err != nil {
+			t.Fatalf("GetChange: %v", err)
+		}
+		status = append(status, ch.ChangeInfo.Status)
+	}
+	if diff := cmp.Diff([]types.ChangeStatus{types.ChangeStatusPending, types.ChangeStatusInsync}, status); diff != "" {
+		t.Errorf("GetChange with --change-pending-polls 1 (-want +got):\n%s", diff)
 	}
 	resp, err := http.Get(base + "/__fake/calls")
 	if err != nil {
@@ -72,7 +92,7 @@ func TestStandalone(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&calls); err != nil {
 		t.Fatalf("GET /__fake/calls: %v", err)
 	}
-	if diff := cmp.Diff(map[string]int{"CreateHostedZone": 1}, calls); diff != "" {
+	if diff := cmp.Diff(map[string]int{"CreateHostedZone": 1, "GetChange": 2}, calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 
