@@ -1,0 +1,112 @@
+package fakeaws
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Images: the public ones of every region, seeded.
+
+// DebianOwner is the account of the public Debian images the fake holds.
+const DebianOwner = "136693071363"
+
+type image struct {
+	id, name, arch, created string
+}
+
+// seedImages makes the public images every region has: Debian 12 for amd64 and arm64, two releases each.
+func (s *Server) seedImages() {
+	for _, rel := range []struct{ date, created string }{
+		{"20261001-1900", "2026-10-01T19:00:00.000Z"},
+		{"20261101-2000", "2026-11-01T20:00:00.000Z"},
+	} {
+		for _, arch := range []string{"amd64", "arm64"} {
+			im := &image{id: s.newID("ami"), name: "debian-12-" + arch + "-" + rel.date, arch: "x86_64", created: rel.created}
+			if arch == "arm64" {
+				im.arch = "arm64"
+			}
+			s.ec2.images[im.id] = im
+		}
+	}
+}
+
+type imageXML struct {
+	ImageID         string            `xml:"imageId"`
+	ImageLocation   string            `xml:"imageLocation"`
+	ImageState      string            `xml:"imageState"`
+	ImageOwnerID    string            `xml:"imageOwnerId"`
+	CreationDate    string            `xml:"creationDate"`
+	IsPublic        bool              `xml:"isPublic"`
+	Architecture    string            `xml:"architecture"`
+	ImageType       string            `xml:"imageType"`
+	Name            string            `xml:"name"`
+	Description     string            `xml:"description"`
+	RootDeviceType  string            `xml:"rootDeviceType"`
+	RootDeviceName  string            `xml:"rootDeviceName"`
+	Virtualization  string            `xml:"virtualizationType"`
+	Hypervisor      string            `xml:"hypervisor"`
+	EnaSupport      bool              `xml:"enaSupport"`
+	BootMode        string            `xml:"bootMode,omitempty"`
+	PlatformDetails string            `xml:"platformDetails"`
+	BlockDevices    list[ltDeviceXML] `xml:"blockDeviceMapping"`
+	Tags            *list[tagXML]     `xml:"tagSet"`
+}
+
+func (s *Server) imageXML(im *image) imageXML {
+	x := imageXML{ImageID: im.id, ImageLocation: DebianOwner + "/" + im.name, ImageState: "available", ImageOwnerID: DebianOwner,
+		CreationDate: im.created, IsPublic: true, Architecture: im.arch, ImageType: "machine", Name: im.name,
+		Description: "Debian 12 (" + im.name + ")", RootDeviceType: "ebs", RootDeviceName: rootDevice,
+		Virtualization: "hvm", Hypervisor: "xen", EnaSupport: true, PlatformDetails: "Linux/UNIX", Tags: s.optTags(im.id)}
+	if im.arch == "arm64" {
+		x.BootMode = "uefi"
+	}
+	yes, no := true, false
+	x.BlockDevices.Items = []ltDeviceXML{{DeviceName: rootDevice, Ebs: &ltEbsXML{Encrypted: &no, DeleteOnTermination: &yes,
+		SnapshotID: "snap-" + strings.TrimPrefix(im.id, "ami-"), VolumeSize: 8, VolumeType: "gp2"}}}
+	return x
+}
+
+func (s *Server) describeImages(region string, form url.Values) (any, error) {
+	filters, err := filterParams(form, "Filter", "name", "state", "architecture", "image-id", "owner-id", "owner-alias",
+		"is-public", "root-device-type", "virtualization-type", "image-type", "description")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := idList(form, "ImageId", "ami", "InvalidAMIID.Malformed")
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, ok := s.ec2.images[id]; !ok {
+			return nil, notFound(id)
+		}
+	}
+	owners := strList(form, "Owner")
+	var out []*image
+	for _, id := range sortedIDs(s.ec2.images, func(*image) bool { return true }) {
+		im := s.ec2.images[id]
+		if len(ids) > 0 && !contains(ids, id) || len(owners) > 0 && !contains(owners, DebianOwner) {
+			continue
+		}
+		if matches(filters, s.ec2.tags[id], func(name string) []string {
+			return map[string][]string{"name": {im.name}, "state": {"available"}, "architecture": {im.arch}, "image-id": {im.id},
+				"owner-id": {DebianOwner}, "is-public": {"true"}, "root-device-type": {"ebs"}, "virtualization-type": {"hvm"},
+				"image-type": {"machine"}, "description": {"Debian 12 (" + im.name + ")"}}[name]
+		}) {
+			out = append(out, im)
+		}
+	}
+	got, next, err := page(form, "MaxResults", out, func(im *image) string { return im.id }, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	xs := make([]imageXML, 0, len(got))
+	for _, im := range got {
+		xs = append(xs, s.imageXML(im))
+	}
+	return struct {
+		RequestID string         `xml:"requestId"`
+		Images    list[imageXML] `xml:"imagesSet"`
+		NextToken string         `xml:"nextToken,omitempty"`
+	}{"fake-request", items(xs), next}, nil
+}
