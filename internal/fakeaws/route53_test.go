@@ -230,6 +230,21 @@ func TestRoute53Records(t *testing.T) {
 		}
 	}
 
+	// The SDK's paginator follows NextRecordName, NextRecordType and NextRecordIdentifier.
+	var names []string
+	for pages := route53.NewListResourceRecordSetsPaginator(c, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone), MaxItems: aws.Int32(2)}); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("ListResourceRecordSets paginator: %v", err)
+		}
+		for _, rs := range page.ResourceRecordSets {
+			names = append(names, aws.ToString(rs.Name)+" "+string(rs.Type))
+		}
+	}
+	if len(names) != len(want) {
+		t.Errorf("the SDK's paginator listed %v; want %d record sets", names, len(want))
+	}
+
 	// Start at a name and type.
 	page, err := c.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone),
 		StartRecordName: aws.String("api.example.com"), StartRecordType: types.RRTypeTxt, MaxItems: aws.Int32(1)})
