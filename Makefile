@@ -53,9 +53,16 @@ KUBECTL_CACHE := /var/cache/kubeup/kubernetes-client
 KUBEUP_KUBECTL ?= $(KUBECTL_CACHE)/usr/bin/kubectl
 export KUBEUP_KUBECTL
 
-## build: bin/kubeup, bin/nodeup and bin/protokube, stamped with `git describe`
+## build: bin/kubeup, bin/nodeup and bin/protokube, stamped with `git describe`; bin/nodeup-linux-amd64 and its sha256 stamped into kubeup
+# The nodeup that aws and gce machines fetch at boot (spec.nodeup's default, docs/cluster-spec.md): built for
+# linux/amd64 first, then kubeup is stamped with its sha256 and NODEUP_URL, where it is to be published.
+NODEUP_URL ?= https://github.com/kubeup-dev/kubeup/releases/download/$(VERSION)/nodeup-linux-amd64
+NODEUP_LDFLAGS = -X kubeup.dev/kubeup/internal/version.NodeupURL=$(NODEUP_URL) -X kubeup.dev/kubeup/internal/version.NodeupSHA256=$$sum
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(filter-out kubeup,$(BINARIES)))
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nodeup-linux-amd64 ./cmd/nodeup
+	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
+	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
 ## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root)
 test: lint e2e-deps

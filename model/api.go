@@ -100,6 +100,52 @@ type ClusterSpec struct {
 	KubeProxy *KubeProxyConfig `json:"kubeProxy,omitempty"`
 	// Local configures the local cloud provider (cloudProvider: local).
 	Local *LocalSpec `json:"local,omitempty"`
+	// AWS configures the aws cloud provider (cloudProvider: aws): the network and the instance profiles the
+	// cluster uses, and who may reach it.
+	AWS *AWSSpec `json:"aws,omitempty"`
+	// Nodeup is the nodeup binary the machines of an aws or gce cluster fetch at boot (their user data).
+	Nodeup *NodeupSpec `json:"nodeup,omitempty"`
+}
+
+// AWSSpec configures the aws cloud provider. The network and the instance profiles are the user's: kubeup checks
+// that they exist and match, and never changes them. It creates the security groups.
+type AWSSpec struct {
+	// VPCID is the VPC the cluster runs in: vpc-0123456789abcdef0.
+	VPCID string `json:"vpcID,omitempty"`
+	// Subnets are the subnets the machines run in: exactly one per zone of spec.zones.
+	Subnets []AWSSubnetSpec `json:"subnets,omitempty"`
+	// InstanceProfile is the IAM instance profile of every machine: "kubeup" by default. It must exist.
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// ControlPlaneInstanceProfile is the instance profile of the control-plane machines: instanceProfile by
+	// default.
+	ControlPlaneInstanceProfile string `json:"controlPlaneInstanceProfile,omitempty"`
+	// APIAccess are the IPv4 CIDRs that may reach the Kubernetes API (tcp 443 on the control plane): 0.0.0.0/0
+	// by default.
+	APIAccess []string `json:"apiAccess,omitempty"`
+	// SSHAccess are the IPv4 CIDRs that may reach every machine's ssh (tcp 22): none by default.
+	SSHAccess []string `json:"sshAccess,omitempty"`
+}
+
+// AWSSubnetSpec is the subnet of one zone.
+type AWSSubnetSpec struct {
+	// Zone is one of spec.zones: us-east-1a.
+	Zone string `json:"zone"`
+	// ID is the subnet's id: subnet-0123456789abcdef0.
+	ID string `json:"id"`
+}
+
+// DefaultAWSInstanceProfile is the IAM instance profile every machine of an aws cluster gets by default.
+const DefaultAWSInstanceProfile = "kubeup"
+
+// NodeupSpec is the nodeup binary a machine fetches at boot, and the sha256 it must have: the machine refuses to
+// run any other.
+type NodeupSpec struct {
+	// URL is where the linux/amd64 nodeup binary is downloaded from: https:// (or http://: the download is not
+	// protected in transit, the sha256 check is what protects it). Defaulted from the kubeup build's stamp.
+	URL string `json:"url,omitempty"`
+	// SHA256 is the binary's sha256 in hex (64 characters). Defaulted from the kubeup build's stamp; a
+	// development build has none, and the spec must set it.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // APISpec names the Kubernetes API endpoints. Both names are DNS records in spec.dnsZone.

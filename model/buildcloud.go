@@ -68,15 +68,23 @@ func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup, last LocalCloudState
 			Path: last.FormerZoneFile, Zone: last.FormerDNSZone, Cluster: c.Metadata.Name, Others: last.OtherClusters,
 		}))
 	}
-	if err := addCommonTasks(g, c, igs, before); err != nil {
+	if _, err := addCommonTasks(g, c, igs, before); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
+// commonTasks are the tasks of addCommonTasks a cloud's own tasks refer to.
+type commonTasks[C storetasks.World] struct {
+	// keystore holds the cluster's keypairs.
+	keystore keystore[C]
+	// nodeConfigs are the tasks that write each instance group's node configuration, by the group's name.
+	nodeConfigs map[string]*storetasks.SecretFile[C]
+}
+
 // addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
 // complete spec (written after the tasks of specBefore) and node configurations in the state store.
-func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) error {
+func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
 		engine.Add(g, &dnstasks.Record[C]{
@@ -95,25 +103,26 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	}
 	spec, err := Encode(objs...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec)), After: specBefore})
 
 	ks, err := addKeystore(g, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	common := &commonTasks[C]{keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{}}
 	for _, ig := range igs {
 		// One object per group, its sha256 on its first line: one atomic write, nothing to tear. It carries the
 		// keystore's files the group's role needs, made once the keypairs are found or issued.
-		engine.Add(g, &storetasks.SecretFile[C]{
+		common.nodeConfigs[ig.Metadata.Name] = engine.Add(g, &storetasks.SecretFile[C]{
 			Path:   NodeConfigPath(name, ig.Metadata.Name),
 			Make:   func() (engine.Secret, string, error) { return nodeConfigObject(c, ig, ks.issued()) },
 			Redact: RedactNodeConfigObject,
 			After:  ks.tasks(),
 		})
 	}
-	return nil
+	return common, nil
 }
 
 // nodeConfigObject is the stored node configuration of ig, carrying the keystore's files from ks, and how a plan

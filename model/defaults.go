@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"kubeup.dev/kubeup/internal/version"
 )
 
 // Defaults of the components, in one place.
@@ -107,8 +109,38 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 		}
 		completeLocalDNS(s.Local)
 	}
+	if s.CloudProvider == CloudAWS {
+		completeAWS(s)
+	}
+	if s.CloudProvider == CloudAWS || s.CloudProvider == CloudGCE {
+		// The url and the sha256 name one binary: the build's pair is taken whole, or not at all (a url set by
+		// hand with the build's sha256 would name another binary than the one it fetches).
+		if s.Nodeup == nil {
+			s.Nodeup = &NodeupSpec{}
+		}
+		if s.Nodeup.URL == "" && s.Nodeup.SHA256 == "" {
+			s.Nodeup.URL, s.Nodeup.SHA256 = version.NodeupURL, version.NodeupSHA256
+		}
+	}
 
 	completeComponents(c)
+}
+
+// DefaultAPIAccess is who may reach the API of an aws cluster by default: anyone (kube-apiserver authenticates
+// every request).
+const DefaultAPIAccess = "0.0.0.0/0"
+
+// completeAWS defaults spec.aws: the instance profiles and who may reach the API.
+func completeAWS(s *ClusterSpec) {
+	if s.AWS == nil {
+		s.AWS = &AWSSpec{}
+	}
+	a := s.AWS
+	setDefault(&a.InstanceProfile, DefaultAWSInstanceProfile)
+	setDefault(&a.ControlPlaneInstanceProfile, a.InstanceProfile)
+	if len(a.APIAccess) == 0 {
+		a.APIAccess = []string{DefaultAPIAccess}
+	}
 }
 
 // completeLocalDNS defaults the local DNS provider to the zone file, and the fields of the provider chosen: a

@@ -18,9 +18,13 @@ func userSpec(t testing.TB, cloud string, controlPlanes int) (*Cluster, []*Insta
 	switch cloud {
 	case CloudAWS:
 		o.Zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+		o.VPC = testVPC
+		o.Subnets = []string{testSubnet("a"), testSubnet("b"), testSubnet("c")}
+		o.NodeupURL, o.NodeupSHA256 = testNodeupURL, testNodeupSHA256
 	case CloudGCE:
 		o.Zones = []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}
 		o.Project = "kubeup-demo"
+		o.NodeupURL, o.NodeupSHA256 = testNodeupURL, testNodeupSHA256
 	default:
 		o.Zones = []string{"a", "b", "c"}
 	}
@@ -37,6 +41,19 @@ func userSpec(t testing.TB, cloud string, controlPlanes int) (*Cluster, []*Insta
 		c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
 	}
 	return c, igs
+}
+
+// The aws network and the nodeup of the test specs: what `kubeup create cluster` is given by a development build,
+// which carries no nodeup of its own.
+const (
+	testVPC          = "vpc-0123456789abcdef0"
+	testNodeupURL    = "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64"
+	testNodeupSHA256 = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+)
+
+// testSubnet is the id of the test subnet of zone us-east-1<zone>.
+func testSubnet(zone string) string {
+	return "subnet-00000000000000" + map[string]string{"a": "00a", "b": "00b", "c": "00c"}[zone]
 }
 
 // completeSpec is Complete(userSpec(...)).

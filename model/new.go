@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,17 @@ type NewClusterOptions struct {
 	DNSZone           string
 	Project           string
 	KubernetesVersion string
+
+	// VPC is the VPC of an aws cluster (spec.aws.vpcID).
+	VPC string
+	// Subnets are an aws cluster's subnets: their ids in the order of Zones (subnet-a,subnet-b), or ZONE=ID pairs
+	// in any order (us-east-1b=subnet-b).
+	Subnets []string
+	// InstanceProfile is the IAM instance profile of every machine of an aws cluster (spec.aws.instanceProfile).
+	InstanceProfile string
+	// NodeupURL and NodeupSHA256 are the nodeup an aws or gce cluster's machines fetch (spec.nodeup); left empty,
+	// this kubeup build's.
+	NodeupURL, NodeupSHA256 string
 }
 
 // NewCluster returns the user spec of a new cluster and its instance groups: one control-plane group per
@@ -52,6 +64,9 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 			DNSZone:           o.DNSZone,
 		},
 	}
+	if err := setCloudOptions(&c.Spec, o); err != nil {
+		return nil, nil, err
+	}
 	var igs []*InstanceGroup
 	perZone := map[string]int{}
 	for i := range count {
@@ -82,6 +97,87 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 		return nil, nil, fmt.Errorf("--name %s", msg)
 	}
 	return c, igs, nil
+}
+
+// setCloudOptions sets the options of one cloud, and refuses those of another: a flag that would be silently
+// unused is a mistake to name.
+func setCloudOptions(s *ClusterSpec, o NewClusterOptions) error {
+	cloud := o.CloudProvider
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{{"--vpc", o.VPC != ""}, {"--subnets", len(o.Subnets) > 0}, {"--instance-profile", o.InstanceProfile != ""}} {
+		if f.set && cloud != CloudAWS {
+			return fmt.Errorf("%s is for --cloud aws, not %s", f.flag, cloudName(cloud))
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{{"--nodeup-url", o.NodeupURL != ""}, {"--nodeup-sha256", o.NodeupSHA256 != ""}} {
+		if f.set && cloud != CloudAWS && cloud != CloudGCE {
+			return fmt.Errorf("%s is for the clouds whose machines fetch nodeup at boot (aws, gce), not %s", f.flag, cloudName(cloud))
+		}
+	}
+	if o.Project != "" && cloud != CloudGCE {
+		return fmt.Errorf("--project is for --cloud gce, not %s", cloudName(cloud))
+	}
+	if cloud == CloudAWS && (o.VPC != "" || len(o.Subnets) > 0 || o.InstanceProfile != "") {
+		subnets, err := parseSubnets(o.Subnets, o.Zones)
+		if err != nil {
+			return err
+		}
+		s.AWS = &AWSSpec{VPCID: o.VPC, Subnets: subnets, InstanceProfile: o.InstanceProfile}
+	}
+	if o.NodeupURL != "" || o.NodeupSHA256 != "" {
+		s.Nodeup = &NodeupSpec{URL: o.NodeupURL, SHA256: o.NodeupSHA256}
+	}
+	return nil
+}
+
+func cloudName(cloud string) string {
+	if cloud == "" {
+		return "a cluster without --cloud"
+	}
+	return "--cloud " + cloud
+}
+
+// parseSubnets reads --subnets: the subnets' ids in the order of zones, or ZONE=ID pairs in any order (not a mix).
+// The pairs are returned in the order of zones.
+func parseSubnets(args, zones []string) ([]AWSSubnetSpec, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	pairs := strings.Contains(args[0], "=")
+	var out []AWSSubnetSpec
+	for _, a := range args {
+		zone, id, isPair := strings.Cut(a, "=")
+		if isPair != pairs {
+			return nil, fmt.Errorf("--subnets %s: give every subnet as an id (in the order of --zones) or every one as ZONE=ID, not a mix", strings.Join(args, ","))
+		}
+		if !isPair {
+			continue
+		}
+		if !slices.Contains(zones, zone) {
+			return nil, fmt.Errorf("--subnets: %q: zone %q is not one of --zones %s", a, zone, strings.Join(zones, ","))
+		}
+		if slices.ContainsFunc(out, func(s AWSSubnetSpec) bool { return s.Zone == zone }) {
+			return nil, fmt.Errorf("--subnets: zone %q is given twice: one subnet per zone", zone)
+		}
+		out = append(out, AWSSubnetSpec{Zone: zone, ID: id})
+	}
+	if pairs {
+		slices.SortStableFunc(out, func(a, b AWSSubnetSpec) int { return slices.Index(zones, a.Zone) - slices.Index(zones, b.Zone) })
+		return out, nil
+	}
+	if len(args) != len(zones) {
+		return nil, fmt.Errorf("--subnets: %d subnet ids for %d zones (%s): give one subnet per zone, in the order of --zones, or ZONE=ID pairs",
+			len(args), len(zones), strings.Join(zones, ","))
+	}
+	for i, id := range args {
+		out = append(out, AWSSubnetSpec{Zone: zones[i], ID: id})
+	}
+	return out, nil
 }
 
 // shortZone is the part of a zone that tells it from the region's other zones: us-east-1a -> a,

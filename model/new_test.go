@@ -70,8 +70,14 @@ func TestNewCluster(t *testing.T) {
 		{
 			name: "aws zones are named by their letter",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS,
-				Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}, ControlPlaneCount: 3, NodeCount: 2},
-			wantSpec: ClusterSpec{CloudProvider: CloudAWS, Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
+				Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}, ControlPlaneCount: 3, NodeCount: 2,
+				VPC: testVPC, Subnets: []string{testSubnet("a"), testSubnet("b"), testSubnet("c")},
+				NodeupURL: testNodeupURL, NodeupSHA256: testNodeupSHA256},
+			wantSpec: ClusterSpec{CloudProvider: CloudAWS, Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"},
+				AWS: &AWSSpec{VPCID: testVPC, Subnets: []AWSSubnetSpec{
+					{"us-east-1a", testSubnet("a")}, {"us-east-1b", testSubnet("b")}, {"us-east-1c", testSubnet("c")},
+				}},
+				Nodeup: &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}},
 			wantGroups: []group{
 				{"control-plane-a", RoleControlPlane, []string{"us-east-1a"}, 1},
 				{"control-plane-b", RoleControlPlane, []string{"us-east-1b"}, 1},
@@ -82,9 +88,11 @@ func TestNewCluster(t *testing.T) {
 		{
 			name: "gce zones and project",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
-				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3},
+				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3,
+				NodeupURL: testNodeupURL, NodeupSHA256: testNodeupSHA256},
 			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
-				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}},
+				Zones:  []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"},
+				Nodeup: &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}},
 			wantGroups: []group{
 				{"control-plane-b", RoleControlPlane, []string{"europe-west1-b"}, 1},
 				{"control-plane-c", RoleControlPlane, []string{"europe-west1-c"}, 1},
@@ -94,9 +102,11 @@ func TestNewCluster(t *testing.T) {
 		{
 			name: "zones whose short names are the same keep their whole name",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
-				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}, ControlPlaneCount: 3},
+				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}, ControlPlaneCount: 3,
+				NodeupURL: testNodeupURL, NodeupSHA256: testNodeupSHA256},
 			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
-				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}},
+				Zones:  []string{"us-central1-a", "us-east1-a", "us-east1-b"},
+				Nodeup: &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}},
 			wantGroups: []group{
 				{"control-plane-us-central1-a", RoleControlPlane, []string{"us-central1-a"}, 1},
 				{"control-plane-us-east1-a", RoleControlPlane, []string{"us-east1-a"}, 1},
@@ -140,7 +150,10 @@ func TestNewCluster(t *testing.T) {
 			}
 
 			// What create cluster writes is valid once complete, and has one etcd member per control plane.
-			c.Spec.ConfigBase = "file:///tmp/s/" + c.Metadata.Name
+			c.Spec.ConfigBase = map[string]string{CloudAWS: "s3://state/", CloudGCE: "gs://state/"}[c.Spec.CloudProvider] + c.Metadata.Name
+			if c.Spec.CloudProvider == CloudLocal {
+				c.Spec.ConfigBase = "file:///tmp/s/" + c.Metadata.Name
+			}
 			cc, cigs := Complete(c, igs)
 			if err := Validate("new cluster", cc, cigs); err != nil {
 				t.Errorf("the complete spec is not valid: %v", err)
@@ -218,6 +231,51 @@ func TestNewClusterErrors(t *testing.T) {
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: -2},
 			want: "--node-count -2: must not be negative",
 		},
+		{
+			name: "aws flags on local",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, VPC: testVPC},
+			want: "--vpc is for --cloud aws, not --cloud local",
+		},
+		{
+			name: "subnets on gce",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Zones: []string{"a"}, Subnets: []string{"subnet-1"}},
+			want: "--subnets is for --cloud aws, not --cloud gce",
+		},
+		{
+			name: "instance profile on local",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, InstanceProfile: "p"},
+			want: "--instance-profile is for --cloud aws, not --cloud local",
+		},
+		{
+			name: "nodeup on local",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, NodeupSHA256: testNodeupSHA256},
+			want: "--nodeup-sha256 is for the clouds whose machines fetch nodeup at boot (aws, gce), not --cloud local",
+		},
+		{
+			name: "project on aws",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a"}, Project: "p"},
+			want: "--project is for --cloud gce, not --cloud aws",
+		},
+		{
+			name: "fewer subnets than zones",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a", "us-east-1b"}, Subnets: []string{"subnet-1"}},
+			want: "--subnets: 1 subnet ids for 2 zones (us-east-1a,us-east-1b): give one subnet per zone, in the order of --zones, or ZONE=ID pairs",
+		},
+		{
+			name: "ids and pairs mixed",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a", "us-east-1b"}, Subnets: []string{"us-east-1a=subnet-1", "subnet-2"}},
+			want: "--subnets us-east-1a=subnet-1,subnet-2: give every subnet as an id (in the order of --zones) or every one as ZONE=ID, not a mix",
+		},
+		{
+			name: "a pair of another zone",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a"}, Subnets: []string{"us-east-1d=subnet-1"}},
+			want: `--subnets: "us-east-1d=subnet-1": zone "us-east-1d" is not one of --zones us-east-1a`,
+		},
+		{
+			name: "a zone twice",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a"}, Subnets: []string{"us-east-1a=subnet-1", "us-east-1a=subnet-2"}},
+			want: `--subnets: zone "us-east-1a" is given twice: one subnet per zone`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,4 +294,25 @@ func TestNewClusterErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestNewClusterSubnetPairs(t *testing.T) {
+	c, igs, err := NewCluster(NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS,
+		Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}, VPC: testVPC, InstanceProfile: "nodes-profile",
+		Subnets: []string{"us-east-1c=" + testSubnet("c"), "us-east-1a=" + testSubnet("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &AWSSpec{VPCID: testVPC, InstanceProfile: "nodes-profile",
+		Subnets: []AWSSubnetSpec{{"us-east-1a", testSubnet("a")}, {"us-east-1c", testSubnet("c")}}}
+	if diff := cmp.Diff(want, c.Spec.AWS); diff != "" {
+		t.Errorf("spec.aws (-want +got):\n%s", diff)
+	}
+	// The zone left out is validation's to name.
+	c.Spec.ConfigBase = "s3://state/demo.example.com"
+	c.Spec.Nodeup = &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}
+	full, fullIGs := Complete(c, igs)
+	matchProblems(t, []wantProblem{
+		{"spec.aws.subnets", `zone "us-east-1b" has no subnet: add {zone: us-east-1b, id: subnet-...}$`},
+	}, problemsOf(t, Validate("test", full, fullIGs)))
 }

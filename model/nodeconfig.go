@@ -260,6 +260,18 @@ func DecodeNodeConfigObject(source string, obj []byte) (*NodeConfig, error) {
 	return DecodeNodeConfig(source, rest, want)
 }
 
+// NodeConfigObjectSHA256 returns the sha256 a stored node configuration (Encode's object) states on its first
+// line: what identifies the configuration, and what a machine's user data pins it to (nodeup --conf-sha256).
+// It does not check the rest against it; DecodeNodeConfigObject does.
+func NodeConfigObjectSHA256(source string, obj []byte) (string, error) {
+	first, _, _ := bytes.Cut(obj, []byte("\n"))
+	sum, ok := strings.CutPrefix(string(first), nodeConfigSumPrefix)
+	if !ok || !isSHA256Hex(sum) {
+		return "", notAnObjectError(source)
+	}
+	return sum, nil
+}
+
 func notAnObjectError(source string) error {
 	return fmt.Errorf("%s: the first line is not %q followed by a sha256 in lower-case hex: this is not a node configuration "+
 		"written by this kubeup (an older kubeup kept the sha256 in a separate .sha256 object); write it again with "+

@@ -98,6 +98,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 				ps.add(index("spec.zones", i), "%q is not a zone of spec.region %q", z, s.Region)
 			}
 		}
+		validateAWS(ps, s)
 	case CloudGCE:
 		if s.Project == "" {
 			ps.add("spec.project", "required for cloudProvider gce: the GCP project id")
@@ -108,6 +109,17 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		ps.add("spec.cloudProvider", "required: aws, gce or local")
 	default:
 		ps.add("spec.cloudProvider", "%q is not supported: want aws, gce or local", s.CloudProvider)
+	}
+	if s.AWS != nil && s.CloudProvider != CloudAWS && s.CloudProvider != "" {
+		ps.add("spec.aws", "is for cloudProvider aws only, and cloudProvider is %s: remove it", s.CloudProvider)
+	}
+	switch s.CloudProvider {
+	case CloudAWS, CloudGCE:
+		validateNodeup(ps, s)
+	case CloudLocal:
+		if s.Nodeup != nil {
+			ps.add("spec.nodeup", "is for the clouds whose machines fetch nodeup at boot (aws, gce); the local provider does not: remove it")
+		}
 	}
 	if len(s.Zones) == 0 {
 		ps.add("spec.zones", "required: at least one zone")
@@ -375,6 +387,9 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	}
 	if s.MinSize != nil && s.MaxSize != nil && *s.MaxSize < *s.MinSize {
 		ps.add(p+"spec.maxSize", "%d is smaller than spec.minSize %d", *s.MaxSize, *s.MinSize)
+	}
+	if c.Spec.CloudProvider == CloudAWS {
+		validateAWSInstanceGroup(ps, c, ig)
 	}
 }
 

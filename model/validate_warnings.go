@@ -9,7 +9,7 @@ import (
 // behind: an image set by hand whose tag names another version than the one it would otherwise follow. A
 // component's image (kubeAPIServer, kubeControllerManager, kubeScheduler, kubeProxy) left out follows
 // spec.kubernetesVersion; set, it stays at its tag when the version changes. An etcd cluster's image likewise
-// against its version. Images pinned by digest alone, or whose tag is not a version, are not judged. The list is
+// against its version. A nodeup fetched over plain http is said too. Images pinned by digest alone, or whose tag is not a version, are not judged. The list is
 // ordered by path; nil when there is nothing to say. Warnings never stop a spec from being stored or applied.
 func Warnings(c *Cluster) []Problem {
 	if c == nil {
@@ -45,6 +45,10 @@ func Warnings(c *Cluster) []Problem {
 			ps.add(index("spec.etcdClusters", i)+".image", "%s is tagged %s, not this etcd cluster's version %s: etcd runs %s. Leave the image out to follow version, or set its tag to it",
 				e.Image, tag, v, tag)
 		}
+	}
+	if s.Nodeup != nil && strings.HasPrefix(s.Nodeup.URL, "http://") {
+		ps.add("spec.nodeup.url", "%s is plain http: the download is not protected in transit (the machines still refuse a binary whose sha256 is not spec.nodeup.sha256); prefer https://",
+			s.Nodeup.URL)
 	}
 	return ps.list
 }

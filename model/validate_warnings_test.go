@@ -19,6 +19,9 @@ func TestWarnings(t *testing.T) {
 		want []string // paths
 	}{
 		{"nothing set", base(func(s *ClusterSpec) {}), nil},
+		{"nodeup over https", base(func(s *ClusterSpec) { s.Nodeup = &NodeupSpec{URL: testNodeupURL} }), nil},
+		{"nodeup over plain http", base(func(s *ClusterSpec) { s.Nodeup = &NodeupSpec{URL: "http://mirror.internal/nodeup"} }),
+			[]string{"spec.nodeup.url"}},
 		{"images that follow the version", base(func(s *ClusterSpec) {
 			s.KubeAPIServer = &KubeAPIServerConfig{Image: "registry.k8s.io/kube-apiserver:v1.34.2"}
 			s.KubeProxy = &KubeProxyConfig{Image: "mirror.example.com:5000/kube-proxy:v1.34.2-custom"}

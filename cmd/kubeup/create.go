@@ -30,10 +30,18 @@ until "kubeup update cluster NAME --yes".
 
 With --dry-run, print the spec (-o yaml or json) instead of writing it.
 
-The cloud is local: kubeup cannot run aws or gce clusters yet (their providers are later issues), so it
-refuses to create a spec that it could not update.`,
+The cloud is local or aws (gce's provider is a later issue: kubeup refuses to create a spec it could not
+update). An aws cluster runs in your VPC and subnets (--vpc, and --subnets: one per zone, their ids in the order
+of --zones, or ZONE=ID pairs), its machines get the IAM instance profile --instance-profile (default kubeup), and
+its state store must be on S3 (--state or $KUBEUP_STATE_STORE s3://BUCKET): the machines read their
+configuration there. They fetch nodeup from --nodeup-url and refuse it unless its sha256 is --nodeup-sha256; a
+kubeup built by "make build" carries both for its own nodeup, a development build carries neither. A flag of
+another cloud is refused.`,
 		Example: `  kubeup create cluster demo.example.com --cloud local --zones a,b,c --control-plane-count 3
-  kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml`,
+  kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml
+  KUBEUP_STATE_STORE=s3://my-state kubeup create cluster aws.example.com --cloud aws \
+    --zones us-east-1a,us-east-1b,us-east-1c --control-plane-count 3 --dns-zone example.com \
+    --vpc vpc-0123456789abcdef0 --subnets subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb,subnet-0cccccccccccccccc`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -42,9 +50,9 @@ refuses to create a spec that it could not update.`,
 			}
 			switch o.CloudProvider {
 			case "":
-				return fmt.Errorf("--cloud is required: local")
-			case model.CloudAWS, model.CloudGCE:
-				return fmt.Errorf("--cloud %s: kubeup cannot run %s clusters yet (its provider is a later issue), so it does not create one: use --cloud local",
+				return fmt.Errorf("--cloud is required: local or aws")
+			case model.CloudGCE:
+				return fmt.Errorf("--cloud %s: kubeup cannot run %s clusters yet (its provider is a later issue), so it does not create one: use --cloud local or aws",
 					o.CloudProvider, o.CloudProvider)
 			}
 			if o.ControlPlaneCount < 1 {
@@ -82,13 +90,18 @@ refuses to create a spec that it could not update.`,
 	}
 	name.addFlag(cmd, nil) // a new name: nothing to complete
 	f := cmd.Flags()
-	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local (required; aws and gce are later issues)")
+	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local or aws (required; gce is a later issue)")
 	f.StringSliceVar(&o.Zones, "zones", nil, "zones to run in, comma-separated (required)")
 	f.IntVar(&o.ControlPlaneCount, "control-plane-count", 1, "control-plane nodes (and etcd members): 1, 3 or 5")
 	f.IntVar(&o.NodeCount, "node-count", 1, "nodes in the \"nodes\" instance group; 0 leaves the group out")
 	f.StringVar(&o.DNSZone, "dns-zone", "", "DNS zone of the cluster's records (default: the name's parent domain)")
 	f.StringVar(&o.Project, "project", "", "GCP project (gce, a later issue)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Kubernetes version (default "+model.DefaultKubernetesVersion+")")
+	f.StringVar(&o.VPC, "vpc", "", "aws: the VPC to run in, vpc-... (spec.aws.vpcID)")
+	f.StringSliceVar(&o.Subnets, "subnets", nil, "aws: one subnet per zone, their ids in the order of --zones (subnet-a,subnet-b), or ZONE=ID pairs")
+	f.StringVar(&o.InstanceProfile, "instance-profile", "", "aws: the existing IAM instance profile of every machine (default "+model.DefaultAWSInstanceProfile+")")
+	f.StringVar(&o.NodeupURL, "nodeup-url", "", "aws: where the machines download nodeup (default: the nodeup this kubeup build carries)")
+	f.StringVar(&o.NodeupSHA256, "nodeup-sha256", "", "aws: the sha256 of the nodeup --nodeup-url names (required with it, and by a development build)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the spec instead of writing it")
 	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json")
 	return cmd

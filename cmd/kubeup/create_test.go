@@ -1,0 +1,141 @@
+package main
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"kubeup.dev/kubeup/model"
+)
+
+// s3State serves an in-memory S3 with the bucket kubeup-state, points the SDK at it, and returns the store URL
+// s3://kubeup-state/clusters.
+func s3State(t *testing.T) string {
+	t.Helper()
+	mem := s3mem.New()
+	if err := mem.CreateBucket("kubeup-state"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": srv.URL, "AWS_MAX_ATTEMPTS": "1",
+	} {
+		t.Setenv(k, v)
+	}
+	return "s3://kubeup-state/clusters"
+}
+
+const (
+	testNodeupURL    = "https://downloads.example.com/kubeup/nodeup-linux-amd64"
+	testNodeupSHA256 = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+)
+
+// awsCreate is the issue's command: three zones, three control planes, the VPC and its subnets.
+func awsCreate(extra ...string) []string {
+	return append([]string{"create", "cluster", "--name", "aws.example.com", "--cloud", "aws",
+		"--zones", "us-east-1a,us-east-1b,us-east-1c", "--control-plane-count", "3", "--dns-zone", "example.com",
+		"--vpc", "vpc-0123456789abcdef0",
+		"--subnets", "subnet-0000000000000000a,subnet-0000000000000000b,subnet-0000000000000000c"}, extra...)
+}
+
+func TestCreateAWS(t *testing.T) {
+	state := s3State(t)
+	withState := func(args []string) []string { return append([]string{"--state", state}, args...) }
+
+	// A development build carries no nodeup: the spec must name one, and create says how.
+	_, _, err := kubeup(t, "", withState(awsCreate())...)
+	if err == nil || !strings.Contains(err.Error(), "spec.nodeup: required: this kubeup is a development build") ||
+		!strings.Contains(err.Error(), "--nodeup-url URL --nodeup-sha256 HEX") {
+		t.Fatalf("create without a nodeup in a development build: %v", err)
+	}
+	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "aws.example.com") {
+		t.Fatal("a refused create stored the cluster")
+	}
+
+	out := mustKubeup(t, "", withState(awsCreate("--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256))...)
+	if !strings.Contains(out, "Created cluster aws.example.com in s3://kubeup-state/clusters with 4 instance groups.") {
+		t.Errorf("create printed:\n%s", out)
+	}
+	spec := mustKubeup(t, "", "--state", state, "get", "cluster", "aws.example.com", "-o", "yaml")
+	for _, want := range []string{
+		"  aws:\n    subnets:\n    - id: subnet-0000000000000000a\n      zone: us-east-1a\n    - id: subnet-0000000000000000b\n      zone: us-east-1b\n" +
+			"    - id: subnet-0000000000000000c\n      zone: us-east-1c\n    vpcID: vpc-0123456789abcdef0\n",
+		"  configBase: s3://kubeup-state/clusters/aws.example.com\n",
+		"  nodeup:\n    sha256: " + testNodeupSHA256 + "\n    url: " + testNodeupURL + "\n",
+	} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("the stored spec lacks\n%s\nin:\n%s", want, spec)
+		}
+	}
+	full := mustKubeup(t, "", "--state", state, "get", "cluster", "aws.example.com", "--full", "-o", "yaml")
+	for _, want := range []string{"    instanceProfile: kubeup\n", "    controlPlaneInstanceProfile: kubeup\n", "    apiAccess:\n    - 0.0.0.0/0\n", "  region: us-east-1\n"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("the complete spec lacks %q:\n%s", want, full)
+		}
+	}
+	igs := mustKubeup(t, "", "--state", state, "get", "instancegroups", "--name", "aws.example.com")
+	for _, ig := range []string{"control-plane-a", "control-plane-b", "control-plane-c", "nodes"} {
+		if !strings.Contains(igs, ig) {
+			t.Errorf("get instancegroups lacks %s:\n%s", ig, igs)
+		}
+	}
+}
+
+func TestCreateAWSDryRun(t *testing.T) {
+	state := s3State(t)
+	out := mustKubeup(t, "", "--state", state, "create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", "us-east-1a,us-east-1b",
+		"--vpc", "vpc-0123456789abcdef0", "--subnets", "us-east-1b=subnet-0000000000000000b,us-east-1a=subnet-0000000000000000a",
+		"--instance-profile", "my-nodes", "--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256, "--dry-run", "-o", "yaml")
+	objs, err := model.Decode("create --dry-run", []byte(out))
+	if err != nil {
+		t.Fatalf("the dry run's spec does not decode: %v\n%s", err, out)
+	}
+	a := objs.Cluster.Spec.AWS
+	if a == nil || a.InstanceProfile != "my-nodes" || len(a.Subnets) != 2 || a.Subnets[0] != (model.AWSSubnetSpec{Zone: "us-east-1a", ID: "subnet-0000000000000000a"}) {
+		t.Errorf("spec.aws = %+v, want the instance profile and the subnets in the order of --zones", a)
+	}
+	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "aws.example.com") {
+		t.Error("a dry run stored the cluster")
+	}
+}
+
+func TestCreateAWSRefusals(t *testing.T) {
+	state := s3State(t)
+	nodeup := []string{"--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a subnet too few", append([]string{"create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", "us-east-1a,us-east-1b",
+			"--vpc", "vpc-0123456789abcdef0", "--subnets", "subnet-0000000000000000a"}, nodeup...),
+			"--subnets: 1 subnet ids for 2 zones (us-east-1a,us-east-1b): give one subnet per zone, in the order of --zones, or ZONE=ID pairs"},
+		{"not AWS's ids", append([]string{"create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", "us-east-1a",
+			"--vpc", "vpc-1", "--subnets", "sub-1"}, nodeup...),
+			"2 problems:\n  spec.aws.vpcID: \"vpc-1\" is not a VPC id"},
+		{"a nodeup url without its sha256", []string{"create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", "us-east-1a",
+			"--vpc", "vpc-0123456789abcdef0", "--subnets", "subnet-0000000000000000a", "--nodeup-url", testNodeupURL},
+			"spec.nodeup.sha256: required: the sha256 of the binary spec.nodeup.url names"},
+		{"aws flags on local", []string{"create", "cluster", "local.example.com", "--cloud", "local", "--zones", "a", "--subnets", "subnet-0000000000000000a"},
+			"--subnets is for --cloud aws, not --cloud local"},
+		{"nodeup flags on local", []string{"create", "cluster", "local.example.com", "--cloud", "local", "--zones", "a", "--nodeup-url", testNodeupURL},
+			"--nodeup-url is for the clouds whose machines fetch nodeup at boot (aws, gce), not --cloud local"},
+		{"gce is still refused", []string{"create", "cluster", "gce.example.com", "--cloud", "gce", "--zones", "europe-west1-b", "--project", "p"},
+			"--cloud gce: kubeup cannot run gce clusters yet (its provider is a later issue), so it does not create one: use --cloud local or aws"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := kubeup(t, "", append([]string{"--state", state}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

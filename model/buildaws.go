@@ -1,0 +1,192 @@
+package model
+
+import (
+	"fmt"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/awstasks"
+)
+
+// Sizes of an aws machine's root volume.
+const (
+	awsRootVolumeSizeGB = 20
+	awsRootVolumeType   = "gp3"
+)
+
+// Tags of the launch templates and Auto Scaling groups (and so of the machines).
+const (
+	// TagInstanceGroup names a machine's instance group.
+	TagInstanceGroup = "kubeup.dev/instance-group"
+	// TagNode marks the machines of a Node group, as TagControlPlane those of a ControlPlane group.
+	TagNode = "k8s.io/role/node"
+)
+
+// SecurityGroupName is the name of a role's security group: control-plane.<cluster> or nodes.<cluster>.
+func SecurityGroupName(cluster, role string) string {
+	if role == RoleControlPlane {
+		return "control-plane." + cluster
+	}
+	return "nodes." + cluster
+}
+
+// BuildAWSCloudGraph returns the cloud graph of a complete, valid spec on aws:
+//   - the user's VPC, subnets and instance profiles, checked and never changed (engine.ExistsAndValidates);
+//   - the security groups control-plane.<cluster> and nodes.<cluster>: each lets in every protocol from both
+//     groups and ssh (tcp 22) from spec.aws.sshAccess; the control plane also the API (tcp 443) from
+//     spec.aws.apiAccess;
+//   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
+//   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
+//     (UserData) runs nodeup with the group's node configuration, once that is written;
+//   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
+//     node configurations in the state store.
+func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
+	name := c.Metadata.Name
+	s := &c.Spec
+	if s.CloudProvider != CloudAWS {
+		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not aws", name, s.CloudProvider)
+	}
+	if s.AWS == nil {
+		return nil, fmt.Errorf("cluster %s: spec.aws is required", name)
+	}
+	a := s.AWS
+	g := engine.NewGraph[*awstasks.Cloud]()
+	exists := engine.WithLifecycle(engine.ExistsAndValidates)
+	owned := func(resource string, tags map[string]string) map[string]string {
+		out := map[string]string{"Name": resource, ClusterTagKey(name): TagValueOwned}
+		for k, v := range tags {
+			out[k] = v
+		}
+		return out
+	}
+
+	// The user's network and instance profiles.
+	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID}, exists)
+	subnets := map[string]*awstasks.Subnet{}
+	for _, sn := range a.Subnets {
+		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, VPC: vpc, Zone: ptr(sn.Zone)}, exists)
+	}
+	profiles := map[string]*awstasks.InstanceProfile{}
+	for _, role := range []string{RoleControlPlane, RoleNode} {
+		p := instanceProfileName(a, role)
+		if profiles[p] == nil {
+			profiles[p] = engine.Add(g, &awstasks.InstanceProfile{Name: p}, exists)
+		}
+	}
+
+	// The security groups and their rules.
+	groups := map[string]*awstasks.SecurityGroup{}
+	for _, role := range []string{RoleControlPlane, RoleNode} {
+		sg := SecurityGroupName(name, role)
+		groups[role] = engine.Add(g, &awstasks.SecurityGroup{
+			Name: sg, VPC: vpc, Description: ptr(securityGroupDescription(name, role)), Tags: owned(sg, nil),
+		})
+	}
+	short := map[string]string{RoleControlPlane: "control-plane", RoleNode: "nodes"}
+	for _, role := range []string{RoleControlPlane, RoleNode} {
+		sg := groups[role]
+		for _, from := range []string{RoleControlPlane, RoleNode} {
+			engine.Add(g, &awstasks.SecurityGroupRule{
+				Name: sg.Name + "/all-from-" + short[from], Group: sg, Protocol: "-1", SourceGroup: groups[from],
+			})
+		}
+		for _, cidr := range a.SSHAccess {
+			engine.Add(g, &awstasks.SecurityGroupRule{
+				Name: sg.Name + "/ssh-from-" + cidr, Group: sg, Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: ptr(cidr),
+			})
+		}
+	}
+	cp := groups[RoleControlPlane]
+	for _, cidr := range a.APIAccess {
+		engine.Add(g, &awstasks.SecurityGroupRule{
+			Name: cp.Name + "/https-from-" + cidr, Group: cp, Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: ptr(cidr),
+		})
+	}
+
+	// The etcd members' volumes.
+	for _, e := range s.EtcdClusters {
+		for _, m := range e.Members {
+			vol := EtcdVolumeName(name, e, m)
+			engine.Add(g, &awstasks.EBSVolume{
+				Name:       vol,
+				Zone:       ptr(m.Zone),
+				SizeGB:     m.VolumeSize,
+				VolumeType: m.VolumeType,
+				Encrypted:  m.Encrypted,
+				Tags:       owned(vol, EtcdVolumeTags(name, e, m)),
+			})
+		}
+	}
+
+	common, err := addCommonTasks(g, c, igs, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// Each instance group's launch template and Auto Scaling group.
+	for _, ig := range igs {
+		lt := LaunchTemplateName(name, ig.Metadata.Name)
+		roleTag := TagNode
+		if ig.Spec.Role == RoleControlPlane {
+			roleTag = TagControlPlane
+		}
+		tags := owned(lt, map[string]string{TagInstanceGroup: ig.Metadata.Name, roleTag: "1"})
+		conf := common.nodeConfigs[ig.Metadata.Name]
+		ks := common.keystore
+		template := engine.Add(g, &awstasks.LaunchTemplate{
+			Name:             lt,
+			Image:            ptr(ig.Spec.Image),
+			InstanceType:     ptr(ig.Spec.MachineType),
+			InstanceProfile:  profiles[instanceProfileName(a, ig.Spec.Role)],
+			SecurityGroups:   []*awstasks.SecurityGroup{groups[ig.Spec.Role]},
+			RootVolumeSizeGB: ptr(int32(awsRootVolumeSizeGB)),
+			RootVolumeType:   ptr(awsRootVolumeType),
+			Tags:             tags,
+			// The user data pins the machines to the configuration the same maker writes (conf): made once the
+			// keystore's keypairs are found or issued, as conf's is.
+			MakeUserData: func() (string, error) {
+				obj, _, err := nodeConfigObject(c, ig, ks.issued())
+				if err != nil {
+					return "", err
+				}
+				sum, err := NodeConfigObjectSHA256(NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+				if err != nil {
+					return "", err
+				}
+				return UserData(c, ig, sum)
+			},
+			After: []engine.Task{conf},
+		})
+		var zones []*awstasks.Subnet
+		for _, z := range ig.Spec.Zones {
+			sn := subnets[z]
+			if sn == nil {
+				return nil, fmt.Errorf("instance group %s: zone %s has no subnet in spec.aws.subnets", ig.Metadata.Name, z)
+			}
+			zones = append(zones, sn)
+		}
+		engine.Add(g, &awstasks.AutoScalingGroup{
+			Name:           lt,
+			MinSize:        ig.Spec.MinSize,
+			MaxSize:        ig.Spec.MaxSize,
+			Subnets:        zones,
+			LaunchTemplate: template,
+			Tags:           tags,
+		})
+	}
+	return g, nil
+}
+
+// instanceProfileName is the instance profile of a role's machines.
+func instanceProfileName(a *AWSSpec, role string) string {
+	if role == RoleControlPlane && a.ControlPlaneInstanceProfile != "" {
+		return a.ControlPlaneInstanceProfile
+	}
+	return a.InstanceProfile
+}
+
+func securityGroupDescription(cluster, role string) string {
+	if role == RoleControlPlane {
+		return "kubeup: the control plane of cluster " + cluster
+	}
+	return "kubeup: the nodes of cluster " + cluster
+}

@@ -1,0 +1,254 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/tasks/awstasks"
+	"kubeup.dev/kubeup/tasks/storetasks"
+)
+
+// awsGraph is the cloud graph of the test's aws cluster with controlPlanes control planes; edit changes its user
+// spec first.
+func awsGraph(t *testing.T, controlPlanes int, edit func(c *Cluster)) (*Cluster, []*InstanceGroup, *engine.Graph[*awstasks.Cloud]) {
+	t.Helper()
+	c, igs := userSpec(t, CloudAWS, controlPlanes)
+	if edit != nil {
+		edit(c)
+	}
+	c, igs = Complete(c, igs)
+	if err := Validate("test", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	g, err := BuildAWSCloudGraph(c, igs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(engine.Apply); err != nil {
+		t.Fatal(err)
+	}
+	return c, igs, g
+}
+
+// awsFields renders the fields of the graph's aws tasks that the model sets, one task a paragraph, sorted by key:
+// what the cloud is asked for.
+func awsFields(t *testing.T, g *engine.Graph[*awstasks.Cloud]) []byte {
+	t.Helper()
+	str := func(p *string) string {
+		if p == nil {
+			return "nil"
+		}
+		return *p
+	}
+	num := func(p *int32) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*p)
+	}
+	tags := func(m map[string]string) string {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, k+"="+m[k])
+		}
+		return strings.Join(kv, " ")
+	}
+	var out []string
+	for _, task := range g.Tasks() {
+		var f []string
+		switch x := task.(type) {
+		case *awstasks.VPC:
+			f = []string{"id " + x.ID}
+		case *awstasks.Subnet:
+			f = []string{"vpc " + x.VPC.ID, "zone " + str(x.Zone)}
+		case *awstasks.InstanceProfile:
+			f = []string{"name " + x.Name}
+		case *awstasks.SecurityGroup:
+			f = []string{"vpc " + x.VPC.ID, "description " + str(x.Description), "tags " + tags(x.Tags)}
+		case *awstasks.SecurityGroupRule:
+			src := "cidr " + str(x.CIDR)
+			if x.SourceGroup != nil {
+				src = "source group " + x.SourceGroup.Name
+			}
+			f = []string{"group " + x.Group.Name, fmt.Sprintf("protocol %s ports %d-%d", x.Protocol, x.FromPort, x.ToPort), src}
+		case *awstasks.EBSVolume:
+			f = []string{"zone " + str(x.Zone), "size " + num(x.SizeGB) + " type " + str(x.VolumeType),
+				fmt.Sprintf("encrypted %v iops %s throughput %s kms %s", *x.Encrypted, num(x.IOPS), num(x.Throughput), str(x.KMSKeyID)),
+				"tags " + tags(x.Tags)}
+		case *awstasks.LaunchTemplate:
+			var sgs []string
+			for _, sg := range x.SecurityGroups {
+				sgs = append(sgs, sg.Name)
+			}
+			var after []string
+			for _, a := range x.After {
+				after = append(after, a.Key().String())
+			}
+			f = []string{"image " + str(x.Image) + " instance type " + str(x.InstanceType),
+				"instance profile " + x.InstanceProfile.Name, "security groups " + strings.Join(sgs, " "),
+				"root volume " + num(x.RootVolumeSizeGB) + " " + str(x.RootVolumeType), "tags " + tags(x.Tags),
+				fmt.Sprintf("user data made after %s", strings.Join(after, " "))}
+		case *awstasks.AutoScalingGroup:
+			var sns []string
+			for _, sn := range x.Subnets {
+				sns = append(sns, sn.ID+" ("+*sn.Zone+")")
+			}
+			f = []string{"size " + num(x.MinSize) + "-" + num(x.MaxSize), "subnets " + strings.Join(sns, " "),
+				"launch template " + x.LaunchTemplate.Name, "tags " + tags(x.Tags)}
+		default:
+			continue // the tasks every cloud's graph holds: their golden is the local graph's
+		}
+		out = append(out, task.Key().String()+"\n    "+strings.Join(f, "\n    "))
+	}
+	slices.Sort(out)
+	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+func TestBuildAWSCloudGraph(t *testing.T) {
+	for _, controlPlanes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
+			_, igs, g := awsGraph(t, controlPlanes, nil)
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d-fields.golden", controlPlanes), awsFields(t, g))
+
+			count := map[string]int{}
+			for _, task := range g.Tasks() {
+				count[task.Key().Type]++
+			}
+			want := map[string]int{
+				"EBSVolume": 2 * controlPlanes, "LaunchTemplate": len(igs), "AutoScalingGroup": len(igs),
+				"SecurityGroup": 2, "SecurityGroupRule": 5, "VPC": 1, "Subnet": 3, "InstanceProfile": 1,
+			}
+			for typ, n := range want {
+				if count[typ] != n {
+					t.Errorf("%d %s tasks, want %d", count[typ], typ, n)
+				}
+			}
+		})
+	}
+}
+
+// TestBuildAWSCloudGraphAccess: who may reach the API and ssh, and a control-plane instance profile of its own.
+func TestBuildAWSCloudGraphAccess(t *testing.T) {
+	_, _, g := awsGraph(t, 1, func(c *Cluster) {
+		c.Spec.AWS.APIAccess = []string{"203.0.113.0/24", "198.51.100.7/32"}
+		c.Spec.AWS.SSHAccess = []string{"192.0.2.0/24"}
+		c.Spec.AWS.ControlPlaneInstanceProfile = "kubeup-control-plane"
+	})
+	var rules []string
+	for _, task := range g.Tasks() {
+		if r, ok := task.(*awstasks.SecurityGroupRule); ok && r.CIDR != nil {
+			rules = append(rules, fmt.Sprintf("%s %s %d %s", r.Group.Name, r.Protocol, r.FromPort, *r.CIDR))
+		}
+	}
+	slices.Sort(rules)
+	want := []string{
+		"control-plane.demo.example.com tcp 22 192.0.2.0/24",
+		"control-plane.demo.example.com tcp 443 198.51.100.7/32",
+		"control-plane.demo.example.com tcp 443 203.0.113.0/24",
+		"nodes.demo.example.com tcp 22 192.0.2.0/24",
+	}
+	if !slices.Equal(rules, want) {
+		t.Errorf("rules with a CIDR:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(want, "\n"))
+	}
+	profile := func(lt string) string {
+		task, ok := g.Lookup(engine.Key{Type: "LaunchTemplate", Name: lt})
+		if !ok {
+			t.Fatalf("no launch template %s", lt)
+		}
+		return task.(*awstasks.LaunchTemplate).InstanceProfile.Name
+	}
+	if cp, n := profile("control-plane-a.demo.example.com"), profile("nodes.demo.example.com"); cp != "kubeup-control-plane" || n != "kubeup" {
+		t.Errorf("instance profiles: control plane %s, nodes %s; want kubeup-control-plane and kubeup", cp, n)
+	}
+	for _, p := range []string{"kubeup", "kubeup-control-plane"} {
+		if _, ok := g.Lookup(engine.Key{Type: "InstanceProfile", Name: p}); !ok {
+			t.Errorf("no InstanceProfile/%s", p)
+		}
+	}
+}
+
+func TestBuildAWSCloudGraphRefusesOtherClouds(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	if _, err := BuildAWSCloudGraph(c, igs); err == nil {
+		t.Error("BuildAWSCloudGraph accepted a local cluster")
+	}
+}
+
+var confSHA256Line = regexp.MustCompile(`(?m)^CONF_SHA256='([0-9a-f]{64})'$`)
+
+// TestAWSUserData checks that each launch template's user data pins its machines to the node configuration the
+// graph writes for the group (made by the same maker, from the same keystore), and pins the script itself.
+func TestAWSUserData(t *testing.T) {
+	_, igs, g := awsGraph(t, 3, nil)
+	for _, ig := range igs {
+		task, _ := g.Lookup(engine.Key{Type: "LaunchTemplate", Name: ig.Metadata.Name + ".demo.example.com"})
+		lt := task.(*awstasks.LaunchTemplate)
+		if lt.UserData != nil {
+			t.Errorf("%s: user data set before the graph runs", lt.Name)
+		}
+		if err := lt.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		conf, ok := g.Lookup(engine.Key{Type: "StoreFile", Name: NodeConfigPath("demo.example.com", ig.Metadata.Name)})
+		if !ok {
+			t.Fatalf("no node configuration of %s", ig.Metadata.Name)
+		}
+		obj, _, err := conf.(*storetasks.SecretFile[*awstasks.Cloud]).Make()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := confSHA256Line.FindStringSubmatch(*lt.UserData)
+		if m == nil || m[1] != want {
+			t.Errorf("%s: user data pins %v, want the configuration's sha256 %s:\n%s", lt.Name, m, want, *lt.UserData)
+		}
+		if !strings.Contains(*lt.UserData, "CONF='s3://kubeup-state/demo.example.com/nodeup/"+ig.Metadata.Name+"'\n") {
+			t.Errorf("%s: user data does not read s3://kubeup-state/demo.example.com/nodeup/%s:\n%s", lt.Name, ig.Metadata.Name, *lt.UserData)
+		}
+	}
+}
+
+func TestUserDataGolden(t *testing.T) {
+	c, igs := completeSpec(t, CloudAWS, 3)
+	ud, err := UserData(c, findInstanceGroup(igs, "control-plane-b"), strings.Repeat("c0", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "testdata/userdata-control-plane-b.golden", []byte(ud))
+	if len(ud) > 16<<10 {
+		t.Errorf("user data is %d bytes: EC2 takes 16 KiB", len(ud))
+	}
+
+	if _, err := UserData(c, igs[0], "not a sha256"); err == nil {
+		t.Error("UserData took a configuration sha256 that is not one")
+	}
+	c.Spec.ConfigBase = "s3://kubeup-state/other.example.com"
+	if _, err := UserData(c, igs[0], strings.Repeat("c0", 32)); err == nil || !strings.Contains(err.Error(), "is not <state store>/demo.example.com") {
+		t.Errorf("UserData with a configBase of another name: %v", err)
+	}
+}
+
+func TestNodeConfigURL(t *testing.T) {
+	c, _ := completeSpec(t, CloudAWS, 1)
+	for base, want := range map[string]string{
+		"s3://kubeup-state/demo.example.com":           "s3://kubeup-state/demo.example.com/nodeup/nodes",
+		"s3://kubeup-state/clusters/demo.example.com/": "s3://kubeup-state/clusters/demo.example.com/nodeup/nodes",
+		"s3://kubeup-state/demo.example.com.old":       "",
+	} {
+		c.Spec.ConfigBase = base
+		got, err := NodeConfigURL(c, "nodes")
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("NodeConfigURL with configBase %s = %q, %v; want %q", base, got, err, want)
+		}
+	}
+}
