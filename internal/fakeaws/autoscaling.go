@@ -3,6 +3,7 @@ package fakeaws
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -400,7 +401,8 @@ func (s *Server) launchInGroup(g *asGroup, subnetID string) bool {
 	if !ok {
 		return false
 	}
-	tags := map[string]string{"aws:autoscaling:groupName": g.name}
+	tags := map[string]string{"aws:autoscaling:groupName": g.name, "aws:ec2launchtemplate:id": t.id,
+		"aws:ec2launchtemplate:version": strconv.FormatInt(v.number, 10)}
 	for k, tg := range g.tags {
 		if tg.propagate {
 			tags[k] = tg.value

@@ -66,7 +66,8 @@ func TestAutoScalingGroups(t *testing.T) {
 	for _, r := range out.Reservations {
 		i := r.Instances[0]
 		tags := tagMap(i.Tags)
-		if tags["cluster"] != "c" || tags["aws:autoscaling:groupName"] != "control-plane.c" || tags["from-template"] != "yes" || tags["only-group"] != "" {
+		if tags["cluster"] != "c" || tags["aws:autoscaling:groupName"] != "control-plane.c" || tags["from-template"] != "yes" || tags["only-group"] != "" ||
+			tags["aws:ec2launchtemplate:id"] != lt || tags["aws:ec2launchtemplate:version"] != "1" {
 			t.Errorf("instance %s tags %v", aws.ToString(i.InstanceId), tags)
 		}
 		if !strings.HasPrefix(aws.ToString(i.PrivateIpAddress), "10.0.") || !strings.HasPrefix(aws.ToString(i.PublicIpAddress), "203.0.113.") ||

@@ -3,9 +3,11 @@ package fakeaws
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -323,6 +325,7 @@ func (s *Server) runInstances(region string, form url.Values) (any, error) {
 		return prev, err
 	}
 	var d ltData
+	var fromTemplate map[string]string // the tags of an instance launched from a template
 	if hasUnder(form, "LaunchTemplate") {
 		t, err := s.templateByIDOrName(region, form.Get("LaunchTemplate.LaunchTemplateId"), form.Get("LaunchTemplate.LaunchTemplateName"))
 		if err != nil {
@@ -333,6 +336,7 @@ func (s *Server) runInstances(region string, form url.Values) (any, error) {
 			return nil, err
 		}
 		d = v.data
+		fromTemplate = map[string]string{"aws:ec2launchtemplate:id": t.id, "aws:ec2launchtemplate:version": strconv.FormatInt(v.number, 10)}
 	}
 	// RunInstances' parameters are named as the launch template data's, at the top.
 	top := url.Values{}
@@ -369,7 +373,10 @@ func (s *Server) runInstances(region string, form url.Values) (any, error) {
 	var xs []instanceXML
 	var res string
 	for range n {
-		i, err := s.launch(region, sn, d, specs["instance"])
+		tags := map[string]string{}
+		maps.Copy(tags, specs["instance"])
+		maps.Copy(tags, fromTemplate)
+		i, err := s.launch(region, sn, d, tags)
 		if err != nil {
 			return nil, err
 		}
