@@ -93,12 +93,15 @@ func parseConf(raw string) (*confSource, error) {
 // LoadConfig reads the node configuration conf names (a path, file:///abs/path, s3:// or gs:// URL), verifies it
 // against the sha256 on its first line (reading again for up to o.ConfigWait a copy that does not match yet),
 // decodes and validates it: what nodeup does before it changes anything. protokube reads its configuration with
-// it, so that both read the same object with the same checks. Of o, only Err, Logger, ConfigWait and
+// it, so that both read the same object with the same checks. Of o, only ConfSHA256, Err, Logger, ConfigWait and
 // ConfigPollInterval are used.
 func LoadConfig(ctx context.Context, conf string, o Options) (*model.NodeConfig, error) {
 	o.defaults()
 	src, err := parseConf(conf)
 	if err != nil {
+		return nil, err
+	}
+	if err := o.checkConfSHA256(); err != nil {
 		return nil, err
 	}
 	return src.load(ctx, &o)
@@ -120,6 +123,9 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 		var sumErr *model.NodeConfigSumError
 		switch {
 		case err == nil:
+			if err := o.pinned(src, data); err != nil {
+				return nil, err
+			}
 			return nc, nil
 		case !errors.As(err, &sumErr):
 			// The object is whole (or not one of ours at all): reading it again will not help.
@@ -140,6 +146,38 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 		case <-time.After(o.ConfigPollInterval):
 		}
 	}
+}
+
+// checkConfSHA256 checks --conf-sha256: empty, or a sha256 in hex (taken in either case).
+func (o *Options) checkConfSHA256() error {
+	if o.ConfSHA256 == "" {
+		return nil
+	}
+	sum := strings.ToLower(strings.TrimSpace(o.ConfSHA256))
+	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+		return configErrorf("--conf-sha256 %q: want the sha256 of the node configuration, 64 hex digits (the first line of the stored object: # sha256:<hex>)", o.ConfSHA256)
+	}
+	o.ConfSHA256 = sum
+	return nil
+}
+
+// pinned refuses a whole, verified configuration whose sha256 is not o.ConfSHA256 (when set): the machine was
+// launched for another one.
+func (o *Options) pinned(src *confSource, data []byte) error {
+	if o.ConfSHA256 == "" {
+		return nil
+	}
+	sum, err := model.NodeConfigObjectSHA256(src.name, data)
+	if err != nil {
+		return &ConfigError{Err: err}
+	}
+	if sum == o.ConfSHA256 {
+		return nil
+	}
+	return configErrorf("node configuration %s is %s (the sha256 on its first line), but this machine was launched for %s (--conf-sha256): "+
+		"the configuration was written after the machine's launch template, whose user data names the configuration it was made with. "+
+		"Nothing was changed. Run `kubeup update cluster --yes` (it writes the group's launch template after its configuration), "+
+		"then replace this machine: roll the instance group", src.name, sum, o.ConfSHA256)
 }
 
 // shortDuration prints 2m rather than 2m0s.

@@ -23,6 +23,12 @@ type Options struct {
 	// Conf is the node configuration: a path, file:///abs/path, s3://bucket/key or gs://bucket/key. It carries
 	// its sha256 on its first line (model.NodeConfig.Encode).
 	Conf string
+	// ConfSHA256, when set, is the sha256 (hex) the configuration must state on its first line: the one this
+	// machine was launched for (its user data names it). Another configuration is refused, changing nothing:
+	// the machine's launch template is older than the configuration in the store. The pin is for this run, the
+	// machine's first boot: the unit InstallSystemdUnit installs does not carry it, so that a later boot
+	// converges the machine to the configuration in the store, as every other.
+	ConfSHA256 string
 	// Root is the node's filesystem root ("/" when empty). A root that does not exist is created by an apply; a
 	// dry run plans as for an empty tree.
 	Root string
@@ -65,6 +71,9 @@ func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	src, err := parseConf(o.Conf)
 	if err != nil {
+		return err
+	}
+	if err := o.checkConfSHA256(); err != nil {
 		return err
 	}
 	root, err := filepath.Abs(o.Root)

@@ -19,7 +19,8 @@ const (
 
 // addSelfUnit adds to g the tasks that make nodeup run at every boot: the running binary copied to
 // InstalledBinary, and the oneshot unit that runs it with the same configuration. The unit is enabled but not
-// started: this run is converging the node already.
+// started: this run is converging the node already. It is not pinned to a configuration's sha256 (--conf-sha256
+// is the first boot's): a later boot converges the node to the configuration in the store.
 func addSelfUnit(g *engine.Graph[*nodetasks.Node], executable, sha, conf string, retries int) {
 	engine.Add(g, &Executable{Path: InstalledBinary, Source: executable, SHA256: sha, Mode: ptr(os.FileMode(0o755))})
 	engine.Add(g, &nodetasks.SystemdService{

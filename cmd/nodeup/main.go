@@ -44,7 +44,7 @@ func newRootCommand() *cobra.Command {
 		verbose bool
 	)
 	root := &cobra.Command{
-		Use:   "nodeup --conf PATH|URL [--dryrun] [--root DIR] [--retries N] [--install-systemd-unit]",
+		Use:   "nodeup --conf PATH|URL [--conf-sha256 HEX] [--dryrun] [--root DIR] [--retries N] [--install-systemd-unit]",
 		Short: "Converge a node at boot: files, static-pod manifests, systemd units",
 		Long: `nodeup runs on every node at boot: it loads the node's configuration (written by
 ` + "`kubeup update cluster --yes`" + ` to <state store>/<cluster>/nodeup/<instance group>), verifies it against the
@@ -53,8 +53,13 @@ manifests and, on the control plane, protokube. Only what differs is changed; a 
 runs changed. Nothing is changed when the configuration is missing or invalid; one that does not match its sha256
 (a copy still being written) is read again for up to 2m before it is refused.
 
+--conf-sha256 pins the machine to one configuration: the one its launch template's user data names. Another
+one in the store (written after the launch template) is refused, changing nothing: run
+` + "`kubeup update cluster --yes`" + `, then replace the machine. The pin is the first boot's: the unit
+--install-systemd-unit installs runs nodeup without it at every later boot.
+
 --dryrun prints what would change and changes nothing. Results go to stdout, logs to stderr.`,
-		Example: `  nodeup --conf=s3://state/demo.example.com/nodeup/control-plane-a --install-systemd-unit
+		Example: `  nodeup --conf=s3://state/demo.example.com/nodeup/control-plane-a --conf-sha256=HEX --install-systemd-unit
   nodeup --conf=/var/lib/kubeup/nodeup.conf --root=/tmp/n --dryrun`,
 		Args:              cobra.NoArgs,
 		SilenceUsage:      true,
@@ -72,6 +77,7 @@ runs changed. Nothing is changed when the configuration is missing or invalid; o
 	}
 	f := root.Flags()
 	f.StringVar(&o.Conf, "conf", "", "the node configuration: a path, file:///path, s3://bucket/key or gs://bucket/key; one object, its first line \"# sha256:<hex of the rest>\"")
+	f.StringVar(&o.ConfSHA256, "conf-sha256", "", "refuse, changing nothing, a configuration whose sha256 (its first line's) is not this one: the one the machine was launched for (its user data names it)")
 	f.BoolVar(&o.DryRun, "dryrun", false, "print what would change; change nothing")
 	f.StringVar(&o.Root, "root", "/", "the node's filesystem root: converge this directory tree instead of /")
 	f.IntVar(&o.Retries, "retries", 0, "retry a failed run up to N times, with backoff (-1: until it succeeds); a bad configuration is never retried (one still being copied is waited for, whatever N)")

@@ -45,6 +45,9 @@ func TestRun(t *testing.T) {
 	partial := filepath.Join(filepath.Dir(conf), "partial")
 	os.WriteFile(partial, data[:len(data)/2], 0o600)
 
+	sum := strings.TrimPrefix(first, "# sha256:")
+	other := strings.Repeat("ab", 32)
+
 	tests := []struct {
 		name       string
 		args       []string // "ROOT" is replaced by a fresh directory
@@ -70,6 +73,20 @@ func TestRun(t *testing.T) {
 			wantCode: 1, wantErr: "which cannot see --conf " + conf, wantNoOut: true, wantNoRoot: true,
 		},
 		{name: "apply", args: []string{"--conf", conf, "--root", "ROOT", "--retries", "2"}, wantOut: "Applied 9 change(s):\n", wantErr: "level=INFO"},
+		{
+			name: "pinned to its configuration", args: []string{"--conf", conf, "--conf-sha256", sum, "--root", "ROOT", "--dryrun"},
+			wantOut: "SystemdService/kubelet.service", wantNoRoot: true,
+		},
+		{
+			name: "pinned to another configuration", args: []string{"--conf", conf, "--conf-sha256=" + other, "--root", "ROOT", "--retries", "-1"},
+			wantCode: 1, wantErr: "Error: node configuration " + conf + " is " + sum + " (the sha256 on its first line), but this machine was launched for " + other + " (--conf-sha256)",
+			wantNoOut: true, wantNoRoot: true,
+		},
+		{
+			name: "bad --conf-sha256", args: []string{"--conf", conf, "--conf-sha256", "sha256:" + sum, "--root", "ROOT"},
+			wantCode: 1, wantErr: `Error: --conf-sha256 "sha256:` + sum + `": want the sha256 of the node configuration, 64 hex digits`,
+			wantNoOut: true, wantNoRoot: true,
+		},
 		{
 			name: "missing", args: []string{"--conf", conf + "-missing", "--root", "ROOT"},
 			wantCode: 1, wantErr: "Error: node configuration " + conf + "-missing does not exist", wantNoOut: true, wantNoRoot: true,
