@@ -88,5 +88,3 @@ func mutatingCalls(calls map[string]int) map[string]int {
 	}
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }
