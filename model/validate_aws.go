@@ -31,6 +31,9 @@ var (
 // <group>.<cluster>.
 const maxLaunchTemplateName = 128
 
+// maxAWSTagValue is the longest tag value AWS takes.
+const maxAWSTagValue = 256
+
 // LaunchTemplateName is the name of an instance group's launch template and Auto Scaling group on aws:
 // <group>.<cluster>.
 func LaunchTemplateName(cluster, ig string) string { return ig + "." + cluster }
@@ -98,6 +101,15 @@ func validateAWS(ps *problems, s *ClusterSpec) {
 	}
 	validateCIDRList(ps, p+".apiAccess", a.APIAccess)
 	validateCIDRList(ps, p+".sshAccess", a.SSHAccess)
+	// Each etcd volume's tag names every member of its cluster: the value must fit AWS's limit.
+	for i, e := range s.EtcdClusters {
+		for j, m := range e.Members {
+			if v := EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]; len(v) > maxAWSTagValue {
+				ps.add(index(index("spec.etcdClusters", i)+".members", j)+".name", "the member's volume tag %s=%q would be %d characters, more than the %d AWS takes: use shorter member names",
+					EtcdTagKey(e.Name), shorten(v), len(v), maxAWSTagValue)
+			}
+		}
+	}
 }
 
 // validateCIDRList checks a list of IPv4 CIDRs a security group lets in: each valid, without host bits, once.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -254,4 +255,20 @@ func TestCompleteAWSAndNodeup(t *testing.T) {
 	if full, _ := Complete(c, igs); full.Spec.AWS.ControlPlaneInstanceProfile != "control-plane" || full.Spec.AWS.InstanceProfile != "kubeup" {
 		t.Errorf("instance profiles %q and %q, want kubeup and control-plane", full.Spec.AWS.InstanceProfile, full.Spec.AWS.ControlPlaneInstanceProfile)
 	}
+}
+
+// TestValidateAWSEtcdTagValue: each etcd volume's tag value names every member of its cluster, and AWS takes 256
+// characters.
+func TestValidateAWSEtcdTagValue(t *testing.T) {
+	c, igs := userSpec(t, CloudAWS, 5)
+	c, igs = Complete(c, igs)
+	for i := range c.Spec.EtcdClusters[0].Members {
+		c.Spec.EtcdClusters[0].Members[i].Name = strings.Repeat(string(rune('a'+i)), 63)
+	}
+	var want []wantProblem
+	for i := range 5 {
+		want = append(want, wantProblem{fmt.Sprintf("spec.etcdClusters[0].members[%d].name", i),
+			"would be 383 characters, more than the 256 AWS takes: use shorter member names$"})
+	}
+	matchProblems(t, want, problemsOf(t, Validate("test", c, igs)))
 }
