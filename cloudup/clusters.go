@@ -342,7 +342,7 @@ func refuseComplete(source string, c *model.Cluster, igs []*model.InstanceGroup)
 // update.
 func checkProvider(source string, c *model.Cluster) error {
 	switch p := c.Spec.CloudProvider; p {
-	case model.CloudAWS, model.CloudGCE:
+	case model.CloudGCE:
 		return fmt.Errorf("%s: spec.cloudProvider: kubeup cannot run %s clusters yet (its provider is a later issue): use cloudProvider local", source, p)
 	}
 	return nil

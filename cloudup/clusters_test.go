@@ -417,13 +417,13 @@ func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
 	}
 }
 
-// TestDeleteOfAClusterNeverApplied deletes an aws cluster's spec: kubeup cannot update aws clusters yet (nor
+// TestDeleteOfAClusterNeverApplied deletes a gce cluster's spec: kubeup cannot update gce clusters yet (nor
 // create them: the spec is written as a newer kubeup would), so it owns nothing in the cloud, and its state must
 // not be stuck in the store.
 func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	ctx := context.Background()
 	cs := openStore(t, "file://"+t.TempDir())
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudAWS, Zones: []string{"us-east-1a"}})
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Zones: []string{"europe-west1-b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,19 +455,19 @@ func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	if err := cs.Store.WriteFile(ctx, model.CompletedSpecPath(demo), []byte("applied")); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err == nil || !strings.Contains(err.Error(), "cannot delete aws resources yet") {
-		t.Errorf("delete of an applied aws cluster: %v, want it refused", err)
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err == nil || !strings.Contains(err.Error(), "cannot delete gce resources yet") {
+		t.Errorf("delete of an applied gce cluster: %v, want it refused", err)
 	}
 	if _, err := cs.Get(ctx, demo); err != nil {
 		t.Errorf("the refused delete removed the cluster: %v", err)
 	}
 }
 
-// TestCreateRefusesProvidersNotYetThere: an aws or gce cluster could be stored but never updated; it is refused
+// TestCreateRefusesProvidersNotYetThere: a gce cluster could be stored but never updated; it is refused
 // when it would be written, by create and by replace, and nothing is written.
 func TestCreateRefusesProvidersNotYetThere(t *testing.T) {
 	ctx := context.Background()
-	for _, cloud := range []struct{ name, zone string }{{model.CloudAWS, "us-east-1a"}, {model.CloudGCE, "europe-west1-b"}} {
+	for _, cloud := range []struct{ name, zone string }{{model.CloudGCE, "europe-west1-b"}} {
 		t.Run(cloud.name, func(t *testing.T) {
 			cs := openStore(t, "file://"+t.TempDir())
 			c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: cloud.name, Zones: []string{cloud.zone}, Project: "p"})

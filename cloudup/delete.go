@@ -100,6 +100,24 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 			removeEmptyDirs(dirs...)
 			return nil
 		}
+	case c.Spec.CloudProvider == model.CloudAWS:
+		cloud, err := openAWS(ctx, c, cs)
+		if err != nil {
+			return err
+		}
+		// The DNS records of another cluster named under this one are that cluster's.
+		others, err := cs.List(ctx)
+		if err != nil {
+			return err
+		}
+		if cloudKeys, err = cloud.DeleteOwned(ctx, others, false); err != nil {
+			return err
+		}
+		cleanup = func() error {
+			cloud.NewRun()
+			_, err := cloud.DeleteOwned(ctx, others, true)
+			return err
+		}
 	default:
 		// kubeup cannot update such a cluster yet, so a cluster it never applied (no complete spec in the store)
 		// owns nothing in the cloud: its state alone is deleted. One that was applied, by a kubeup that could,

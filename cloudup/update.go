@@ -13,6 +13,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
@@ -69,6 +70,13 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 		}
 		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
 		return update(ctx, cs, stored, cloud, build, o)
+	case model.CloudAWS:
+		cloud, err := openAWS(ctx, c, cs)
+		if err != nil {
+			return nil, err
+		}
+		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
+		return update(ctx, cs, stored, cloud, build, o)
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot update %s clusters yet (its provider is a later issue); the spec is stored and valid, and the local provider works today",
 			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
@@ -86,6 +94,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		return nil, err
 	}
 	opts := engine.Options{Target: engine.DryRun, Logger: o.Logger, Progress: o.Progress}
+	newRun(world)
 	res, err := engine.Run(ctx, g, world, opts)
 	if err != nil {
 		return nil, err
@@ -106,6 +115,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		return nil, err
 	}
 	opts.Target = engine.Apply
+	newRun(world)
 	applied, err := engine.Run(ctx, g, world, opts)
 	if err != nil {
 		var re *engine.RunError
@@ -124,6 +134,14 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 	}
 	fmt.Fprintln(o.Out, "Cluster is up to date: `kubeup update cluster "+name+"` now reports no changes.")
 	return applied.Plan, nil
+}
+
+// newRun tells a world that batches its reads (one Describe per resource type feeds every task's Find) that a
+// run begins: what it read for the last one is stale.
+func newRun(world any) {
+	if w, ok := world.(interface{ NewRun() }); ok {
+		w.NewRun()
+	}
 }
 
 // explainConflict says what to do when a task found the cloud changed by someone else between its dry run and
