@@ -21,6 +21,7 @@ import (
 // no change, no mutating call and at most one Describe per resource type, then delete, which leaves nothing
 // tagged for the cluster and keeps the VPC and subnets.
 func TestCreateUpdateNoChangesDelete(t *testing.T) {
+	t.Parallel()
 	a := newAccount(t, true)
 	a.createCluster(cluster)
 	out := a.mustKubeup("update", "cluster", cluster, "--yes")
@@ -84,6 +85,7 @@ func TestCreateUpdateNoChangesDelete(t *testing.T) {
 // TestUpdateConvergesThroughThrottling: with 30% of calls throttled, new volumes invisible for a while and
 // attachments slow, update --yes still converges, with exactly 6 volumes.
 func TestUpdateConvergesThroughThrottling(t *testing.T) {
+	t.Parallel()
 	a := newAccount(t, false)
 	a.createCluster(cluster)
 	const invisible = 3
@@ -111,6 +113,7 @@ func TestUpdateConvergesThroughThrottling(t *testing.T) {
 // TestKilledUpdatesNeverDuplicate kills `kubeup update cluster --yes` with SIGKILL at random points, 20 times,
 // running it again each time: the cloud never holds a second volume, template or group of one name.
 func TestKilledUpdatesNeverDuplicate(t *testing.T) {
+	t.Parallel()
 	// A little latency, so that an update lasts long enough for the kills to land inside it; new volumes
 	// invisible for a while, so that a killed create is found again only by its client token.
 	faults := fakeaws.Faults{LatencyMillis: 5, VolumeInvisibleCalls: 2}

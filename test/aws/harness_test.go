@@ -80,8 +80,27 @@ func (a *account) setUpWithSDK(cfg aws.Config) {
 	}
 }
 
-// kubeupBinary is built once per test binary.
+// kubeupBinary is built once, by TestMain.
 var kubeupBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kubeup-aws-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kubeupBinary = filepath.Join(dir, "kubeup")
+	build := exec.Command("go", "build", "-o", kubeupBinary, "kubeup.dev/kubeup/cmd/kubeup")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build kubeup: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // newAccount returns a new fake account with the state bucket, a VPC, a subnet per zone, the instance profile
 // "kubeup" and the hosted zone example.com: made by the AWS CLI withCLI, else through the SDK (the CLI takes
@@ -92,22 +111,6 @@ func newAccount(t testing.TB, withCLI bool) *account {
 	if _, err := os.Stat(cli); err != nil {
 		if cli, err = exec.LookPath("aws"); err != nil {
 			e2e.CannotRun(t, "the AWS CLI is not installed (the Makefile installs Debian's awscli): it is the referee of the fake AWS")
-		}
-	}
-	if kubeupBinary == "" {
-		kubeupBinary = filepath.Join(e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup"), "kubeup")
-		// BuildBinaries' directory belongs to the first test: copy the binary somewhere that outlives it.
-		dir, err := os.MkdirTemp("", "kubeup-aws-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(kubeupBinary)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kubeupBinary = filepath.Join(dir, "kubeup")
-		if err := os.WriteFile(kubeupBinary, data, 0o755); err != nil {
-			t.Fatal(err)
 		}
 	}
 	fake := fakeaws.New()
