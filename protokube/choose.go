@@ -2,6 +2,7 @@ package protokube
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -17,29 +18,38 @@ type memberVolume struct {
 }
 
 // choice is what a round found and decided: for each etcd cluster, the member volume this node holds or claims
-// (absent: none), and every member volume of the cluster in this zone with its holder.
+// (absent: none), every member volume of the cluster in this zone with its holder, and the holders of member
+// volumes in every zone (the API's names point at them all).
 type choice struct {
 	mine     map[string]memberVolume // by etcd cluster name
 	all      []memberVolume
-	problems []string // what the operator should know: logged every round, never acted on
+	holders  map[string]volumetasks.Holder // by node id, every zone's
+	problems []string                      // what the operator should know: logged every round, never acted on
 }
 
 // choose decides which member volume of each etcd cluster this node holds: the one it holds already, else the
 // first free one of its zone (by ID), else none. A node never claims a second member volume of one etcd cluster:
 // when it holds several already (which kubeup never does), it keeps the first and says so, leaving the others
-// as they are for the operator. A volume whose tag names no member of the spec is left alone, and said.
+// as they are for the operator. A volume whose tag names no member of the spec is left alone, and said. The
+// member volumes of other zones are never claimed; their holders are the API's too.
 func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *choice {
-	ch := &choice{mine: map[string]memberVolume{}}
+	ch := &choice{mine: map[string]memberVolume{}, holders: map[string]volumetasks.Holder{}}
 	for i := range pc.EtcdClusters {
 		ec := &pc.EtcdClusters[i]
 		var held, free []memberVolume
 		for _, v := range vols {
 			tag, ok := v.Tags[ec.TagKey]
-			if !ok || v.Zone != pc.Zone {
+			if !ok {
 				continue
 			}
 			name, _, _ := strings.Cut(tag, "/")
 			j := slices.IndexFunc(ec.Members, func(m model.ProtokubeEtcdMember) bool { return m.Name == name })
+			if j >= 0 && v.Holder != nil {
+				ch.holders[v.Holder.NodeID] = *v.Holder
+			}
+			if v.Zone != pc.Zone {
+				continue
+			}
 			if j < 0 {
 				ch.problems = append(ch.problems, fmt.Sprintf("volume %s: its tag %s=%s names no member of etcd cluster %s: left alone", v.ID, ec.TagKey, tag, ec.Name))
 				continue
@@ -72,14 +82,9 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 }
 
 // apiAddresses are the addresses the API names carry: the internal and external addresses of every node that
-// holds (or, this round, claims) a member volume, sorted, without duplicates.
+// holds (or, this round, claims) a member volume, in any zone, sorted, without duplicates.
 func (ch *choice) apiAddresses(me volumetasks.Holder) (internal, external []string) {
-	holders := map[string]volumetasks.Holder{}
-	for _, mv := range ch.all {
-		if h := mv.volume.Holder; h != nil {
-			holders[h.NodeID] = *h
-		}
-	}
+	holders := maps.Clone(ch.holders)
 	if len(ch.mine) > 0 {
 		holders[me.NodeID] = me
 	}

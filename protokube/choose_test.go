@@ -89,17 +89,19 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-// TestAPIAddresses: the API names carry every holder's address, and this node's once it claims a volume; a node
-// without an external address is reached at its internal one.
+// TestAPIAddresses: the API names carry every holder's address, of every zone, and this node's once it claims a
+// volume; a node without an external address is reached at its internal one.
 func TestAPIAddresses(t *testing.T) {
-	vols := []volumetasks.Volume{vol("a.main", "main", "a", "a", "node2"), vol("b.main", "main", "b", "a", "node3"), vol("c.main", "main", "c", "a", ""), vol("a.events", "events", "a", "a", "node2")}
+	vols := []volumetasks.Volume{vol("a.main", "main", "a", "a", "node2"), vol("b.main", "main", "b", "a", "node3"), vol("c.main", "main", "c", "a", ""), vol("a.events", "events", "a", "a", "node2"),
+		vol("b.events", "events", "b", "b", "node4"), // another zone's holder is the API's too
+		vol("x.events", "events", "x", "b", "node5")} // not a member's volume: its holder is not
 	vols[1].Holder.ExternalIP = "203.0.113.3"
 	ch := choose(testConfig(), "node1", vols)
 	internal, external := ch.apiAddresses(volumetasks.Holder{NodeID: "node1", InternalIP: "10.0.0.1", ExternalIP: "203.0.113.1"})
-	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(internal, want) {
+	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}; !slices.Equal(internal, want) {
 		t.Errorf("internal %v, want %v", internal, want)
 	}
-	if want := []string{"10.0.0.2", "203.0.113.1", "203.0.113.3"}; !slices.Equal(external, want) {
+	if want := []string{"10.0.0.2", "10.0.0.4", "203.0.113.1", "203.0.113.3"}; !slices.Equal(external, want) {
 		t.Errorf("external %v, want %v", external, want)
 	}
 }

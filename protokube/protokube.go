@@ -48,8 +48,9 @@ type Options struct {
 
 	// aws is this instance on AWS, once a round found the configuration's cloud is AWS: kept across rounds.
 	aws *awsCloud
-	// identified says that Node was completed with what the cloud says.
+	// identified says that Node was completed with what the cloud says; flags is Node as the flags gave it.
 	identified bool
+	flags      *volumetasks.Holder
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -216,6 +217,10 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 // identify completes o.Node with what the configuration's cloud says of this node, once: on AWS, the instance's
 // identity (IMDS); elsewhere, the host name and the address of the default route. The flags win.
 func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error {
+	if o.flags == nil {
+		flags := o.Node
+		o.flags = &flags
+	}
 	if pc.CloudProvider == model.CloudAWS && o.aws == nil {
 		c, err := newAWSCloud(ctx)
 		if err != nil {
@@ -227,6 +232,7 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 	if o.identified {
 		return nil
 	}
+	o.Node = *o.flags
 	if o.aws != nil {
 		me := o.aws.instance
 		o.Node.NodeID = cmp.Or(o.Node.NodeID, me.NodeID)

@@ -29,8 +29,9 @@ import (
 // instance (Nitro) shows the volume as /dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id without its dash>,
 // a Xen one under the attachment's device name. Until the device appears, the attachment is not ready.
 //
-// Only volumes of this instance's availability zone are listed: an EBS volume attaches to an instance of its
-// zone only.
+// Volumes of every zone of the region are listed (protokube points the API's names at the holders of every
+// zone's member volumes); an EBS volume attaches to an instance of its zone only, and Attach refuses another
+// zone's.
 type Volumes struct {
 	client *ec2.Client
 	me     volumetasks.Holder
@@ -79,10 +80,11 @@ func NewVolumes(client *ec2.Client, me volumetasks.Holder, zone string, o Volume
 // Node returns this instance.
 func (v *Volumes) Node() volumetasks.Holder { return v.me }
 
-// List returns the volumes of this instance's zone that carry every tag of filter (any value where the filter's
-// is ""), sorted by id, with the instance each is attached to (attaching, attached or detaching) as its holder.
+// List returns the volumes of the region that carry every tag of filter (any value where the filter's is ""),
+// sorted by id, each with its zone and the instance it is attached to (attaching, attached or detaching) as its
+// holder.
 func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumetasks.Volume, error) {
-	filters := []types.Filter{{Name: aws.String("availability-zone"), Values: []string{v.zone}}}
+	var filters []types.Filter
 	for _, k := range slices.Sorted(maps.Keys(filter)) {
 		if val := filter[k]; val == "" {
 			filters = append(filters, types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
@@ -95,7 +97,7 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, Classify(fmt.Sprintf("listing the EBS volumes of zone %s", v.zone), err)
+			return nil, Classify("listing the EBS volumes", err)
 		}
 		found = append(found, out.Volumes...)
 	}

@@ -115,7 +115,7 @@ func TestVolumesList(t *testing.T) {
 	owned := map[string]string{"kubernetes.io/cluster/c": "owned", "k8s.io/role/control-plane": "1", "k8s.io/etcd/main": "a/a"}
 	v1 := f.volume(t, zoneA, owned)
 	v2 := f.volume(t, zoneA, owned)
-	f.volume(t, zoneB, owned)                                                                                   // another zone
+	v3 := f.volume(t, zoneB, owned)                                                                             // another zone: listed, never attached here
 	f.volume(t, zoneA, map[string]string{"kubernetes.io/cluster/c": "owned"})                                   // not the control plane's
 	f.volume(t, zoneA, map[string]string{"kubernetes.io/cluster/d": "owned", "k8s.io/role/control-plane": "1"}) // another cluster
 	if _, err := f.client.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: aws.String(v2), InstanceId: aws.String(other.NodeID), Device: aws.String("/dev/xvdf")}); err != nil {
@@ -129,6 +129,7 @@ func TestVolumesList(t *testing.T) {
 	want := []volumetasks.Volume{
 		{ID: v1, Zone: zoneA, Tags: owned},
 		{ID: v2, Zone: zoneA, Tags: owned, Holder: &other},
+		{ID: v3, Zone: zoneB, Tags: owned},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
