@@ -15,20 +15,25 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
-// awsFixture is a fake AWS (internal/fakeaws, in this process) with a VPC, a subnet per zone, an Auto Scaling
-// group that runs one control-plane instance per zone from a launch template, and a public hosted zone.
+// awsFixture is a fake AWS (internal/fakeaws, in this process) with a VPC, a subnet per zone and a public
+// hosted zone (newAWSAccount), and, made by newAWSFixture, an Auto Scaling group that runs one control-plane
+// instance per zone from a launch template.
 type awsFixture struct {
 	s         *fakeaws.Server
 	url       string
 	cfg       aws.Config
 	ec2       *ec2.Client
 	route53   *route53.Client
+	vpc       string
+	subnets   []string      // in zone order
 	instances []awsInstance // in zone order
 }
 
@@ -38,7 +43,9 @@ type awsInstance struct {
 	zone string
 }
 
-func newAWSFixture(t *testing.T, dnsZone string, zones ...string) *awsFixture {
+// newAWSAccount returns a fake AWS with a VPC, a subnet per zone, the hosted zone dnsZone, and, when bucket is
+// not "", that S3 bucket and the instance profile "kubeup" (what kubeup needs to make a cluster).
+func newAWSAccount(t *testing.T, dnsZone, bucket string, zones ...string) *awsFixture {
 	t.Helper()
 	ctx := context.Background()
 	s := fakeaws.New()
@@ -49,19 +56,36 @@ func newAWSFixture(t *testing.T, dnsZone string, zones ...string) *awsFixture {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
 	}
 	f := &awsFixture{s: s, url: hs.URL, cfg: cfg, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}
-
 	vpc, err := f.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var subnets []string
+	f.vpc = aws.ToString(vpc.Vpc.VpcId)
 	for i, z := range zones {
 		sn, err := f.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, AvailabilityZone: aws.String(z), CidrBlock: aws.String(fmt.Sprintf("10.0.%d.0/24", i))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		subnets = append(subnets, aws.ToString(sn.Subnet.SubnetId))
+		f.subnets = append(f.subnets, aws.ToString(sn.Subnet.SubnetId))
 	}
+	if _, err := f.route53.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String(dnsZone), CallerReference: aws.String("fixture")}); err != nil {
+		t.Fatal(err)
+	}
+	if bucket != "" {
+		if _, err := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := iam.NewFromConfig(cfg).CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("kubeup")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func newAWSFixture(t *testing.T, dnsZone string, zones ...string) *awsFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := newAWSAccount(t, dnsZone, "", zones...)
 	im, err := f.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,29 +101,26 @@ func newAWSFixture(t *testing.T, dnsZone string, zones ...string) *awsFixture {
 		t.Fatal(err)
 	}
 	n := int32(len(zones))
-	_, err = autoscaling.NewFromConfig(cfg).CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+	_, err = autoscaling.NewFromConfig(f.cfg).CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
 		AutoScalingGroupName: aws.String("control-plane"),
 		LaunchTemplate:       &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String("control-plane"), Version: aws.String("$Default")},
 		MinSize:              aws.Int32(n), MaxSize: aws.Int32(n), DesiredCapacity: aws.Int32(n),
-		VPCZoneIdentifier: aws.String(strings.Join(subnets, ",")),
+		VPCZoneIdentifier: aws.String(strings.Join(f.subnets, ",")),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, z := range zones {
-		for _, i := range s.Instances() {
+		for _, i := range f.s.Instances() {
 			if i.Zone == z {
 				f.instances = append(f.instances, awsInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: z})
 			}
 		}
 	}
 	if len(f.instances) != len(zones) {
-		t.Fatalf("the Auto Scaling group runs %v, want one instance in each of %v", s.Instances(), zones)
+		t.Fatalf("the Auto Scaling group runs %v, want one instance in each of %v", f.s.Instances(), zones)
 	}
-	if _, err := f.route53.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String(dnsZone), CallerReference: aws.String("fixture")}); err != nil {
-		t.Fatal(err)
-	}
-	s.ResetCalls()
+	f.s.ResetCalls()
 	return f
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,43 +17,50 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
 
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/mountinfo"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup"
+	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
-// TestProtokubeOnAWS: three instances of an Auto Scaling group, one per zone, in the fake AWS (internal/fakeaws,
-// in this process); six EBS volumes tagged as the cluster's etcd volumes (model.EtcdVolumeTags), each standing on
-// a loop device that every instance's root shows as the volume's NVMe link; a public hosted zone. protokube (the
-// binary, each with its own instance metadata service) runs two rounds on each instance at once, then a dry run:
-// each instance claims (attaches) the main and the events volume of its zone, formats and mounts them, writes the
-// etcd manifests, and the members' and the API's names are in Route53; nothing is mounted twice; the dry run
-// has nothing to do.
-//
-// The node configurations are a local cluster's (kubeup update writes them, with their keystore files, without
-// a cloud), with protokube's cloud set to aws: protokube reads no more of the spec's cloud than that.
+// TestProtokubeOnAWS: kubeup makes a cluster of three control-plane instances (one Auto Scaling group per zone)
+// in the fake AWS (internal/fakeaws, in this process): its six etcd volumes, launch templates whose user data
+// names each group's node configuration in the S3 state store, groups, and the placeholder records in the public
+// hosted zone. Each instance the groups launched gets its own instance metadata service, and a root whose NVMe
+// links show each volume on a loop device of its own. protokube (the binary) runs two rounds on the three
+// instances at once, reading its configuration from S3 as the user data names it, then a dry run: each instance
+// claims (attaches) the main and the events volume of its zone, formats and mounts them, writes the etcd
+// manifests, and the members' and the API's names are in Route53; nothing is mounted twice; the dry run has
+// nothing to do.
 func TestProtokubeOnAWS(t *testing.T) {
 	e2e.RequireRoot(t)
 	e2e.RequireTools(t, "losetup", "mkfs.ext4", "blkid")
 	ctx := context.Background()
-	const cluster, dnsZone = "demo.example.com", "example.com"
+	const cluster, dnsZone, bucket = "demo.example.com", "example.com", "kubeup-state"
 	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
 	dir := t.TempDir()
-	state := "file://" + filepath.Join(dir, "state")
+
+	f := newAWSAccount(t, dnsZone, bucket, zones...)
+	kubeupEnv := append(f.env(t, ""), "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true", "KUBEUP_STATE_STORE=s3://"+bucket+"/clusters")
 	for _, args := range [][]string{
-		{"create", "cluster", "--name", cluster, "--cloud", "local", "--zones", strings.Join(zones, ","), "--control-plane-count", "3", "--node-count", "0", "--dns-zone", dnsZone},
+		{"create", "cluster", "--name", cluster, "--cloud", "aws", "--zones", strings.Join(zones, ","), "--control-plane-count", "3", "--node-count", "0",
+			"--dns-zone", dnsZone, "--vpc", f.vpc, "--subnets", strings.Join(f.subnets, ","),
+			"--nodeup-url", "https://example.com/nodeup", "--nodeup-sha256", strings.Repeat("ab", 32)},
 		{"update", "cluster", cluster, "--yes"},
 	} {
-		if out, err := exec.Command(filepath.Join(bin, "kubeup"), append(args, "--state", state)...).CombinedOutput(); err != nil {
+		cmd := exec.Command(filepath.Join(bin, "kubeup"), args...)
+		cmd.Env = append(os.Environ(), kubeupEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubeup %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 
-	f := newAWSFixture(t, dnsZone, zones...)
 	type node struct {
 		awsInstance
 		nc         *model.NodeConfig
@@ -60,62 +68,65 @@ func TestProtokubeOnAWS(t *testing.T) {
 		env        []string
 	}
 	var nodes []*node
-	for _, i := range f.instances {
-		group := "control-plane-" + i.zone[len(i.zone)-1:]
-		src := filepath.Join(dir, "state", cluster, "nodeup", group)
-		obj, err := os.ReadFile(src)
+	var roots []string
+	confFlag := regexp.MustCompile(`(?m)^CONF='(s3://[^']+)'$`) // the configuration nodeup reads, as the user data names it
+	for _, i := range f.s.Instances() {
+		m := confFlag.FindStringSubmatch(i.UserData)
+		if m == nil {
+			t.Fatalf("instance %s: its user data names no s3:// configuration:\n%s", i.InstanceID, i.UserData)
+		}
+		n := &node{awsInstance: awsInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: i.Zone},
+			conf: m[1], root: filepath.Join(dir, "root-"+i.InstanceID)}
+		n.env = append(append(os.Environ(), f.env(t, f.imds(t, i.InstanceID))...), "AWS_REGION=us-east-1")
+		setenv(t, n.env[len(os.Environ()):])
+		nc, err := nodeup.LoadConfig(ctx, n.conf, nodeup.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		nc, err := model.DecodeNodeConfigObject(src, obj)
-		if err != nil {
-			t.Fatal(err)
+		if nc.Protokube == nil || nc.Protokube.Zone != i.Zone || nc.Protokube.CloudProvider != model.CloudAWS {
+			t.Fatalf("%s: not the configuration of an aws control-plane node of %s: %+v", n.conf, i.Zone, nc.Protokube)
 		}
-		if nc.Protokube.Zone != i.zone {
-			t.Fatalf("%s: protokube's zone is %q, want %s", src, nc.Protokube.Zone, i.zone)
-		}
-		nc.Protokube.CloudProvider, nc.Protokube.Local = model.CloudAWS, nil
-		obj, err = nc.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &node{awsInstance: i, nc: nc, conf: filepath.Join(dir, group+".conf"), root: filepath.Join(dir, "root-"+i.me.NodeID)}
-		e2e.WriteFile(t, n.conf, string(obj))
-		n.env = append(os.Environ(), f.env(t, f.imds(t, i.me.NodeID))...)
+		n.nc = nc
 		nodes = append(nodes, n)
-	}
-
-	// The etcd volumes, as kubeup tags them; each on a loop device of its own, which every instance's root shows
-	// as the volume's NVMe link (an instance mounts only what EC2 says is attached to it).
-	spec := nodes[0].nc.Cluster
-	byName := map[string]string{} // volume id by name
-	var ids, roots []string
-	for _, n := range nodes {
 		roots = append(roots, n.root)
 	}
-	for _, e := range spec.Spec.EtcdClusters {
-		for _, m := range e.Members {
-			tags := model.EtcdVolumeTags(cluster, e, m)
-			name := model.EtcdVolumeName(cluster, e, m)
-			tags["Name"] = name
-			id := f.volume(t, m.Zone, tags)
-			byName[name], ids = id, append(ids, id)
-			dev := e2e.LoopDevice(t, 64<<20)
-			for _, root := range roots {
-				link := filepath.Join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_"+strings.ReplaceAll(id, "-", ""))
-				if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(dev, link); err != nil {
-					t.Fatal(err)
-				}
-				e2e.Unmount(t, filepath.Join(root, model.EtcdMountPoint(id))) // before the loop device's detach
+	if len(nodes) != 3 {
+		t.Fatalf("the Auto Scaling groups run %d instances, want 3", len(nodes))
+	}
+	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.zone, b.zone) })
+
+	// The etcd volumes kubeup made, each on a loop device of its own, which every instance's root shows as the
+	// volume's NVMe link (an instance mounts only what EC2 says is attached to it).
+	vols, err := f.ec2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:" + model.ClusterTagKey(cluster)), Values: []string{model.TagValueOwned}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]string{} // volume id by name
+	var ids []string
+	for _, v := range vols.Volumes {
+		id := aws.ToString(v.VolumeId)
+		for _, tag := range v.Tags {
+			if aws.ToString(tag.Key) == "Name" {
+				byName[aws.ToString(tag.Value)] = id
 			}
 		}
+		ids = append(ids, id)
+		dev := e2e.LoopDevice(t, 64<<20)
+		for _, root := range roots {
+			link := filepath.Join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_"+strings.ReplaceAll(id, "-", ""))
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(dev, link); err != nil {
+				t.Fatal(err)
+			}
+			e2e.Unmount(t, filepath.Join(root, model.EtcdMountPoint(id))) // before the loop device's detach
+		}
 	}
-	if len(ids) != 6 {
-		t.Fatalf("%d etcd volumes, want 6 (3 members of main and events)", len(ids))
+	if len(ids) != 6 || len(byName) != 6 {
+		t.Fatalf("kubeup made volumes %v (%v), want 6 (3 members of main and events)", ids, byName)
 	}
+	spec := nodes[0].nc.Cluster
 	watch := e2e.NeverMountedTwice(t, roots...)
 
 	protokube := func(n *node, extra ...string) (string, error) {
