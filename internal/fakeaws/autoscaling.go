@@ -22,17 +22,16 @@ type asgState struct {
 }
 
 type asGroup struct {
-	name, region, uuid   string
-	ltID, ltVersion      string // the template (by id) and version as given: a number, $Latest or $Default
-	min, max, desired    int32
-	subnets              []string
-	tags                 map[string]asgTag
-	created              time.Time
-	defaultCooldown      int32
-	healthCheckGrace     int32
-	healthCheckType      string
-	instances            []string // ids, in launch order
-	newInstancesProtects bool
+	name, region, uuid string
+	ltID, ltVersion    string // the template (by id) and version as given: a number, $Latest or $Default
+	min, max, desired  int32
+	subnets            []string
+	tags               map[string]asgTag
+	created            time.Time
+	defaultCooldown    int32
+	healthCheckGrace   int32
+	healthCheckType    string
+	instances          []string // ids, in launch order
 }
 
 type asgTag struct {

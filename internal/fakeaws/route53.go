@@ -16,9 +16,6 @@ import (
 // "/hostedzone/Z...", and takes either form. Record names are kept lower-case, absolute (a trailing dot), with a
 // leading "*" written "\052" as Route53 does.
 
-// r53NS is the namespace of Route53's documents.
-const r53NS = "https://route53.amazonaws.com/doc/2013-04-01/"
-
 type route53State struct {
 	zones map[string]*hostedZone // by id (Z...)
 	// byReference maps a CreateHostedZone caller reference to the zone it made, deleted or not.
