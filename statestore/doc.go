@@ -22,9 +22,10 @@
 // # Environment
 //
 //	KUBEUP_STATE_STORE     the default store (DefaultURL); otherwise file://$HOME/.kubeup/state
-//	AWS_*                  s3://: the AWS SDK's default chain (credentials, profile, AWS_REGION; us-east-1 when
-//	                       no region is configured); AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL point it at another
-//	                       server, and then address buckets by path
+//	AWS_*                  s3://: the AWS SDK's default chain (credentials, profile, AWS_REGION; when no region
+//	                       is configured, the bucket's region as S3 names it: a machine at boot needs none);
+//	                       AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL point it at another server, and then address
+//	                       buckets by path
 //	KUBEUP_S3_PATH_STYLE   s3://: 1 addresses buckets by path even without an endpoint override
 //	STORAGE_EMULATOR_HOST  gs://: host:port (or http://host:port) of an emulator, used without authentication;
 //	                       otherwise the application default credentials

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"io"
 	"io/fs"
 	"net/http"
@@ -36,24 +37,51 @@ type s3Store struct {
 
 var _ Store = (*s3Store)(nil)
 
-// newS3Store builds the client from the SDK's default chain: credentials, region (us-east-1 when none is
-// configured), and the endpoint override AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, with which buckets are
+// newS3Store builds the client from the SDK's default chain: credentials, region (when none is configured, the
+// bucket's region as S3 names it, asked in us-east-1), and the endpoint override AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, with which buckets are
 // addressed by path.
 func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", location("s3://"+bucket, prefix), err)
 	}
-	if cfg.Region == "" {
+	discover := cfg.Region == ""
+	if discover {
 		cfg.Region = defaultS3Region
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		// The options already hold any endpoint override from the environment or the shared config files.
-		if o.BaseEndpoint != nil || os.Getenv(EnvS3PathStyle) == "1" {
-			o.UsePathStyle = true
+	overridden := false
+	newClient := func() *s3.Client {
+		return s3.NewFromConfig(cfg, func(o *s3.Options) {
+			// The options already hold any endpoint override from the environment or the shared config files.
+			overridden = o.BaseEndpoint != nil
+			if overridden || os.Getenv(EnvS3PathStyle) == "1" {
+				o.UsePathStyle = true
+			}
+		})
+	}
+	client := newClient()
+	if discover && !overridden {
+		// No region configured (a machine at boot, whose user data names none): S3 says where the bucket is.
+		if r := bucketRegion(ctx, client, bucket); r != "" && r != cfg.Region {
+			cfg.Region = r
+			client = newClient()
 		}
-	})
+	}
 	return &s3Store{client: client, bucketRoot: bucketRoot{scheme: "s3", bucket: bucket, prefix: prefix}}, nil
+}
+
+// bucketRegion returns the region S3 says bucket is in ("" when it does not say): HeadBucket answers with the
+// bucket's region in a header, whether it succeeds or is redirected or refused.
+func bucketRegion(ctx context.Context, client *s3.Client, bucket string) string {
+	out, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+	if err == nil {
+		return aws.ToString(out.BucketRegion)
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.Header.Get("X-Amz-Bucket-Region")
+	}
+	return ""
 }
 
 func (s *s3Store) ReadFile(ctx context.Context, p string) ([]byte, error) {
