@@ -33,7 +33,7 @@ func SecurityGroupName(cluster, role string) string {
 //   - the user's VPC, subnets and instance profiles, checked and never changed (engine.ExistsAndValidates);
 //   - the security groups control-plane.<cluster> and nodes.<cluster>: each lets in every protocol from both
 //     groups and ssh (tcp 22) from spec.aws.sshAccess; the control plane also the API (tcp 443) from
-//     spec.aws.apiAccess;
+//     spec.aws.apiAccess; any other rule kubeup made in them is revoked;
 //   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
 //   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
 //     (UserData) runs nodeup with the group's node configuration, once that is written;
@@ -82,24 +82,25 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 		})
 	}
 	short := map[string]string{RoleControlPlane: "control-plane", RoleNode: "nodes"}
+	rules := map[string][]*awstasks.SecurityGroupRule{}
+	rule := func(role, name string, r *awstasks.SecurityGroupRule) {
+		r.Name, r.Group = groups[role].Name+"/"+name, groups[role]
+		rules[role] = append(rules[role], engine.Add(g, r))
+	}
 	for _, role := range []string{RoleControlPlane, RoleNode} {
-		sg := groups[role]
 		for _, from := range []string{RoleControlPlane, RoleNode} {
-			engine.Add(g, &awstasks.SecurityGroupRule{
-				Name: sg.Name + "/all-from-" + short[from], Group: sg, Protocol: "-1", SourceGroup: groups[from],
-			})
+			rule(role, "all-from-"+short[from], &awstasks.SecurityGroupRule{Protocol: "-1", SourceGroup: groups[from]})
 		}
 		for _, cidr := range a.SSHAccess {
-			engine.Add(g, &awstasks.SecurityGroupRule{
-				Name: sg.Name + "/ssh-from-" + cidr, Group: sg, Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: ptr(cidr),
-			})
+			rule(role, "ssh-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: ptr(cidr)})
 		}
 	}
-	cp := groups[RoleControlPlane]
 	for _, cidr := range a.APIAccess {
-		engine.Add(g, &awstasks.SecurityGroupRule{
-			Name: cp.Name + "/https-from-" + cidr, Group: cp, Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: ptr(cidr),
-		})
+		rule(RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: ptr(cidr)})
+	}
+	// Each group's ingress: the rules above, and none other of kubeup's (a CIDR removed from the spec is revoked).
+	for _, role := range []string{RoleControlPlane, RoleNode} {
+		engine.Add(g, &awstasks.SecurityGroupIngress{Group: groups[role], Rules: rules[role]})
 	}
 
 	// The etcd members' volumes.

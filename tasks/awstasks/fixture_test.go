@@ -74,11 +74,17 @@ func clusterGraph(n network, s spec) func() *engine.Graph[*Cloud] {
 		owned := map[string]string{ClusterTag(testCluster): "owned"}
 		cp := engine.Add(g, &SecurityGroup{Name: "control-plane." + testCluster, VPC: vpc, Tags: owned})
 		nodes := engine.Add(g, &SecurityGroup{Name: "nodes." + testCluster, VPC: vpc, Tags: owned})
-		engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/https", Group: cp, Protocol: "tcp",
-			FromPort: 443, ToPort: 443, CIDR: aws.String("0.0.0.0/0")})
-		engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/from-nodes", Group: cp, Protocol: "-1", SourceGroup: nodes})
-		engine.Add(g, &SecurityGroupRule{Name: "nodes." + testCluster + "/from-control-plane", Group: nodes, Protocol: "-1", SourceGroup: cp})
-		engine.Add(g, &SecurityGroupRule{Name: "nodes." + testCluster + "/from-nodes", Group: nodes, Protocol: "-1", SourceGroup: nodes})
+		cpRules := []*SecurityGroupRule{
+			engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/https", Group: cp, Protocol: "tcp",
+				FromPort: 443, ToPort: 443, CIDR: aws.String("0.0.0.0/0")}),
+			engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/from-nodes", Group: cp, Protocol: "-1", SourceGroup: nodes}),
+		}
+		nodeRules := []*SecurityGroupRule{
+			engine.Add(g, &SecurityGroupRule{Name: "nodes." + testCluster + "/from-control-plane", Group: nodes, Protocol: "-1", SourceGroup: cp}),
+			engine.Add(g, &SecurityGroupRule{Name: "nodes." + testCluster + "/from-nodes", Group: nodes, Protocol: "-1", SourceGroup: nodes}),
+		}
+		engine.Add(g, &SecurityGroupIngress{Group: cp, Rules: cpRules})
+		engine.Add(g, &SecurityGroupIngress{Group: nodes, Rules: nodeRules})
 		for _, role := range []string{"control-plane", "nodes"} {
 			group := nodes
 			if role == "control-plane" {

@@ -14,7 +14,7 @@ import (
 )
 
 // SecurityGroup is a security group the cluster owns in its VPC ("control-plane.<cluster>", "nodes.<cluster>").
-// Its ingress rules are SecurityGroupRule tasks. It is found by name and VPC among the groups tagged with the
+// Its ingress rules are SecurityGroupRule tasks, and their set a SecurityGroupIngress. It is found by name and VPC among the groups tagged with the
 // cluster's ownership tag. Its key is "SecurityGroup/<Name>".
 type SecurityGroup struct {
 	// Name is the group's name, unique in its VPC.

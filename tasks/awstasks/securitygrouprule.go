@@ -16,8 +16,9 @@ import (
 
 // SecurityGroupRule is one ingress rule of a security group the cluster owns: a protocol and port range, open to
 // an IPv4 or IPv6 block (CIDR) or to the members of another group (SourceGroup). The rule is found by what it
-// allows, so a rule whose fields change is another rule: the new one is added and the old one stays until the
-// group is deleted. Its key is "SecurityGroupRule/<Name>"; the name is the rule's description in EC2.
+// allows, so a rule whose fields change is another rule: the new one is added, and the group's
+// SecurityGroupIngress revokes the old one. Its key is "SecurityGroupRule/<Name>"; the name is the rule's
+// description in EC2, and begins with the group's name and "/": that marks the permission as kubeup's.
 type SecurityGroupRule struct {
 	// Name names the rule: "control-plane.demo.example.com/https".
 	Name string
