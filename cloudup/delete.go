@@ -105,17 +105,24 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 		if err != nil {
 			return err
 		}
-		// The DNS records of another cluster named under this one are that cluster's.
-		others, err := cs.List(ctx)
-		if err != nil {
+		// The records the cluster owns are the names kubeup and protokube publish for it, and only those:
+		// anything else in the zone, under the cluster's name or not, is someone else's.
+		// Those of the complete spec the last update applied too, when the spec has changed since (another
+		// spec.api.publicName not applied yet): the records published under the old names are the cluster's.
+		records := model.PublishedDNSNames(c)
+		if data, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name)); err == nil {
+			if objs, err := model.Decode(cs.location(model.CompletedSpecPath(name)), data); err == nil && objs.Cluster != nil {
+				records = append(records, model.PublishedDNSNames(objs.Cluster)...)
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if cloudKeys, err = cloud.DeleteOwned(ctx, others, false); err != nil {
+		if cloudKeys, err = cloud.DeleteOwned(ctx, records, false); err != nil {
 			return err
 		}
 		cleanup = func() error {
 			cloud.NewRun()
-			_, err := cloud.DeleteOwned(ctx, others, true)
+			_, err := cloud.DeleteOwned(ctx, records, true)
 			return err
 		}
 	default:

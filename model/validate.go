@@ -138,6 +138,14 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		ps.add("spec.dnsZone", "%s", msg)
 	} else if validDNSName(name, 2) == "" && !inDomain(name, s.DNSZone) {
 		ps.add("spec.dnsZone", "%q does not hold the cluster's name %q: use %q or a parent domain of it", s.DNSZone, name, parentDomain(name))
+	} else if name == s.DNSZone && s.CloudProvider == CloudAWS {
+		// A hosted zone's apex holds the zone's own records (its NS and SOA, and often the domain's mail, site and
+		// verification TXT records). An aws cluster's names are kept strictly below it, so that no name the
+		// cluster owns, publishes or cleans up can ever be the apex. (The local provider's zone file is kubeup's
+		// own, and a zone named like the cluster is its usual layout: it is allowed there.)
+		ps.add("spec.dnsZone", "%q is the cluster's name: on aws the cluster is named below its hosted zone, never as the zone itself, "+
+			"so that nothing the cluster owns is the zone's apex (which holds the zone's NS, SOA and the domain's own records): "+
+			"use the parent zone %q, or name the cluster under %q (for example demo.%s)", s.DNSZone, parentDomain(name), s.DNSZone, s.DNSZone)
 	}
 	checkIf(ps, "spec.configBase", s.ConfigBase, configBaseProblem)
 	if s.API != nil {

@@ -25,6 +25,17 @@ func TestValidateAWS(t *testing.T) {
 			},
 		},
 		{
+			name:  "the cluster named like its hosted zone",
+			cloud: CloudAWS,
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				c.Spec.DNSZone = c.Metadata.Name
+				return igs
+			},
+			want: []wantProblem{
+				{"spec.dnsZone", `use the parent zone "example.com", or name the cluster under "demo.example.com" (for example demo.demo.example.com)$`},
+			},
+		},
+		{
 			name:  "ids that are not AWS's",
 			cloud: CloudAWS,
 			user: aws(func(a *AWSSpec) {

@@ -32,15 +32,17 @@ var (
 //  3. the security groups, once the rules by which they refer to each other are revoked;
 //  4. the EBS volumes, each once it is detached (the instances of the groups end; a volume still attached after a
 //     while is an error that names the instance);
-//  5. the DNS records (A, AAAA, CNAME, TXT) of the cluster's zone named Cluster or under it, except those under
-//     the name of a cluster in others (deleting prod.example.com leaves eu.prod.example.com's records).
+//  5. the DNS records (A, AAAA, CNAME, TXT) of the names in records: the fully qualified names kubeup and
+//     protokube publish for the cluster (model.PublishedDNSNames). Nothing else in the zone is touched, whatever
+//     its name: a record the user or another tool (external-dns) made under the cluster's name stays.
 //
 // It returns the keys of what it deleted, in that order (sorted within each kind), in the form tasks use
 // ("AutoScalingGroup/nodes.demo.example.com", "EBSVolume/a.etcd-main.demo.example.com",
 // "DNSRecord/api.demo.example.com/A"). Without apply it deletes nothing and returns what it would delete.
-// Nothing without the tag is touched: the VPC, the subnets, the instance profiles stay. A failure to delete one
+// Nothing without the tag is touched (the VPC, the subnets, the instance profiles stay), and no record but those
+// of records. A failure to delete one
 // thing does not stop the others; the failures are returned, joined, with the keys of what was deleted.
-func (c *Cloud) DeleteOwned(ctx context.Context, others []string, apply bool) ([]string, error) {
+func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) ([]string, error) {
 	c.NewRun()
 	defer c.NewRun()
 	var deleted []string
@@ -112,19 +114,18 @@ func (c *Cloud) DeleteOwned(ctx context.Context, others []string, apply bool) ([
 		return nil
 	})
 
-	if c.dnsZone != "" {
+	if c.dnsZone != "" && len(records) > 0 {
+		published := map[string]bool{}
+		for _, n := range records {
+			published[dnstasks.CanonicalName(n)] = true
+		}
 		sets, err := c.DNSProvider().List(ctx)
 		if err != nil {
 			return deleted, errors.Join(append(errs, err)...)
 		}
-		underOther := func(name string) bool {
-			return slices.ContainsFunc(others, func(o string) bool {
-				return o != c.Cluster && dnstasks.InZone(o, c.Cluster) && dnstasks.InZone(name, o)
-			})
-		}
 		var mine []dnstasks.RecordSet
 		for _, rs := range sets {
-			if dnstasks.InZone(rs.Name, c.Cluster) && !underOther(rs.Name) {
+			if published[dnstasks.CanonicalName(rs.Name)] && dnstasks.Supported(rs.Type) {
 				mine = append(mine, rs)
 			}
 		}

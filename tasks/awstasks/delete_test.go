@@ -16,7 +16,8 @@ import (
 	"kubeup.dev/kubeup/engine"
 )
 
-// makeZone makes the hosted zone example.com with an A record of each name, and gives c (not used yet) its DNS.
+// makeZone makes the hosted zone example.com with a record set of each name ("name" is an A record, "name/TYPE"
+// one of that type), and gives c (not used yet) its DNS.
 func makeZone(t *testing.T, c *Cloud, names ...string) {
 	t.Helper()
 	ctx := context.Background()
@@ -26,9 +27,14 @@ func makeZone(t *testing.T, c *Cloud, names ...string) {
 	}
 	var changes []r53types.Change
 	for _, n := range names {
+		name, rrtype, ok := strings.Cut(n, "/")
+		if !ok {
+			rrtype = "A"
+		}
+		value := map[string]string{"A": "192.0.2.1", "AAAA": "2001:db8::1", "TXT": `"v=spf1 -all"`, "CNAME": "elsewhere.example.org"}[rrtype]
 		changes = append(changes, r53types.Change{Action: r53types.ChangeActionUpsert, ResourceRecordSet: &r53types.ResourceRecordSet{
-			Name: aws.String(n), Type: r53types.RRTypeA, TTL: aws.Int64(60),
-			ResourceRecords: []r53types.ResourceRecord{{Value: aws.String("192.0.2.1")}},
+			Name: aws.String(name), Type: r53types.RRType(rrtype), TTL: aws.Int64(60),
+			ResourceRecords: []r53types.ResourceRecord{{Value: aws.String(value)}},
 		}})
 	}
 	if _, err := c.Route53.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{
@@ -62,21 +68,24 @@ func TestDeleteOwnedDeletesWhatTheClusterOwnsOnly(t *testing.T) {
 	c, srv := newTestCloud(t)
 	ctx := context.Background()
 	n := makeNetwork(t, c)
-	makeZone(t, c, "api."+testCluster, "api.internal."+testCluster, testCluster, "api.eu."+testCluster, "www.example.com")
+	// The names the cluster publishes, and records the user and other tools made under the cluster's name.
+	published := []string{"api." + testCluster, "api.internal." + testCluster, "a.etcd-main.internal." + testCluster}
+	makeZone(t, c, "api."+testCluster, "api."+testCluster+"/AAAA", "api.internal."+testCluster, "a.etcd-main.internal."+testCluster,
+		testCluster, testCluster+"/TXT", "www."+testCluster, "shop."+testCluster+"/CNAME", "api.eu."+testCluster, "www.example.com")
 	mustRun(t, c, engine.Apply, clusterGraph(n, defaultSpec()))
 	other := createVolume(t, c, map[string]string{"Name": "a.etcd-main.other.example.com", ClusterTag("other.example.com"): "owned"})
 	untagged := createVolume(t, c, map[string]string{"Name": "a.etcd-main." + testCluster})
-	others := []string{"eu." + testCluster, "other.example.com"}
 
 	want := []string{
 		"AutoScalingGroup/control-plane." + testCluster, "AutoScalingGroup/nodes." + testCluster,
 		"LaunchTemplate/control-plane." + testCluster, "LaunchTemplate/nodes." + testCluster,
 		"SecurityGroup/control-plane." + testCluster, "SecurityGroup/nodes." + testCluster,
 		"EBSVolume/a.etcd-main." + testCluster, "EBSVolume/b.etcd-main." + testCluster, "EBSVolume/c.etcd-main." + testCluster,
-		"DNSRecord/api.internal." + testCluster + "/A", "DNSRecord/api." + testCluster + "/A", "DNSRecord/" + testCluster + "/A",
+		"DNSRecord/a.etcd-main.internal." + testCluster + "/A",
+		"DNSRecord/api.internal." + testCluster + "/A", "DNSRecord/api." + testCluster + "/A", "DNSRecord/api." + testCluster + "/AAAA",
 	}
 	srv.ResetCalls()
-	got, err := c.DeleteOwned(ctx, others, false)
+	got, err := c.DeleteOwned(ctx, published, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +96,7 @@ func TestDeleteOwnedDeletesWhatTheClusterOwnsOnly(t *testing.T) {
 		t.Errorf("a dry deletion made mutating calls %v", m)
 	}
 
-	got, err = c.DeleteOwned(ctx, others, true)
+	got, err = c.DeleteOwned(ctx, published, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +116,13 @@ func TestDeleteOwnedDeletesWhatTheClusterOwnsOnly(t *testing.T) {
 	}
 	var names []string
 	for _, rs := range records {
-		if rs.Type == "A" {
-			names = append(names, rs.Name)
-		}
+		names = append(names, rs.Name+"/"+rs.Type)
 	}
-	if diff := cmp.Diff([]string{"api.eu." + testCluster, "www.example.com"}, names, cmpSorted); diff != "" {
+	if diff := cmp.Diff([]string{testCluster + "/A", testCluster + "/TXT", "api.eu." + testCluster + "/A",
+		"www." + testCluster + "/A", "shop." + testCluster + "/CNAME", "www.example.com/A"}, names, cmpSorted); diff != "" {
 		t.Errorf("records left (-want +got):\n%s", diff)
 	}
-	if again, err := c.DeleteOwned(ctx, others, false); err != nil || len(again) > 0 {
+	if again, err := c.DeleteOwned(ctx, published, false); err != nil || len(again) > 0 {
 		t.Errorf("after the deletion: %v, %v, want nothing left", again, err)
 	}
 	// The user's network stays.
