@@ -83,9 +83,12 @@ func TestEBSVolumeChangesInPlace(t *testing.T) {
 	v := func() *EBSVolume { vol := etcdVolume("a", 10); vol.VolumeType = aws.String("gp2"); return vol }
 	mustRun(t, c, engine.Apply, volumeGraph(v))
 	id := aws.ToString(allVolumes(t, c)[0].VolumeId)
-	// Tags kubeup does not own: an operator's.
+	// Tags kubeup does not own (an operator's, one of them under k8s.io/), and one of its own managed set that
+	// no task asks for.
 	if _, err := c.EC2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id},
-		Tags: []ec2types.Tag{{Key: aws.String("team"), Value: aws.String("db")}}}); err != nil {
+		Tags: []ec2types.Tag{{Key: aws.String("team"), Value: aws.String("db")},
+			{Key: aws.String("k8s.io/cluster-autoscaler/enabled"), Value: aws.String("true")},
+			{Key: aws.String("kubeup.dev/instance-group"), Value: aws.String("gone")}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -119,6 +122,7 @@ func TestEBSVolumeChangesInPlace(t *testing.T) {
 	}
 	wantTags := map[string]string{
 		"Name": "a.etcd-main." + testCluster, "k8s.io/etcd/main": "a/a,b", ClusterTag(testCluster): "owned", "team": "db",
+		"k8s.io/cluster-autoscaler/enabled": "true",
 	}
 	if diff := cmp.Diff(wantTags, tagsOf(got[0].Tags)); diff != "" {
 		t.Errorf("tags (-want +got):\n%s", diff)

@@ -13,13 +13,17 @@ import (
 )
 
 // Tags: a task's Tags are the tags it asks for. kubeup adds Name=<the task's name> and the cluster's ownership
-// tag to everything it makes, whether the task asks for them or not. It manages the keys a task asks for and the
-// keys in its own namespaces (managedPrefixes): a key of those namespaces that the task no longer asks for is
-// removed. Every other tag (aws:*, tags an operator or another tool added) is left alone and never reported.
+// tag to everything it makes, whether the task asks for them or not. It manages the keys a task asks for, and
+// removes a key the task no longer asks for only when it is in kubeup's exact managed set (managedKey): the
+// k8s.io/role/ and k8s.io/etcd/ keys the model sets, and kubeup.dev/ keys. Every other tag is left alone and never
+// reported: aws:*, tags an operator or another tool added, and other keys under k8s.io/ (such as the
+// k8s.io/cluster-autoscaler/ keys an operator sets on an Auto Scaling group for the cluster autoscaler).
 
-// managedPrefixes are the tag namespaces kubeup owns on the resources it makes.
-var managedPrefixes = []string{"k8s.io/", "kubeup.dev/"}
+// managedPrefixes are the tag key prefixes kubeup owns on the resources it makes. Name and the ownership tag
+// are always among the tags kubeup sets, so they are never removed either.
+var managedPrefixes = []string{"k8s.io/role/", "k8s.io/etcd/", "kubeup.dev/"}
 
+// managedKey reports whether kubeup removes key from a resource it made when the task no longer asks for it.
 func managedKey(key string) bool {
 	for _, p := range managedPrefixes {
 		if strings.HasPrefix(key, p) {
@@ -77,7 +81,7 @@ func (c *Cloud) desiredTags(name string, tags map[string]string) map[string]stri
 }
 
 // tagView is what Find reports of a resource's tags to a task that asks for want: the keys it asks for and the
-// keys of kubeup's namespaces; Name and the ownership tag only when it asks for them. nil when empty.
+// managed keys (managedKey); Name and the ownership tag only when it asks for them. nil when empty.
 func (c *Cloud) tagView(actual, want map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range actual {
@@ -93,7 +97,7 @@ func (c *Cloud) tagView(actual, want map[string]string) map[string]string {
 }
 
 // tagChanges returns what makes a resource's tags actual hold desired: the tags to set (new or changed) and the
-// keys to remove (those of kubeup's namespaces that desired does not hold).
+// keys to remove (the managed keys, managedKey, that desired does not hold; never any other).
 func tagChanges(actual, desired map[string]string) (set map[string]string, remove []string) {
 	set = map[string]string{}
 	for k, v := range desired {
