@@ -95,6 +95,10 @@ func (s *Server) groupTemplate(region string, form url.Values, g *asGroup, vpcID
 		return validation("Valid requests must contain either launchTemplateId or LaunchTemplateName")
 	}
 	t, err := s.templateByIDOrName(region, id, name)
+	if err == nil && t.asgInvisible > 0 {
+		t.asgInvisible-- // Auto Scaling does not know the new template yet
+		err = notFound(t.id)
+	}
 	if err != nil {
 		if name != "" {
 			return validation("You must use a valid fully-formed launch template. The specified launch template, with template name %s, does not exist.", name)

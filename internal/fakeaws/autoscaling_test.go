@@ -214,3 +214,24 @@ func TestAutoScalingGroupValidation(t *testing.T) {
 		t.Errorf("%d instances, want 3", n)
 	}
 }
+
+// TemplateInvisibleCalls: Auto Scaling does not know a new launch template for that many calls.
+func TestTemplateInvisibleToAutoScaling(t *testing.T) {
+	f := newEC2Fake(t)
+	_, subnets := f.network(t, "us-east-1a")
+	if err := f.s.SetFaults(Faults{TemplateInvisibleCalls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	lt := f.template(t, "nodes.c", "#!/bin/bash\n")
+	in := &autoscaling.CreateAutoScalingGroupInput{AutoScalingGroupName: aws.String("nodes.c"),
+		LaunchTemplate: &astypes.LaunchTemplateSpecification{LaunchTemplateId: aws.String(lt), Version: aws.String("1")},
+		MinSize:        aws.Int32(0), MaxSize: aws.Int32(1), VPCZoneIdentifier: aws.String(subnets[0])}
+	for i := 0; i < 2; i++ {
+		_, err := f.asg.CreateAutoScalingGroup(f.ctx, in)
+		wantCode(t, "CreateAutoScalingGroup right after CreateLaunchTemplate", err, "ValidationError")
+		if !strings.Contains(err.Error(), "launch template") || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("error %v, want the template said not to exist", err)
+		}
+	}
+	ok[*autoscaling.CreateAutoScalingGroupOutput](t, "CreateAutoScalingGroup at the third call")(f.asg.CreateAutoScalingGroup(f.ctx, in))
+}

@@ -27,6 +27,18 @@ type subnet struct {
 type secGroup struct {
 	id, region, name, desc, vpc string
 	ingress, egress             []sgRule
+	// invisible is how many more DescribeSecurityGroups and AuthorizeSecurityGroupIngress calls do not know the
+	// group (Faults.GroupInvisibleCalls).
+	invisible int
+}
+
+// hidden reports whether a call does not know g yet (eventual consistency), and counts the call.
+func (g *secGroup) hidden() bool {
+	if g.invisible > 0 {
+		g.invisible--
+		return true
+	}
+	return false
 }
 
 type sgRule struct {

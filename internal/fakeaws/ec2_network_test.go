@@ -324,3 +324,34 @@ func TestLaunchTemplateVersionsOfEveryTemplate(t *testing.T) {
 	_, err := f.ec2.DescribeLaunchTemplateVersions(f.ctx, &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{"1"}})
 	wantCode(t, "DescribeLaunchTemplateVersions 1 of every template", err, "InvalidParameterCombination")
 }
+
+// GroupInvisibleCalls: a new security group is unknown to that many DescribeSecurityGroups and
+// AuthorizeSecurityGroupIngress calls.
+func TestGroupInvisibleCalls(t *testing.T) {
+	f := newEC2Fake(t)
+	vpc, _ := f.network(t)
+	if err := f.s.SetFaults(Faults{GroupInvisibleCalls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	sg := ok[*ec2.CreateSecurityGroupOutput](t, "CreateSecurityGroup")(f.ec2.CreateSecurityGroup(f.ctx, &ec2.CreateSecurityGroupInput{
+		GroupName: aws.String("nodes.c"), Description: aws.String("x"), VpcId: aws.String(vpc)}))
+	list := ok[*ec2.DescribeSecurityGroupsOutput](t, "DescribeSecurityGroups")(f.ec2.DescribeSecurityGroups(f.ctx, &ec2.DescribeSecurityGroupsInput{}))
+	for _, g := range list.SecurityGroups {
+		if aws.ToString(g.GroupId) == aws.ToString(sg.GroupId) {
+			t.Errorf("the new group is listed at once")
+		}
+	}
+	in := &ec2.AuthorizeSecurityGroupIngressInput{GroupId: sg.GroupId, IpPermissions: []types.IpPermission{{IpProtocol: aws.String("tcp"),
+		FromPort: aws.Int32(22), ToPort: aws.Int32(22), IpRanges: []types.IpRange{{CidrIp: aws.String("10.0.0.0/8")}}}}}
+	_, err := f.ec2.AuthorizeSecurityGroupIngress(f.ctx, in)
+	wantCode(t, "AuthorizeSecurityGroupIngress right after CreateSecurityGroup", err, "InvalidGroup.NotFound")
+	ok[*ec2.AuthorizeSecurityGroupIngressOutput](t, "AuthorizeSecurityGroupIngress at the third call")(f.ec2.AuthorizeSecurityGroupIngress(f.ctx, in))
+	out := ok[*ec2.DescribeSecurityGroupsOutput](t, "DescribeSecurityGroups")(f.ec2.DescribeSecurityGroups(f.ctx, &ec2.DescribeSecurityGroupsInput{
+		GroupIds: []string{aws.ToString(sg.GroupId)}}))
+	if len(out.SecurityGroups) != 1 || len(out.SecurityGroups[0].IpPermissions) != 1 {
+		t.Errorf("groups %+v, want the group with its rule", out.SecurityGroups)
+	}
+	if err := f.s.SetFaults(Faults{GroupInvisibleCalls: -1}); err == nil {
+		t.Error("a negative GroupInvisibleCalls is taken")
+	}
+}

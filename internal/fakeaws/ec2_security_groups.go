@@ -1,6 +1,7 @@
 package fakeaws
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -109,7 +110,7 @@ func (s *Server) createSecurityGroup(region string, form url.Values) (any, error
 	if err != nil {
 		return nil, err
 	}
-	g := &secGroup{id: s.newID("sg"), region: region, name: name, desc: desc, vpc: v.id}
+	g := &secGroup{id: s.newID("sg"), region: region, name: name, desc: desc, vpc: v.id, invisible: s.faults.GroupInvisibleCalls}
 	g.egress = []sgRule{{id: s.newID("sgr"), proto: "-1", cidr: "0.0.0.0/0"}}
 	s.ec2.groups[g.id] = g
 	s.setTags(g.id, specs["security-group"])
@@ -132,6 +133,7 @@ func (s *Server) describeSecurityGroups(region string, form url.Values) (any, er
 	}
 	names := strList(form, "GroupName")
 	all := sortedIDs(s.ec2.groups, func(g *secGroup) bool { return g.region == region })
+	all = slices.DeleteFunc(all, func(id string) bool { return s.ec2.groups[id].hidden() })
 	for _, id := range ids {
 		if !contains(all, id) {
 			return nil, notFound(id)
@@ -355,6 +357,9 @@ func (s *Server) authorizeIngress(region string, form url.Values) (any, error) {
 	g, err := s.group(region, form)
 	if err != nil {
 		return nil, err
+	}
+	if g.hidden() {
+		return nil, errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", cmp.Or(form.Get("GroupId"), form.Get("GroupName")))
 	}
 	rules, err := s.ruleParams(region, form, g)
 	if err != nil {

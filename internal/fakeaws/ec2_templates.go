@@ -19,6 +19,9 @@ type launchTemplate struct {
 	defaultVersion   int64
 	// versions are the versions by number - 1; nil: deleted.
 	versions []*ltVersion
+	// asgInvisible is how many more Auto Scaling calls that name the template do not know it
+	// (Faults.TemplateInvisibleCalls).
+	asgInvisible int
 }
 
 func (t *launchTemplate) latest() int64 { return int64(len(t.versions)) }
@@ -284,7 +287,8 @@ func (s *Server) createLaunchTemplate(region string, form url.Values) (any, erro
 		return nil, err
 	}
 	now := time.Now()
-	t := &launchTemplate{id: s.newID("lt"), region: region, name: name, created: now, defaultVersion: 1}
+	t := &launchTemplate{id: s.newID("lt"), region: region, name: name, created: now, defaultVersion: 1,
+		asgInvisible: s.faults.TemplateInvisibleCalls}
 	t.versions = []*ltVersion{{number: 1, desc: form.Get("VersionDescription"), created: now, data: data}}
 	s.ec2.templates[t.id] = t
 	s.setTags(t.id, specs["launch-template"])

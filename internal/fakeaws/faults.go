@@ -22,6 +22,12 @@ type Faults struct {
 	VolumeInvisibleCalls int `json:"volumeInvisibleCalls,omitempty"`
 	// AttachingPolls: a new attachment is "attaching" in this many DescribeVolumes answers before "attached".
 	AttachingPolls int `json:"attachingPolls,omitempty"`
+	// GroupInvisibleCalls: a new security group is unknown to this many DescribeSecurityGroups and
+	// AuthorizeSecurityGroupIngress calls after its creation (left out of lists, InvalidGroup.NotFound by id).
+	GroupInvisibleCalls int `json:"groupInvisibleCalls,omitempty"`
+	// TemplateInvisibleCalls: a new launch template is unknown to this many Auto Scaling calls that name it
+	// (CreateAutoScalingGroup, UpdateAutoScalingGroup: ValidationError "... does not exist").
+	TemplateInvisibleCalls int `json:"templateInvisibleCalls,omitempty"`
 	// Services are the services the failures and latency apply to, by SigV4 name (ec2, autoscaling, iam,
 	// route53, s3); empty: ec2, autoscaling, iam and route53 (not the state store's S3).
 	Services []string `json:"services,omitempty"`
@@ -35,8 +41,9 @@ func (s *Server) SetFaults(f Faults) error {
 		return fmt.Errorf("faults: throttleRate %v and serverErrorRate %v must be shares between 0 and 1, together at most 1",
 			f.ThrottleRate, f.ServerErrorRate)
 	}
-	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 {
-		return fmt.Errorf("faults: latencyMillis, volumeInvisibleCalls and attachingPolls cannot be negative")
+	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 || f.GroupInvisibleCalls < 0 || f.TemplateInvisibleCalls < 0 {
+		return fmt.Errorf("faults: latencyMillis, volumeInvisibleCalls, attachingPolls, groupInvisibleCalls and templateInvisibleCalls " +
+			"cannot be negative")
 	}
 	for _, svc := range f.Services {
 		if !slices.Contains([]string{svcEC2, svcAutoScaling, svcIAM, svcRoute53, svcS3}, svc) {

@@ -187,7 +187,7 @@ func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expecte
 			return engine.NotReady(fmt.Errorf("%s exists already: reading it again: %w", what, Classify("creating "+what, err)))
 		}
 		if err != nil {
-			return Classify("creating "+what, err)
+			return templateNotKnownYet(Classify("creating "+what, err))
 		}
 		engine.Logger(ctx).Info("created Auto Scaling group")
 		return nil
@@ -201,7 +201,7 @@ func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expecte
 			LaunchTemplate:       lt,
 		})
 		if err != nil {
-			return Classify("updating "+what, err)
+			return templateNotKnownYet(Classify("updating "+what, err))
 		}
 		engine.Logger(ctx).Info("updated Auto Scaling group")
 	}
@@ -221,6 +221,17 @@ func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expecte
 		}
 	}
 	return nil
+}
+
+// templateNotKnownYet makes err NotReady when it is Auto Scaling's answer about a launch template (or version)
+// that does not exist: one just made is unknown to Auto Scaling for a while (eventual consistency). The task's
+// deadline bounds the wait.
+func templateNotKnownYet(err error) error {
+	if ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "launch template") &&
+		strings.Contains(err.Error(), "does not exist") {
+		return engine.NotReady(fmt.Errorf("%w (a new launch template is not known to Auto Scaling yet)", err))
+	}
+	return err
 }
 
 // asgTagList is tags as the tags of group, propagated to the instances it launches, sorted by key.

@@ -137,3 +137,24 @@ func TestCloudWithoutDNSZoneSaysSo(t *testing.T) {
 		t.Errorf("err = %v, want no DNS zone", err)
 	}
 }
+
+// Right after their creation, a security group is unknown to AuthorizeSecurityGroupIngress and a launch template
+// to Auto Scaling (eventual consistency): the apply waits for them and converges.
+func TestClusterConvergesThroughNewResourcesNotKnownYet(t *testing.T) {
+	c, srv := newTestCloud(t)
+	n := makeNetwork(t, c)
+	if err := srv.SetFaults(fakeaws.Faults{GroupInvisibleCalls: 3, TemplateInvisibleCalls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	build := clusterGraph(n, defaultSpec())
+	mustRun(t, c, engine.Apply, build)
+	if p := mustRun(t, c, engine.DryRun, build); !p.Empty() {
+		t.Errorf("changes left: %v", p.Changes)
+	}
+	if n := srv.Calls()["CreateAutoScalingGroup"]; n < 2*3 {
+		t.Errorf("%d CreateAutoScalingGroup, want each of the two groups refused twice before it is made", n)
+	}
+	if n := srv.Calls()["AuthorizeSecurityGroupIngress"]; n <= 4 {
+		t.Errorf("%d AuthorizeSecurityGroupIngress for 4 rules: the new groups were never unknown", n)
+	}
+}

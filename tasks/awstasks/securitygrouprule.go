@@ -164,7 +164,7 @@ func (r *SecurityGroupRule) CheckChanges(actual, expected, changes *SecurityGrou
 
 // Render adds the permission to the group (AuthorizeSecurityGroupIngress), with the rule's name as its
 // description. A permission that is already there (an earlier run added it, and the group's list did not show it
-// yet) is success.
+// yet) is success; a group EC2 does not know yet (just made) is NotReady.
 func (r *SecurityGroupRule) Render(ctx context.Context, c *Cloud, actual, expected, changes *SecurityGroupRule) error {
 	defer c.reads.groups.forget()
 	if expected.Group.ID == nil || (expected.SourceGroup != nil && expected.SourceGroup.ID == nil) {
@@ -191,7 +191,12 @@ func (r *SecurityGroupRule) Render(ctx context.Context, c *Cloud, actual, expect
 		return nil
 	}
 	if err != nil {
-		return Classify(fmt.Sprintf("adding rule %s to security group %s (%s)", expected.Name, expected.Group.Name, *expected.Group.ID), err)
+		err = Classify(fmt.Sprintf("adding rule %s to security group %s (%s)", expected.Name, expected.Group.Name, *expected.Group.ID), err)
+		if ErrorCode(err) == "InvalidGroup.NotFound" {
+			// EC2 is eventually consistent: a group just made (this one or the source) may be unknown for a while.
+			return engine.NotReady(fmt.Errorf("%w (a new group is not known everywhere yet)", err))
+		}
+		return err
 	}
 	engine.Logger(ctx).Info("added security group rule", "group", *expected.Group.ID)
 	return nil
