@@ -182,9 +182,7 @@ func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expecte
 			Tags:                 asgTagList(expected.Name, desired),
 		})
 		if ErrorCode(err) == "AlreadyExists" {
-			// An earlier run made it and stopped before it was done, or the list did not show it yet: read
-			// the groups again and bring this one up to date.
-			return engine.NotReady(fmt.Errorf("%s exists already: reading it again: %w", what, Classify("creating "+what, err)))
+			return g.existing(ctx, c, Classify("creating "+what, err))
 		}
 		if err != nil {
 			return templateNotKnownYet(Classify("creating "+what, err))
@@ -221,6 +219,24 @@ func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expecte
 		}
 	}
 	return nil
+}
+
+// existing explains a group of g's name that a create found already there (dup is the create's error): the
+// cluster's own (an earlier run made it and stopped before it was done, or the list did not show it yet) is read
+// again and brought up to date (NotReady); someone else's is an error that waiting does not mend.
+func (g *AutoScalingGroup) existing(ctx context.Context, c *Cloud, dup error) error {
+	what := "Auto Scaling group " + g.Name
+	out, err := c.AutoScaling.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{
+		AutoScalingGroupNames: []string{g.Name},
+	})
+	if err != nil {
+		return Classify("reading "+what, err)
+	}
+	if len(out.AutoScalingGroups) > 0 && asgTags(out.AutoScalingGroups[0].Tags)[ClusterTag(c.Cluster)] != ownedValue {
+		return engine.Terminal(fmt.Errorf("an Auto Scaling group named %s exists and is not this cluster's (no tag %s=%s): rename the "+
+			"instance group or remove the group: %w", g.Name, ClusterTag(c.Cluster), ownedValue, dup))
+	}
+	return engine.NotReady(fmt.Errorf("%s exists already: reading it again: %w", what, dup))
 }
 
 // templateNotKnownYet makes err NotReady when it is Auto Scaling's answer about a launch template (or version)

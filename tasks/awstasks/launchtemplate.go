@@ -343,9 +343,7 @@ func (t *LaunchTemplate) create(ctx context.Context, c *Cloud, data *ec2types.Re
 		in.ClientToken = aws.String(clientToken(attempt, "LaunchTemplate", c.Cluster, t.Name, dataHash(data)))
 		out, err := c.EC2.CreateLaunchTemplate(ctx, in)
 		if ErrorCode(err) == "InvalidLaunchTemplateName.AlreadyExistsException" {
-			// An earlier run made it and stopped before it was done, or the list did not show it yet: read the
-			// templates again and bring this one up to date.
-			return engine.NotReady(fmt.Errorf("%s exists already: reading it again: %w", what, Classify("creating "+what, err)))
+			return t.existing(ctx, c, Classify("creating "+what, err))
 		}
 		if err != nil {
 			return Classify("creating "+what, err)
@@ -367,6 +365,23 @@ func (t *LaunchTemplate) create(ctx context.Context, c *Cloud, data *ec2types.Re
 	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by templates made more than %s ago that "+
 		"are gone (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget "+
 		"the tokens", what, maxTokenAttempts, tokenReuseAge))
+}
+
+// existing explains a template of t's name that a create found already there (dup is the create's error): the
+// cluster's own (an earlier run made it and stopped before it was done, or the list did not show it yet) is read
+// again and brought up to date (NotReady); someone else's is an error that waiting does not mend.
+func (t *LaunchTemplate) existing(ctx context.Context, c *Cloud, dup error) error {
+	what := "launch template " + t.Name
+	out, err := c.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{t.Name}})
+	if err != nil && ErrorCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
+		return Classify("reading "+what, err)
+	}
+	if err == nil && len(out.LaunchTemplates) > 0 && tagsOf(out.LaunchTemplates[0].Tags)[ClusterTag(c.Cluster)] != ownedValue {
+		return engine.Terminal(fmt.Errorf("a launch template named %s (%s) exists and is not this cluster's (no tag %s=%s): rename the "+
+			"instance group or remove the template: %w", t.Name, aws.ToString(out.LaunchTemplates[0].LaunchTemplateId),
+			ClusterTag(c.Cluster), ownedValue, dup))
+	}
+	return engine.NotReady(fmt.Errorf("%s exists already: reading it again: %w", what, dup))
 }
 
 // newVersion makes a version of template id with data and sets it as the default. Its client token is derived

@@ -7,7 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/engine"
@@ -187,5 +189,53 @@ func TestLaunchTemplateAlreadyExistsIsRetried(t *testing.T) {
 	enginetest.ApplyThenNoChanges(t, ctx, c, freshRuns(c, build))
 	if v, _ := defaultVersion(t, c, lt.Name); v != 2 {
 		t.Errorf("default version %d, want 2", v)
+	}
+}
+
+// A launch template or Auto Scaling group of the name that is not the cluster's fails at once, with what to do.
+func TestForeignTemplateAndGroupOfTheName(t *testing.T) {
+	ctx := context.Background()
+	c, srv := newTestCloud(t)
+	n := makeNetwork(t, c)
+	// foreign makes a template that is not the cluster's.
+	foreign := func(c *Cloud, name string) string {
+		im, err := c.image(ctx, "debian-12-amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: im.ImageId, InstanceType: ec2types.InstanceTypeT3Medium}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.LaunchTemplate.LaunchTemplateId)
+	}
+	foreign(c, "nodes."+testCluster)
+	_, err := runOnce(t, c, engine.Apply, clusterGraph(n, defaultSpec()))
+	if err == nil || !strings.Contains(err.Error(), "a launch template named nodes."+testCluster) ||
+		!strings.Contains(err.Error(), "is not this cluster's (no tag "+ClusterTag(testCluster)+"=owned)") {
+		t.Errorf("err = %v, want the foreign template explained", err)
+	}
+	if n := srv.Calls()["CreateLaunchTemplate"]; n > 3 {
+		t.Errorf("%d CreateLaunchTemplate: the foreign template was retried", n)
+	}
+
+	// An Auto Scaling group of the name, someone else's.
+	c, srv2 := newTestCloud(t)
+	n2 := makeNetwork(t, c)
+	lt := foreign(c, "someone-elses")
+	if _, err := c.AutoScaling.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+		AutoScalingGroupName: aws.String("nodes." + testCluster), MinSize: aws.Int32(0), MaxSize: aws.Int32(0),
+		VPCZoneIdentifier: aws.String(n2.subnets[0]),
+		LaunchTemplate:    &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: aws.String(lt), Version: aws.String("1")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runOnce(t, c, engine.Apply, clusterGraph(n2, defaultSpec()))
+	if err == nil || !strings.Contains(err.Error(), "an Auto Scaling group named nodes."+testCluster+" exists and is not this cluster's") {
+		t.Errorf("err = %v, want the foreign group explained", err)
+	}
+	if n := srv2.Calls()["CreateAutoScalingGroup"]; n > 3 {
+		t.Errorf("%d CreateAutoScalingGroup: the foreign group was retried", n)
 	}
 }
