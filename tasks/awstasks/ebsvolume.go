@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -43,6 +43,9 @@ type EBSVolume struct {
 	ID *string `kubeup:"output"`
 
 	rawTags map[string]string // every tag of the found volume
+	// mismatches counts, by client token, the IdempotentParameterMismatch answers after which no volume of the
+	// name was found (see parameterMismatch).
+	mismatches map[string]int
 }
 
 var (
@@ -201,16 +204,27 @@ func (e *EBSVolume) create(ctx context.Context, c *Cloud, expected *EBSVolume) e
 		in.ClientToken = aws.String(clientToken(attempt, "EBSVolume", c.Cluster, expected.Name))
 		out, err := c.EC2.CreateVolume(ctx, in)
 		if ErrorCode(err) == "IdempotentParameterMismatch" {
-			return engine.Terminal(fmt.Errorf("creating %s: AWS said IdempotentParameterMismatch: a volume was already created "+
-				"with this volume's client token %s and other parameters: an earlier run made it (it crashed or was stopped "+
-				"after the create), and the cluster's spec of the volume has changed since; that volume is not visible yet: "+
-				"run again in a few minutes, and kubeup will find it and change it as the spec says: %w", what, *in.ClientToken, err))
+			if err := e.parameterMismatch(ctx, c, *in.ClientToken, err); err != nil {
+				return err
+			}
+			engine.Logger(ctx).Info("the client token was used with other parameters by a volume that is gone; trying the next one",
+				"token", *in.ClientToken)
+			continue
 		}
 		if err != nil {
 			return Classify("creating "+what, err)
 		}
-		if staleToken(out.CreateTime, string(out.State), time.Now()) {
-			engine.Logger(ctx).Info("the client token belongs to a volume of an earlier life of the cluster; trying the next one",
+		ev := tokenEvidence{State: string(out.State), Created: aws.ToTime(out.CreateTime)}
+		ev.ServerTime, _ = awsmiddleware.GetServerTime(out.ResultMetadata)
+		verdict := judgeToken(ev, c.Cluster, expected.Name)
+		if verdict == tokenRead {
+			if ev.Read, err = readVolumeForToken(ctx, c, aws.ToString(out.VolumeId)); err != nil {
+				return Classify(fmt.Sprintf("reading %s (%s), which its client token was answered with", what, aws.ToString(out.VolumeId)), err)
+			}
+			verdict = judgeToken(ev, c.Cluster, expected.Name)
+		}
+		if verdict == tokenStale {
+			engine.Logger(ctx).Info("the client token belongs to a volume of an earlier life of the cluster that is gone; trying the next one",
 				"volume", aws.ToString(out.VolumeId), "state", string(out.State))
 			continue
 		}
@@ -218,7 +232,63 @@ func (e *EBSVolume) create(ctx context.Context, c *Cloud, expected *EBSVolume) e
 		engine.Logger(ctx).Info("created EBS volume", "id", aws.ToString(out.VolumeId), "zone", aws.ToString(expected.Zone))
 		return nil
 	}
-	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by volumes made more than %s ago that "+
-		"are gone (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget "+
-		"the tokens", what, maxTokenAttempts, tokenReuseAge))
+	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by volumes that are gone (clusters of "+
+		"this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget the tokens",
+		what, maxTokenAttempts))
+}
+
+// maxMismatchReads is how many IdempotentParameterMismatch answers, each followed by a read of the volumes that
+// finds none of the name, make a client token's volume gone rather than not visible yet. The engine retries in
+// between with growing delays (1s, 2s, 4s, 8s: more than EC2 takes to show a new volume).
+const maxMismatchReads = 5
+
+// parameterMismatch decides what an IdempotentParameterMismatch of a create with token means: an earlier create
+// with the same token asked for other parameters.
+//
+//   - A volume of this name that the cluster owns exists: an earlier run made it (and stopped before the run's
+//     end) and the spec has changed since. NotReady: the retry's Find reads the volumes again, finds it, and
+//     changes it as the spec says.
+//   - None is found: either that volume is not visible yet, or it is gone (a cluster of this name deleted and
+//     made again with another spec). NotReady again, up to maxMismatchReads times; then it is taken for gone,
+//     and parameterMismatch returns nil: the next token is the fix.
+func (e *EBSVolume) parameterMismatch(ctx context.Context, c *Cloud, token string, mismatch error) error {
+	c.reads.volumes.forget()
+	all, err := c.volumes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range all[e.Name] {
+		if !deletedState(string(v.State)) {
+			return engine.NotReady(fmt.Errorf("creating EBS volume %s: client token %s was used by an earlier create "+
+				"with other parameters, which made %s: reading the volumes again to change it as the spec says: %w",
+				e.Name, token, aws.ToString(v.VolumeId), mismatch))
+		}
+	}
+	if e.mismatches == nil {
+		e.mismatches = map[string]int{}
+	}
+	e.mismatches[token]++
+	if n := e.mismatches[token]; n < maxMismatchReads {
+		return engine.NotReady(fmt.Errorf("creating EBS volume %s: client token %s was used by an earlier create with other "+
+			"parameters, and no volume of the name is listed (%d of %d looks): waiting for it to show, or to be sure it is gone: %w",
+			e.Name, token, n, maxMismatchReads, mismatch))
+	}
+	return nil
+}
+
+// readVolumeForToken reads volume id again for judgeToken.
+func readVolumeForToken(ctx context.Context, c *Cloud, id string) (*tokenReadResult, error) {
+	out, err := c.EC2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+	if ErrorCode(err) == "InvalidVolume.NotFound" {
+		return &tokenReadResult{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range out.Volumes {
+		if aws.ToString(v.VolumeId) == id {
+			return &tokenReadResult{Found: true, State: string(v.State), Tags: tagsOf(v.Tags)}, nil
+		}
+	}
+	return &tokenReadResult{}, nil
 }

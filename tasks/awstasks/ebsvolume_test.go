@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -187,19 +188,84 @@ func TestEBSVolumeCreateAfterCrashMakesNoSecondVolume(t *testing.T) {
 	}
 }
 
-func TestEBSVolumeIdempotentParameterMismatchSaysWhy(t *testing.T) {
+// A run that crashed after its CreateVolume, followed by a run of a changed spec while the volume is not visible
+// yet: the create's IdempotentParameterMismatch makes the task wait, and once the volume shows it is changed as
+// the spec says. No second volume.
+func TestEBSVolumeParameterMismatchOfAVolumeNotVisibleYet(t *testing.T) {
 	c, srv := newTestCloud(t)
 	if err := srv.SetFaults(fakeaws.Faults{VolumeInvisibleCalls: 2}); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, c, engine.Apply, volumeGraph(func() *EBSVolume { return etcdVolume("a", 20) }))
-	_, err := runOnce(t, c, engine.Apply, volumeGraph(func() *EBSVolume { return etcdVolume("a", 40) }))
-	if err == nil || !strings.Contains(err.Error(), "IdempotentParameterMismatch") || !strings.Contains(err.Error(), "run again in a few minutes") {
-		t.Fatalf("error %v, want IdempotentParameterMismatch explained", err)
+	srv.ResetCalls()
+	mustRun(t, c, engine.Apply, volumeGraph(func() *EBSVolume { return etcdVolume("a", 40) }))
+	if diff := cmp.Diff(map[string]int{"CreateVolume": 1, "ModifyVolume": 1}, mutatingCalls(srv.Calls())); diff != "" {
+		t.Errorf("mutating calls (-want +got):\n%s", diff)
 	}
-	mustRun(t, c, engine.DryRun, volumeGraph(func() *EBSVolume { return etcdVolume("a", 20) })) // the volume is visible now
-	if vols := allVolumes(t, c); len(vols) != 1 {
-		t.Fatalf("%d volumes, want 1", len(vols))
+	vols := allVolumes(t, c)
+	if len(vols) != 1 || aws.ToInt32(vols[0].Size) != 40 {
+		t.Fatalf("volumes %+v, want one of 40 GiB", vols)
+	}
+}
+
+// The client token of a volume of an earlier life of the cluster (deleted since), used again with another spec:
+// once the volume is surely gone (maxMismatchReads looks), the next token makes the volume.
+func TestEBSVolumeParameterMismatchOfAGoneVolumeTakesTheNextToken(t *testing.T) {
+	c, srv := newTestCloud(t)
+	ctx := context.Background()
+	mustRun(t, c, engine.Apply, volumeGraph(func() *EBSVolume { return etcdVolume("a", 20) }))
+	old := allVolumes(t, c)[0].VolumeId
+	if _, err := c.EC2.DeleteVolume(ctx, &ec2.DeleteVolumeInput{VolumeId: old}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetCalls()
+	mustRun(t, c, engine.Apply, volumeGraph(func() *EBSVolume { return etcdVolume("a", 40) }))
+	if n := srv.Calls()["CreateVolume"]; n != maxMismatchReads+1 {
+		t.Errorf("CreateVolume called %d times, want %d (the old token until the volume is surely gone, then the next)", n, maxMismatchReads+1)
+	}
+	vols := allVolumes(t, c)
+	if len(vols) != 1 || aws.ToInt32(vols[0].Size) != 40 || aws.ToString(vols[0].VolumeId) == aws.ToString(old) {
+		t.Fatalf("volumes %+v, want one new one of 40 GiB", vols)
+	}
+}
+
+// judgeToken decides by the resource a client token was answered with, never by this machine's clock: an old
+// resource that still exists and is the cluster's is reused; a deleted or disowned one is stale.
+func TestJudgeToken(t *testing.T) {
+	server := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	name := "a.etcd-main." + testCluster
+	ours := map[string]string{"Name": name, ClusterTag(testCluster): "owned"}
+	for _, tc := range []struct {
+		name string
+		ev   tokenEvidence
+		want tokenVerdict
+	}{
+		{"made a second ago", tokenEvidence{State: "creating", Created: server.Add(-time.Second), ServerTime: server}, tokenOurs},
+		{"made 'in the future' (the server's clocks differ a little)", tokenEvidence{State: "creating", Created: server.Add(time.Minute), ServerTime: server}, tokenOurs},
+		{"deleting in the answer", tokenEvidence{State: "deleting", Created: server.Add(-time.Second), ServerTime: server}, tokenStale},
+		{"deleted in the answer", tokenEvidence{State: "deleted", Created: server.Add(-48 * time.Hour), ServerTime: server}, tokenStale},
+		{"made long ago, not read yet", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server}, tokenRead},
+		{"no server time, not read yet", tokenEvidence{State: "creating", Created: server}, tokenRead},
+		{"made long ago, still the cluster's", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{Found: true, State: "in-use", Tags: ours}}, tokenOurs},
+		{"no server time, the cluster's", tokenEvidence{State: "creating", Created: server,
+			Read: &tokenReadResult{Found: true, State: "available", Tags: ours}}, tokenOurs},
+		{"made long ago, gone", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{}}, tokenStale},
+		{"made long ago, deleting now", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{Found: true, State: "deleting", Tags: ours}}, tokenStale},
+		{"made long ago, deleted now", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{Found: true, State: "deleted", Tags: ours}}, tokenStale},
+		{"made long ago, disowned", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{Found: true, State: "available", Tags: map[string]string{"Name": name}}}, tokenStale},
+		{"made long ago, another name", tokenEvidence{State: "available", Created: server.Add(-48 * time.Hour), ServerTime: server,
+			Read: &tokenReadResult{Found: true, State: "available", Tags: map[string]string{"Name": "b", ClusterTag(testCluster): "owned"}}}, tokenStale},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := judgeToken(tc.ev, testCluster, name); got != tc.want {
+				t.Errorf("judgeToken = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 
