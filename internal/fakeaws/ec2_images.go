@@ -30,6 +30,17 @@ func (s *Server) seedImages() {
 	}
 }
 
+// AddImage adds a public Debian image to every region (a release published since the fake started): its name,
+// its architecture (x86_64 or arm64) and its creation date (RFC 3339, "2026-12-01T20:00:00.000Z"). It returns
+// the image's id.
+func (s *Server) AddImage(name, arch, created string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	im := &image{id: s.newID("ami"), name: name, arch: arch, created: created}
+	s.ec2.images[im.id] = im
+	return im.id
+}
+
 type imageXML struct {
 	ImageID         string            `xml:"imageId"`
 	ImageLocation   string            `xml:"imageLocation"`

@@ -3,6 +3,7 @@ package awstasks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,9 +27,7 @@ func (c *Cloud) image(ctx context.Context, spec string) (ec2types.Image, error) 
 		if strings.HasPrefix(spec, "ami-") {
 			in.ImageIds = []string{spec}
 		} else {
-			if !strings.ContainsAny(pattern, "*?") {
-				pattern += "*"
-			}
+			pattern = imageNamePattern(spec)
 			in.Owners = imageOwners
 			in.Filters = []ec2types.Filter{
 				{Name: aws.String("name"), Values: []string{pattern}},
@@ -63,4 +62,75 @@ func (c *Cloud) image(ctx context.Context, spec string) (ec2types.Image, error) 
 		}
 		return *newest, nil
 	})
+}
+
+// runningImages returns the images that the default versions of the cluster's launch templates run, by id: one
+// DescribeImages for all of them per run. An image that is gone (deregistered) is absent.
+func (c *Cloud) runningImages(ctx context.Context) (map[string]ec2types.Image, error) {
+	return c.reads.running.get(ctx, func(ctx context.Context) (map[string]ec2types.Image, error) {
+		templates, err := c.launchTemplates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		for _, r := range templates {
+			if r.def != nil && r.def.LaunchTemplateData != nil && r.def.LaunchTemplateData.ImageId != nil &&
+				!slices.Contains(ids, *r.def.LaunchTemplateData.ImageId) {
+				ids = append(ids, *r.def.LaunchTemplateData.ImageId)
+			}
+		}
+		out := map[string]ec2types.Image{}
+		if len(ids) == 0 {
+			return out, nil
+		}
+		slices.Sort(ids)
+		p := ec2.NewDescribeImagesPaginator(c.EC2, &ec2.DescribeImagesInput{ImageIds: ids})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if ErrorCode(err) == "InvalidAMIID.NotFound" || ErrorCode(err) == "InvalidAMIID.Unavailable" {
+				return map[string]ec2types.Image{}, nil // one is gone: none is kept, the patterns are looked up again
+			}
+			if err != nil {
+				return nil, Classify("reading the images of the cluster's launch templates", err)
+			}
+			for _, im := range page.Images {
+				out[aws.ToString(im.ImageId)] = im
+			}
+		}
+		return out, nil
+	})
+}
+
+// imageNamePattern is the name pattern spec stands for: a trailing "*" is implied when it has no wildcard.
+func imageNamePattern(spec string) string {
+	if !strings.ContainsAny(spec, "*?") {
+		return spec + "*"
+	}
+	return spec
+}
+
+// globMatch reports whether name matches pattern as EC2's filters match: "*" is any run of characters, "?" any
+// one character, everything else itself.
+func globMatch(pattern, name string) bool {
+	// The classic two-pointer match with backtracking to the last "*".
+	p, n, star, mark := 0, 0, -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p, mark = star+1, mark+1
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }

@@ -29,12 +29,18 @@ import (
 // default version. Version is the default version's number, which the Auto Scaling group launches: a change of
 // the template is a change of the group too.
 //
+// An image name pattern does not move the template by itself: while the default version runs an available image
+// whose name matches the pattern, Find reads it as the pattern, even when a newer image matches now (a new
+// Debian release does not change every template on each update). The newest matching image is taken when the
+// template changes for another reason (user data, instance type, ...) or the spec names another pattern or id.
+//
 // Every version asks for IMDSv2 (HttpTokens=required) and tags the instances and volumes it launches.
 type LaunchTemplate struct {
 	// Name is the template's name: "<instance group>.<cluster>".
 	Name string
 	// Image is an image id ("ami-..."), or a name pattern looked up among the images of this account, Amazon
-	// and Debian: the newest match ("debian-12-amd64-*"; a trailing "*" is implied). Required to create.
+	// and Debian: the newest match ("debian-12-amd64-*"; a trailing "*" is implied) when a version is made, the
+	// image the default version runs while it still matches (see above). Required to create.
 	Image *string
 	// InstanceType is the EC2 instance type ("m6i.large"). Required to create.
 	InstanceType *string
@@ -102,23 +108,34 @@ func (t *LaunchTemplate) Resolve() error {
 }
 
 // Find reads the template and its default version from the cluster's launch templates (one
-// DescribeLaunchTemplates and one DescribeLaunchTemplateVersions per run for all of them), normalised as the
-// task states it: the user data as text, an image pattern when the version runs the image it names today, the
-// security groups as the tasks whose ids the version holds.
+// DescribeLaunchTemplates and one DescribeLaunchTemplateVersions per run for all of them, and one DescribeImages
+// of the images they run), normalised as the task states it: the user data as text, an image pattern when the
+// version runs an available image of a name the pattern matches, the security groups as the tasks whose ids the
+// version holds.
 func (t *LaunchTemplate) Find(ctx context.Context, c *Cloud) (*LaunchTemplate, error) {
+	all, err := c.launchTemplates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := all[t.Name]
+	pattern := t.Image != nil && !strings.HasPrefix(*t.Image, "ami-")
+	keep := false // the version runs an image the pattern names, maybe not the newest: it stays
+	if pattern && ok && r.def != nil && r.def.LaunchTemplateData != nil {
+		running, err := c.runningImages(ctx)
+		if err != nil {
+			return nil, err
+		}
+		im, found := running[aws.ToString(r.def.LaunchTemplateData.ImageId)]
+		keep = found && im.State == ec2types.ImageStateAvailable && globMatch(imageNamePattern(*t.Image), aws.ToString(im.Name))
+	}
 	var imageID string
-	if t.Image != nil && !strings.HasPrefix(*t.Image, "ami-") {
+	if pattern && !keep {
 		im, err := c.image(ctx, *t.Image) // looked up in a dry run too: a pattern that matches nothing fails early
 		if err != nil {
 			return nil, err
 		}
 		imageID = aws.ToString(im.ImageId)
 	}
-	all, err := c.launchTemplates(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := all[t.Name]
 	if !ok {
 		return nil, nil
 	}
@@ -127,7 +144,7 @@ func (t *LaunchTemplate) Find(ctx context.Context, c *Cloud) (*LaunchTemplate, e
 	if r.def != nil && r.def.LaunchTemplateData != nil {
 		d := r.def.LaunchTemplateData
 		a.Image = d.ImageId
-		if imageID != "" && aws.ToString(d.ImageId) == imageID {
+		if keep || imageID != "" && aws.ToString(d.ImageId) == imageID {
 			a.Image = t.Image
 		}
 		if d.InstanceType != "" {
@@ -257,6 +274,7 @@ func (t *LaunchTemplate) CheckChanges(actual, expected, changes *LaunchTemplate)
 // default; it reconciles the template's own tags.
 func (t *LaunchTemplate) Render(ctx context.Context, c *Cloud, actual, expected, changes *LaunchTemplate) error {
 	defer c.reads.templates.forget()
+	defer c.reads.running.forget()
 	what := "launch template " + expected.Name
 	if actual == nil || actual.dataDiffers {
 		data, err := expected.data(ctx, c)

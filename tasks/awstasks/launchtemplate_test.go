@@ -239,3 +239,66 @@ func TestForeignTemplateAndGroupOfTheName(t *testing.T) {
 		t.Errorf("%d CreateAutoScalingGroup: the foreign group was retried", n)
 	}
 }
+
+// A newer image matching the pattern does not change the templates by itself; a version made for another reason
+// takes it.
+func TestLaunchTemplateKeepsItsImageWhileThePatternMatches(t *testing.T) {
+	c, srv := newTestCloud(t)
+	n := makeNetwork(t, c)
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, clusterGraph(n, defaultSpec())))
+	running := func() string {
+		out, err := c.EC2.DescribeLaunchTemplateVersions(context.Background(), &ec2.DescribeLaunchTemplateVersionsInput{
+			LaunchTemplateName: aws.String("nodes." + testCluster), Versions: []string{"$Default"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.LaunchTemplateVersions[0].LaunchTemplateData.ImageId)
+	}
+	old := running()
+	newer := srv.AddImage("debian-12-amd64-20261201-2000", "x86_64", "2026-12-01T20:00:00.000Z")
+	srv.ResetCalls()
+	if p := mustRun(t, c, engine.DryRun, clusterGraph(n, defaultSpec())); !p.Empty() {
+		t.Errorf("a newer image plans changes: %v", fieldsOf(p))
+	}
+	if n := srv.Calls()["DescribeImages"]; n != 1 {
+		t.Errorf("%d DescribeImages, want 1 (the images the templates run)", n)
+	}
+	if got := running(); got != old {
+		t.Errorf("the template runs %s, want still %s", got, old)
+	}
+
+	// The user data changes: the new version runs the newest image.
+	s := defaultSpec()
+	s.userData = "#!/bin/bash\necho changed\n"
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, clusterGraph(n, s)))
+	if got := running(); got != newer {
+		t.Errorf("the new version runs %s, want the newest image %s", got, newer)
+	}
+
+	// Another pattern that the running image does not match: a change.
+	s.image = "debian-12-arm64"
+	if p := mustRun(t, c, engine.DryRun, clusterGraph(n, s)); fieldsOf(p)["LaunchTemplate/nodes."+testCluster] == nil {
+		t.Errorf("another pattern plans no change of the template: %v", fieldsOf(p))
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"debian-12-amd64-*", "debian-12-amd64-20261101-2000", true},
+		{"debian-12-amd64-*", "debian-12-arm64-20261101-2000", false},
+		{"debian-1?-amd64*", "debian-13-amd64-x", true},
+		{"*-amd64-*", "debian-12-amd64-1", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"exact", "exact", true},
+		{"exact", "exactly", false},
+	} {
+		if got := globMatch(c.pattern, c.name); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+}

@@ -112,6 +112,7 @@ type reads struct {
 	vpcs      keyed[*ec2types.Vpc]                         // by id; nil: no such VPC
 	profiles  keyed[*iamtypes.InstanceProfile]             // by name; nil: no such profile
 	images    keyed[ec2types.Image]                        // by id or name pattern
+	running   shared[map[string]ec2types.Image]            // the images the templates' default versions run, by id
 }
 
 func (r *reads) forgetAll() {
@@ -123,6 +124,7 @@ func (r *reads) forgetAll() {
 	r.vpcs.forget()
 	r.profiles.forget()
 	r.images.forget()
+	r.running.forget()
 }
 
 // ownedFilter is the EC2 filter of what the cluster owns.
