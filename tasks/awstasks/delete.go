@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,8 +17,9 @@ import (
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
 
-// deletePoll is how often DeleteOwned looks again at what it waits for, and deleteWait how long it waits for one
-// thing (a group's instances to end, a volume to be detached, a group no longer in use).
+// deletePoll is how often DeleteOwned looks again at what it waits for (a group's instances to end, a volume to
+// be detached, a security group no longer in use), and deleteWait how long it waits in all: the things of one
+// kind are deleted, and waited for, at once, and every wait of one DeleteOwned shares one deadline.
 var (
 	deletePoll = 2 * time.Second
 	deleteWait = 10 * time.Minute
@@ -45,17 +46,30 @@ var (
 func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) ([]string, error) {
 	c.NewRun()
 	defer c.NewRun()
+	deadline := time.Now().Add(deleteWait)
 	var deleted []string
 	var errs []error
+	// record deletes the things of one kind at once (each waiting as it must, until deadline), and records their
+	// keys in order.
 	record := func(kind string, names []string, del func(string) error) {
 		slices.Sort(names)
-		for _, name := range names {
+		failed := make([]error, len(names))
+		if apply {
+			var wg sync.WaitGroup
+			for i, name := range names {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					failed[i] = del(name)
+				}()
+			}
+			wg.Wait()
+		}
+		for i, name := range names {
 			key := kind + "/" + name
-			if apply {
-				if err := del(name); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", key, err))
-					continue
-				}
+			if failed[i] != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, failed[i]))
+				continue
 			}
 			deleted = append(deleted, key)
 		}
@@ -65,7 +79,7 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 	if err != nil {
 		return nil, err
 	}
-	record("AutoScalingGroup", mapKeys(groups), func(name string) error { return c.deleteAutoScalingGroup(ctx, name) })
+	record("AutoScalingGroup", mapKeys(groups), func(name string) error { return c.deleteAutoScalingGroup(ctx, deadline, name) })
 
 	templates, err := c.launchTemplates(ctx)
 	if err != nil {
@@ -90,28 +104,27 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 	if apply {
 		errs = append(errs, c.revokeCrossReferences(ctx, sgs)...)
 	}
-	record("SecurityGroup", mapKeys(byName), func(name string) error { return c.deleteSecurityGroup(ctx, byName[name]) })
+	record("SecurityGroup", mapKeys(byName), func(name string) error { return c.deleteSecurityGroup(ctx, deadline, byName[name]) })
 
 	vols, err := c.volumes(ctx)
 	if err != nil {
 		return deleted, errors.Join(append(errs, err)...)
 	}
-	var volNames []string
+	// A volume already being deleted is left to it.
+	live := map[string][]ec2types.Volume{}
 	for name, vs := range vols {
 		for _, v := range vs {
 			if v.State != ec2types.VolumeStateDeleting && v.State != ec2types.VolumeStateDeleted {
-				volNames = append(volNames, name)
-				break
+				live[name] = append(live[name], v)
 			}
 		}
 	}
-	record("EBSVolume", volNames, func(name string) error {
-		for _, v := range vols[name] {
-			if err := c.deleteVolume(ctx, name, v); err != nil {
-				return err
-			}
+	record("EBSVolume", mapKeys(live), func(name string) error {
+		var errs []error
+		for _, v := range live[name] {
+			errs = append(errs, c.deleteVolume(ctx, deadline, name, v))
 		}
-		return nil
+		return errors.Join(errs...)
 	})
 
 	if c.dnsZone != "" && len(records) > 0 {
@@ -129,19 +142,15 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 				mine = append(mine, rs)
 			}
 		}
-		slices.SortFunc(mine, func(a, b dnstasks.RecordSet) int {
-			return strings.Compare(dnstasks.RecordKey(a.Name, a.Type).String(), dnstasks.RecordKey(b.Name, b.Type).String())
-		})
+		// Deleted at once, they go in one change of the zone.
+		var keys []string
+		byKey := map[string]dnstasks.RecordSet{}
 		for _, rs := range mine {
-			key := dnstasks.RecordKey(rs.Name, rs.Type).String()
-			if apply {
-				if err := c.DNSProvider().Delete(ctx, rs.Name, rs.Type); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", key, err))
-					continue
-				}
-			}
-			deleted = append(deleted, key)
+			k := rs.Name + "/" + rs.Type
+			keys = append(keys, k)
+			byKey[k] = rs
 		}
+		record("DNSRecord", keys, func(k string) error { return c.DNSProvider().Delete(ctx, byKey[k].Name, byKey[k].Type) })
 	}
 	return deleted, errors.Join(errs...)
 }
@@ -154,17 +163,14 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// deleteAutoScalingGroup deletes the group with its instances and waits until DescribeAutoScalingGroups no
-// longer lists it.
-func (c *Cloud) deleteAutoScalingGroup(ctx context.Context, name string) error {
+// deleteAutoScalingGroup deletes the group with its instances and waits, until deadline, until
+// DescribeAutoScalingGroups no longer lists it.
+func (c *Cloud) deleteAutoScalingGroup(ctx context.Context, deadline time.Time, name string) error {
 	what := "Auto Scaling group " + name
 	_, err := c.AutoScaling.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{
 		AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true),
 	})
-	if err != nil && !isNotFound(err) && ErrorCode(err) != "ScalingActivityInProgress" {
-		return Classify("deleting "+what, err)
-	}
-	return poll(ctx, "waiting for "+what+" to be deleted", func() (bool, error) {
+	gone := func() (bool, error) {
 		out, err := c.AutoScaling.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{
 			AutoScalingGroupNames: []string{name},
 		})
@@ -172,7 +178,21 @@ func (c *Cloud) deleteAutoScalingGroup(ctx context.Context, name string) error {
 			return false, Classify("reading "+what, err)
 		}
 		return len(out.AutoScalingGroups) == 0, nil
-	})
+	}
+	switch code := ErrorCode(err); {
+	case err == nil, code == "ScalingActivityInProgress":
+		// Being deleted (by this call or an earlier one).
+	case code == "ValidationError":
+		// Auto Scaling says a group is not found with ValidationError, the code of every malformed request too:
+		// whether the group is gone is asked of DescribeAutoScalingGroups rather than read in the message.
+		if done, derr := gone(); derr != nil || !done {
+			return Classify("deleting "+what, err)
+		}
+		return nil
+	default:
+		return Classify("deleting "+what, err)
+	}
+	return poll(ctx, deadline, "waiting for "+what+" to be deleted", gone)
 }
 
 // revokeCrossReferences revokes the ingress rules by which the cluster's groups refer to one another, which
@@ -200,7 +220,7 @@ func (c *Cloud) revokeCrossReferences(ctx context.Context, sgs []ec2types.Securi
 			continue
 		}
 		_, err := c.EC2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: sg.GroupId, IpPermissions: perms})
-		if err != nil && !isNotFound(err) {
+		if code := ErrorCode(err); err != nil && code != "InvalidGroup.NotFound" && code != "InvalidPermission.NotFound" {
 			errs = append(errs, fmt.Errorf("SecurityGroup/%s: %w", aws.ToString(sg.GroupName),
 				Classify("revoking the rules that refer to the cluster's other groups", err)))
 		}
@@ -208,14 +228,14 @@ func (c *Cloud) revokeCrossReferences(ctx context.Context, sgs []ec2types.Securi
 	return errs
 }
 
-// deleteSecurityGroup deletes the group, waiting while it is still in use (the instances of a deleted Auto
-// Scaling group ending).
-func (c *Cloud) deleteSecurityGroup(ctx context.Context, sg ec2types.SecurityGroup) error {
+// deleteSecurityGroup deletes the group, waiting until deadline while it is still in use (the instances of a
+// deleted Auto Scaling group ending).
+func (c *Cloud) deleteSecurityGroup(ctx context.Context, deadline time.Time, sg ec2types.SecurityGroup) error {
 	what := fmt.Sprintf("security group %s (%s)", aws.ToString(sg.GroupName), aws.ToString(sg.GroupId))
-	return poll(ctx, "deleting "+what, func() (bool, error) {
+	return poll(ctx, deadline, "deleting "+what, func() (bool, error) {
 		_, err := c.EC2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
 		switch {
-		case err == nil, isNotFound(err):
+		case err == nil, ErrorCode(err) == "InvalidGroup.NotFound":
 			return true, nil
 		case ErrorCode(err) == "DependencyViolation":
 			return false, Classify("deleting "+what+" (still in use)", err)
@@ -224,20 +244,23 @@ func (c *Cloud) deleteSecurityGroup(ctx context.Context, sg ec2types.SecurityGro
 	})
 }
 
-// deleteVolume deletes the volume once it is detached.
-func (c *Cloud) deleteVolume(ctx context.Context, name string, v ec2types.Volume) error {
+// deleteVolume deletes the volume once it is detached, waiting for that until deadline.
+func (c *Cloud) deleteVolume(ctx context.Context, deadline time.Time, name string, v ec2types.Volume) error {
 	id := aws.ToString(v.VolumeId)
 	what := fmt.Sprintf("EBS volume %s (%s)", name, id)
 	var attachedTo string
-	err := poll(ctx, "waiting for "+what+" to be detached", func() (bool, error) {
+	gone := false
+	err := poll(ctx, deadline, "waiting for "+what+" to be detached", func() (bool, error) {
 		out, err := c.EC2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
-		if isNotFound(err) {
+		if ErrorCode(err) == volumeNotFound {
+			gone = true
 			return true, nil
 		}
 		if err != nil {
 			return false, Classify("reading "+what, err)
 		}
-		if len(out.Volumes) == 0 {
+		if len(out.Volumes) == 0 || deletedState(string(out.Volumes[0].State)) {
+			gone = true
 			return true, nil
 		}
 		attachedTo = ""
@@ -250,30 +273,28 @@ func (c *Cloud) deleteVolume(ctx context.Context, name string, v ec2types.Volume
 	})
 	if err != nil {
 		if attachedTo != "" {
-			return fmt.Errorf("%s is still attached to instance %s after %s: that instance is not one of the cluster's Auto Scaling "+
+			return fmt.Errorf("%s is still attached to instance %s at the end of the deletion's %s: that instance is not one of the cluster's Auto Scaling "+
 				"groups', or has not ended; detach the volume (or end the instance) and run the deletion again: %w",
 				what, attachedTo, deleteWait, err)
 		}
 		return err
 	}
+	if gone {
+		return nil
+	}
 	_, err = c.EC2.DeleteVolume(ctx, &ec2.DeleteVolumeInput{VolumeId: v.VolumeId})
-	if err != nil && !isNotFound(err) {
+	if err != nil && ErrorCode(err) != volumeNotFound {
 		return Classify("deleting "+what, err)
 	}
 	return nil
 }
 
-// isNotFound reports whether err says the thing is already gone.
-func isNotFound(err error) bool {
-	code := ErrorCode(err)
-	return strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") ||
-		code == "ValidationError" && strings.Contains(err.Error(), "not found")
-}
+// volumeNotFound is EC2's error code for a volume id it does not know (any more).
+const volumeNotFound = "InvalidVolume.NotFound"
 
-// poll calls check every deletePoll until it reports done, for at most deleteWait. Errors of check that are
-// not terminal (throttling, a group still in use) are retried; the last one is returned when the time is up.
-func poll(ctx context.Context, doing string, check func() (bool, error)) error {
-	deadline := time.Now().Add(deleteWait)
+// poll calls check every deletePoll until it reports done, until deadline. Errors of check that are not terminal
+// (throttling, a group still in use) are retried; the last one is returned when the time is up.
+func poll(ctx context.Context, deadline time.Time, doing string, check func() (bool, error)) error {
 	var last error
 	for {
 		done, err := check()
@@ -286,9 +307,9 @@ func poll(ctx context.Context, doing string, check func() (bool, error)) error {
 		last = err
 		if time.Now().After(deadline) {
 			if last != nil {
-				return fmt.Errorf("%s: gave up after %s: %w", doing, deleteWait, last)
+				return fmt.Errorf("%s: gave up at the end of the deletion's %s: %w", doing, deleteWait, last)
 			}
-			return fmt.Errorf("%s: gave up after %s", doing, deleteWait)
+			return fmt.Errorf("%s: gave up at the end of the deletion's %s", doing, deleteWait)
 		}
 		select {
 		case <-ctx.Done():

@@ -179,3 +179,26 @@ func TestDeleteOwnedVolumeAttachedElsewhere(t *testing.T) {
 		t.Errorf("%d volumes, want the attached one kept", n)
 	}
 }
+
+// What is gone already (deleted by an earlier, interrupted deletion, or by hand) is no error: each kind is known
+// gone by its exact error code, or for an Auto Scaling group (whose "not found" is a ValidationError) by
+// DescribeAutoScalingGroups.
+func TestDeleteOfWhatIsGoneAlready(t *testing.T) {
+	shortDeleteWaits(t, time.Minute)
+	c, srv := newTestCloud(t)
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	if err := c.deleteAutoScalingGroup(ctx, deadline, "nodes."+testCluster); err != nil {
+		t.Errorf("an Auto Scaling group that is gone: %v", err)
+	}
+	if err := c.deleteSecurityGroup(ctx, deadline, ec2types.SecurityGroup{GroupId: aws.String("sg-0123456789abcdef0"),
+		GroupName: aws.String("nodes." + testCluster)}); err != nil {
+		t.Errorf("a security group that is gone: %v", err)
+	}
+	if err := c.deleteVolume(ctx, deadline, "a.etcd-main."+testCluster, ec2types.Volume{VolumeId: aws.String("vol-0123456789abcdef0")}); err != nil {
+		t.Errorf("a volume that is gone: %v", err)
+	}
+	if n := srv.Calls()["DeleteVolume"]; n != 0 {
+		t.Errorf("DeleteVolume called %d times for a volume that is gone, want 0", n)
+	}
+}
