@@ -121,8 +121,17 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 			return err
 		}
 		cleanup = func() error {
+			// What is reported is what this deletion deleted (the listing above may have changed since: an
+			// instance group's template gone, a record published meanwhile). On a failure, what it did delete is
+			// reported before the error.
 			cloud.NewRun()
-			_, err := cloud.DeleteOwned(ctx, records, true)
+			keys, err := cloud.DeleteOwned(ctx, records, true)
+			cloudKeys = keys
+			if err != nil {
+				for _, k := range keys {
+					fmt.Fprintf(out, "Deleted %s\n", k)
+				}
+			}
 			return err
 		}
 	default:
