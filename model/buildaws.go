@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/awstasks"
@@ -31,8 +32,9 @@ func SecurityGroupName(cluster, role string) string {
 
 // BuildAWSCloudGraph returns the cloud graph of a complete, valid spec on aws:
 //   - the user's VPC, subnets and instance profiles, checked and never changed (engine.ExistsAndValidates);
-//   - the security groups control-plane.<cluster> and nodes.<cluster>: each lets in every protocol from both
-//     groups and ssh (tcp 22) from spec.aws.sshAccess; the control plane also the API (tcp 443) from
+//   - the security groups control-plane.<cluster> and nodes.<cluster>: the nodes let in every protocol from both
+//     groups, the control plane from itself, and from the nodes udp, icmp and tcp but etcd's client and peer
+//     ports; both ssh (tcp 22) from spec.aws.sshAccess; the control plane also the API (tcp 443) from
 //     spec.aws.apiAccess; any other rule kubeup made in them is revoked;
 //   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
 //   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
@@ -89,6 +91,9 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 	for _, role := range []string{RoleControlPlane, RoleNode} {
 		for _, from := range []string{RoleControlPlane, RoleNode} {
+			if role == RoleControlPlane && from == RoleNode {
+				continue // below: not etcd's ports
+			}
 			rule(role, "all-from-"+short[from], &awstasks.SecurityGroupRule{Protocol: "-1", SourceGroup: groups[from]})
 		}
 		for _, cidr := range a.SSHAccess {
@@ -98,6 +103,19 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	for _, cidr := range a.APIAccess {
 		rule(RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: ptr(cidr)})
 	}
+	// Nodes reach the control plane on every port but etcd's (clients' and peers'), as kops does: a node does not
+	// talk to etcd, and a node taken over must not reach it.
+	var etcdPorts []int32
+	for _, e := range s.EtcdClusters {
+		etcdPorts = append(etcdPorts, e.ClientPort, e.PeerPort)
+	}
+	for _, r := range portRangesWithout(etcdPorts) {
+		rule(RoleControlPlane, fmt.Sprintf("tcp-%d-%d-from-nodes", r[0], r[1]), &awstasks.SecurityGroupRule{
+			Protocol: "tcp", FromPort: r[0], ToPort: r[1], SourceGroup: groups[RoleNode],
+		})
+	}
+	rule(RoleControlPlane, "udp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "udp", FromPort: 0, ToPort: 65535, SourceGroup: groups[RoleNode]})
+	rule(RoleControlPlane, "icmp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "icmp", FromPort: -1, ToPort: -1, SourceGroup: groups[RoleNode]})
 	// Each group's ingress: the rules above, and none other of kubeup's (a CIDR removed from the spec is revoked).
 	for _, role := range []string{RoleControlPlane, RoleNode} {
 		engine.Add(g, &awstasks.SecurityGroupIngress{Group: groups[role], Rules: rules[role]})
@@ -175,6 +193,27 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 		})
 	}
 	return g, nil
+}
+
+// portRangesWithout are the tcp port ranges [from, to] that cover 1-65535 but the ports left out.
+func portRangesWithout(out []int32) [][2]int32 {
+	out = slices.Clone(out)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	var ranges [][2]int32
+	from := int32(1)
+	for _, p := range out {
+		if p > from {
+			ranges = append(ranges, [2]int32{from, p - 1})
+		}
+		if p+1 > from {
+			from = p + 1
+		}
+	}
+	if from <= 65535 {
+		ranges = append(ranges, [2]int32{from, 65535})
+	}
+	return ranges
 }
 
 // instanceProfileName is the instance profile of a role's machines.

@@ -123,7 +123,7 @@ func TestBuildAWSCloudGraph(t *testing.T) {
 			}
 			want := map[string]int{
 				"EBSVolume": 2 * controlPlanes, "LaunchTemplate": len(igs), "AutoScalingGroup": len(igs),
-				"SecurityGroup": 2, "SecurityGroupRule": 5, "VPC": 1, "Subnet": 3, "InstanceProfile": 1,
+				"SecurityGroup": 2, "SecurityGroupRule": 9, "SecurityGroupIngress": 2, "VPC": 1, "Subnet": 3, "InstanceProfile": 1,
 			}
 			for typ, n := range want {
 				if count[typ] != n {

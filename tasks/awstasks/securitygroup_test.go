@@ -189,3 +189,18 @@ func ingressOf(t *testing.T, c *Cloud, id string) []ec2types.IpPermission {
 	}
 	return out.SecurityGroups[0].IpPermissions
 }
+
+// Rules as the model makes them for the control plane (tcp ranges, udp all, icmp all from a group) read back as
+// they were added.
+func TestSecurityGroupRulesOfEveryProtocolConverge(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	rule := func(name, protocol string, from, to int32) func(g *SecurityGroup) *SecurityGroupRule {
+		return func(g *SecurityGroup) *SecurityGroupRule {
+			return &SecurityGroupRule{Name: g.Name + "/" + name, Group: g, Protocol: protocol, FromPort: from, ToPort: to, SourceGroup: g}
+		}
+	}
+	build := groupGraph(n, nil, rule("tcp-1-2379", "tcp", 1, 2379), rule("tcp-2382-4000", "tcp", 2382, 4000),
+		rule("udp", "udp", 0, 65535), rule("icmp", "icmp", -1, -1))
+	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, build))
+}
