@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -370,7 +370,16 @@ func (t *LaunchTemplate) create(ctx context.Context, c *Cloud, data *ec2types.Re
 		if lt == nil {
 			return engine.Terminal(fmt.Errorf("creating %s: AWS answered without the template", what))
 		}
-		if staleToken(lt.CreateTime, "", time.Now()) {
+		ev := tokenEvidence{Created: aws.ToTime(lt.CreateTime)}
+		ev.ServerTime, _ = awsmiddleware.GetServerTime(out.ResultMetadata)
+		verdict := judgeToken(ev, c.Cluster, t.Name)
+		if verdict == tokenRead {
+			if ev.Read, err = readTemplateForToken(ctx, c, aws.ToString(lt.LaunchTemplateId)); err != nil {
+				return Classify("reading "+what+" again", err)
+			}
+			verdict = judgeToken(ev, c.Cluster, t.Name)
+		}
+		if verdict == tokenStale {
 			continue
 		}
 		t.ID, t.Version = lt.LaunchTemplateId, lt.DefaultVersionNumber
@@ -380,9 +389,26 @@ func (t *LaunchTemplate) create(ctx context.Context, c *Cloud, data *ec2types.Re
 		engine.Logger(ctx).Info("created launch template", "id", aws.ToString(lt.LaunchTemplateId))
 		return nil
 	}
-	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by templates made more than %s ago that "+
-		"are gone (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 to forget "+
-		"the tokens", what, maxTokenAttempts, tokenReuseAge))
+	return engine.Terminal(fmt.Errorf("creating %s: its first %d client tokens were all used by templates that are gone or no "+
+		"longer this cluster's (clusters of this name deleted and made again): give the cluster another name, or wait a day for EC2 "+
+		"to forget the tokens", what, maxTokenAttempts))
+}
+
+// readTemplateForToken reads launch template id again for judgeToken.
+func readTemplateForToken(ctx context.Context, c *Cloud, id string) (*tokenReadResult, error) {
+	out, err := c.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateIds: []string{id}})
+	switch code := ErrorCode(err); {
+	case code == "InvalidLaunchTemplateId.NotFound", code == "InvalidLaunchTemplateId.Malformed":
+		return &tokenReadResult{}, nil
+	case err != nil:
+		return nil, err
+	}
+	for _, lt := range out.LaunchTemplates {
+		if aws.ToString(lt.LaunchTemplateId) == id {
+			return &tokenReadResult{Found: true, Tags: tagsOf(lt.Tags)}, nil
+		}
+	}
+	return &tokenReadResult{}, nil
 }
 
 // existing explains a template of t's name that a create found already there (dup is the create's error): the

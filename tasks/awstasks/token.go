@@ -23,10 +23,6 @@ func clientToken(attempt int, parts ...string) string {
 	return "kubeup-" + hex.EncodeToString(h.Sum(nil))[:48]
 }
 
-// tokenReuseAge is the age past which the launch template's create (staleToken) takes a resource answered for
-// its client token for an earlier life's.
-const tokenReuseAge = time.Hour
-
 // tokenFreshFor is how long before the create's answer (by the server's clock) a resource answered for a client
 // token may have been made and still be taken for ours without reading it again: well beyond the time a new
 // resource may stay absent from EC2's reads. An older one is read again (judgeToken).
@@ -105,15 +101,6 @@ func deletedState(state string) bool {
 		return true
 	}
 	return false
-}
-
-// staleToken is the earlier, clock-based judgement, kept for the launch template's create until it moves to
-// judgeToken: it compares the resource's age with the local clock now, which a fast client clock gets wrong.
-func staleToken(created *time.Time, state string, now time.Time) bool {
-	if deletedState(state) {
-		return true
-	}
-	return created != nil && now.Sub(*created) > tokenReuseAge
 }
 
 // maxTokenAttempts bounds the tokens tried when earlier ones are stale.
