@@ -297,7 +297,7 @@ func i32s(n int32) []string { return []string{strconv.Itoa(int(n))} }
 // ---- pages
 
 // page cuts one page out of items (in id order) with the request's MaxResults and NextToken: all of them when
-// there is no MaxResults, which must otherwise be between min and max. The NextToken of the answer is "" on the
+// there is no MaxResults, which must otherwise be at least min; more than max returns max. The NextToken of the answer is "" on the
 // last page.
 func page[T any](form url.Values, maxKey string, items []T, id func(T) string, min, max int) ([]T, string, error) {
 	start := 0
@@ -317,11 +317,20 @@ func page[T any](form url.Values, maxKey string, items []T, id func(T) string, m
 	if !ok {
 		return items, "", nil
 	}
-	if n < int64(min) || n > int64(max) {
+	if n < int64(min) {
 		return nil, "", errorf("InvalidParameterValue", "Value ( %d ) for parameter %s is invalid. Expecting a value between %d and %d.", n, maxKey, min, max)
 	}
+	// A larger MaxResults returns max items, as EC2 documents it (the AWS CLI's paging asks for 1000).
+	n = min64(n, int64(max))
 	if int(n) >= len(items) {
 		return items, "", nil
 	}
 	return items[:n], base64.RawURLEncoding.EncodeToString([]byte(id(items[n]))), nil
+}
+
+func min64(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
 }
