@@ -150,7 +150,7 @@ func (g *AutoScalingGroup) CheckChanges(actual, expected, changes *AutoScalingGr
 // up to date), or updates its sizes, subnets and launch template version in one UpdateAutoScalingGroup, and its
 // tags.
 func (g *AutoScalingGroup) Render(ctx context.Context, c *Cloud, actual, expected, changes *AutoScalingGroup) error {
-	defer c.reads.asgs.forget()
+	defer c.reads.asgs.Forget()
 	what := "Auto Scaling group " + expected.Name
 	var lt *asgtypes.LaunchTemplateSpecification
 	if expected.LaunchTemplate != nil && (actual == nil || changes.LaunchTemplate != nil) {

@@ -2,10 +2,7 @@ package awstasks
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,53 +11,6 @@ import (
 	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/fakeaws"
 )
-
-func TestSharedReadIsMadeOnceForConcurrentCallers(t *testing.T) {
-	var s shared[int]
-	var loads atomic.Int32
-	release := make(chan struct{})
-	load := func(context.Context) (int, error) {
-		loads.Add(1)
-		<-release
-		return 42, nil
-	}
-	var wg sync.WaitGroup
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if v, err := s.get(context.Background(), load); v != 42 || err != nil {
-				t.Errorf("get = %d, %v", v, err)
-			}
-		}()
-	}
-	for loads.Load() == 0 { // wait until the first caller reads; the others wait on it or come later
-	}
-	close(release)
-	wg.Wait()
-	if n := loads.Load(); n != 1 {
-		t.Errorf("%d reads for 50 concurrent callers, want 1", n)
-	}
-	s.forget()
-	if _, err := s.get(context.Background(), func(context.Context) (int, error) { loads.Add(1); return 0, nil }); err != nil {
-		t.Fatal(err)
-	}
-	if n := loads.Load(); n != 2 {
-		t.Errorf("after forget: %d reads, want 2", n)
-	}
-}
-
-func TestSharedReadDoesNotKeepAFailure(t *testing.T) {
-	var s shared[int]
-	boom := errors.New("throttled")
-	if _, err := s.get(context.Background(), func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
-		t.Fatalf("err = %v", err)
-	}
-	v, err := s.get(context.Background(), func(context.Context) (int, error) { return 7, nil })
-	if v != 7 || err != nil {
-		t.Errorf("after a failure: %d, %v, want a new read", v, err)
-	}
-}
 
 // A converged cluster is read with one Describe per resource type, and changes nothing.
 func TestClusterConvergesWithOneReadPerType(t *testing.T) {

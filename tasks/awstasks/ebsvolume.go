@@ -167,7 +167,7 @@ func valueOr(s *string, none string) string {
 // Render creates the volume with its tags, or changes its size, type and performance (one ModifyVolume) and its
 // tags (CreateTags, DeleteTags).
 func (e *EBSVolume) Render(ctx context.Context, c *Cloud, actual, expected, changes *EBSVolume) error {
-	defer c.reads.volumes.forget() // changed, or failed part way: a retry reads the volumes again
+	defer c.reads.volumes.Forget() // changed, or failed part way: a retry reads the volumes again
 	what := "EBS volume " + expected.Name
 	if actual == nil {
 		return e.create(ctx, c, expected)
@@ -252,7 +252,7 @@ const maxMismatchReads = 5
 //     made again with another spec). NotReady again, up to maxMismatchReads times; then it is taken for gone,
 //     and parameterMismatch returns nil: the next token is the fix.
 func (e *EBSVolume) parameterMismatch(ctx context.Context, c *Cloud, token string, mismatch error) error {
-	c.reads.volumes.forget()
+	c.reads.volumes.Forget()
 	all, err := c.volumes(ctx)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ var imageOwners = []string{"self", "amazon", "136693071363"}
 // CreationDate) whose name matches the pattern spec (a trailing "*" is added when it has no wildcard) among the
 // images of imageOwners. One DescribeImages per spec and run.
 func (c *Cloud) image(ctx context.Context, spec string) (ec2types.Image, error) {
-	return c.reads.images.of(spec).get(ctx, func(ctx context.Context) (ec2types.Image, error) {
+	return c.reads.images.Of(spec).Get(ctx, func(ctx context.Context) (ec2types.Image, error) {
 		var in ec2.DescribeImagesInput
 		pattern := spec
 		if strings.HasPrefix(spec, "ami-") {
@@ -67,7 +67,7 @@ func (c *Cloud) image(ctx context.Context, spec string) (ec2types.Image, error) 
 // runningImages returns the images that the default versions of the cluster's launch templates run, by id: one
 // DescribeImages for all of them per run. An image that is gone (deregistered) is absent.
 func (c *Cloud) runningImages(ctx context.Context) (map[string]ec2types.Image, error) {
-	return c.reads.running.get(ctx, func(ctx context.Context) (map[string]ec2types.Image, error) {
+	return c.reads.running.Get(ctx, func(ctx context.Context) (map[string]ec2types.Image, error) {
 		templates, err := c.launchTemplates(ctx)
 		if err != nil {
 			return nil, err

@@ -273,8 +273,8 @@ func (t *LaunchTemplate) CheckChanges(actual, expected, changes *LaunchTemplate)
 // made is found again and brought up to date), or makes a new version with what the task says and sets it as the
 // default; it reconciles the template's own tags.
 func (t *LaunchTemplate) Render(ctx context.Context, c *Cloud, actual, expected, changes *LaunchTemplate) error {
-	defer c.reads.templates.forget()
-	defer c.reads.running.forget()
+	defer c.reads.templates.Forget()
+	defer c.reads.running.Forget()
 	what := "launch template " + expected.Name
 	if actual == nil || actual.dataDiffers {
 		data, err := expected.data(ctx, c)

@@ -111,7 +111,7 @@ func (g *SecurityGroup) CheckChanges(actual, expected, changes *SecurityGroup) e
 
 // Render creates the group with its tags, or reconciles its tags.
 func (g *SecurityGroup) Render(ctx context.Context, c *Cloud, actual, expected, changes *SecurityGroup) error {
-	defer c.reads.groups.forget()
+	defer c.reads.groups.Forget()
 	what := "security group " + expected.Name
 	desired := c.desiredTags(expected.Name, expected.Tags)
 	if actual != nil {

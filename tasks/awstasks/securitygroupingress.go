@@ -196,7 +196,7 @@ func (i *SecurityGroupIngress) Render(ctx context.Context, c *Cloud, actual, exp
 	if actual == nil || len(actual.stale) == 0 {
 		return nil
 	}
-	defer c.reads.groups.forget()
+	defer c.reads.groups.Forget()
 	id := aws.ToString(expected.Group.ID)
 	_, err := c.EC2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{
 		GroupId:       aws.String(id),

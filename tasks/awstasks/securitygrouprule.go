@@ -166,7 +166,7 @@ func (r *SecurityGroupRule) CheckChanges(actual, expected, changes *SecurityGrou
 // description. A permission that is already there (an earlier run added it, and the group's list did not show it
 // yet) is success; a group EC2 does not know yet (just made) is NotReady.
 func (r *SecurityGroupRule) Render(ctx context.Context, c *Cloud, actual, expected, changes *SecurityGroupRule) error {
-	defer c.reads.groups.forget()
+	defer c.reads.groups.Forget()
 	if expected.Group.ID == nil || (expected.SourceGroup != nil && expected.SourceGroup.ID == nil) {
 		return engine.NotReady(errors.New("the group's id is not known yet"))
 	}

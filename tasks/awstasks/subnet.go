@@ -55,7 +55,7 @@ func (s *Subnet) Find(ctx context.Context, c *Cloud) (*Subnet, error) {
 			return subnetFrom(found), nil
 		}
 	}
-	found, err := c.reads.subnets.of("id:"+s.ID).get(ctx, func(ctx context.Context) (map[string]ec2types.Subnet, error) {
+	found, err := c.reads.subnets.Of("id:"+s.ID).Get(ctx, func(ctx context.Context) (map[string]ec2types.Subnet, error) {
 		out, err := c.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{s.ID}})
 		if ErrorCode(err) == "InvalidSubnetID.NotFound" {
 			return nil, nil
