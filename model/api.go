@@ -103,6 +103,9 @@ type ClusterSpec struct {
 	// AWS configures the aws cloud provider (cloudProvider: aws): the network and the instance profiles the
 	// cluster uses, and who may reach it.
 	AWS *AWSSpec `json:"aws,omitempty"`
+	// GCE configures the gce cloud provider (cloudProvider: gce): the network and the service account the
+	// cluster uses, and who may reach it.
+	GCE *GCESpec `json:"gce,omitempty"`
 	// Nodeup is the nodeup binary the machines of an aws or gce cluster fetch at boot (their user data).
 	Nodeup *NodeupSpec `json:"nodeup,omitempty"`
 }
@@ -133,6 +136,36 @@ type AWSSubnetSpec struct {
 	// ID is the subnet's id: subnet-0123456789abcdef0.
 	ID string `json:"id"`
 }
+
+// GCESpec configures the gce cloud provider. The network, its subnetworks and the service account are the
+// user's: kubeup checks that the network and subnetworks exist, and never changes them. It creates the firewall
+// rules.
+type GCESpec struct {
+	// Network is the VPC network the cluster runs in, by name: my-network.
+	Network string `json:"network,omitempty"`
+	// Subnetworks are the subnetworks the machines run in: exactly one per region of spec.zones.
+	Subnetworks []GCESubnetworkSpec `json:"subnetworks,omitempty"`
+	// ServiceAccount is the service account of every machine, by email, or "default" (the project's Compute
+	// Engine default service account), the default.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// APIAccess are the IPv4 CIDRs that may reach the Kubernetes API (tcp 443 on the control plane): 0.0.0.0/0
+	// by default.
+	APIAccess []string `json:"apiAccess,omitempty"`
+	// SSHAccess are the IPv4 CIDRs that may reach every machine's ssh (tcp 22): none by default.
+	SSHAccess []string `json:"sshAccess,omitempty"`
+}
+
+// GCESubnetworkSpec is the subnetwork of one region.
+type GCESubnetworkSpec struct {
+	// Region is the region of some of spec.zones: europe-west1. Defaulted when spec.zones are all of one region.
+	Region string `json:"region,omitempty"`
+	// Name is the subnetwork's name: my-subnetwork.
+	Name string `json:"name"`
+}
+
+// DefaultGCEServiceAccount is the service account of every machine of a gce cluster by default: the project's
+// Compute Engine default service account.
+const DefaultGCEServiceAccount = "default"
 
 // DefaultAWSInstanceProfile is the IAM instance profile every machine of an aws cluster gets by default.
 const DefaultAWSInstanceProfile = "kubeup"

@@ -112,6 +112,9 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	if s.CloudProvider == CloudAWS {
 		completeAWS(s)
 	}
+	if s.CloudProvider == CloudGCE {
+		completeGCE(s)
+	}
 	if s.CloudProvider == CloudAWS || s.CloudProvider == CloudGCE {
 		// The url and the sha256 name one binary: the build's pair is taken whole, or not at all (a url set by
 		// hand with the build's sha256 would name another binary than the one it fetches).
@@ -126,7 +129,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	completeComponents(c)
 }
 
-// DefaultAPIAccess is who may reach the API of an aws cluster by default: anyone (kube-apiserver authenticates
+// DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates
 // every request).
 const DefaultAPIAccess = "0.0.0.0/0"
 
@@ -141,6 +144,43 @@ func completeAWS(s *ClusterSpec) {
 	if len(a.APIAccess) == 0 {
 		a.APIAccess = []string{DefaultAPIAccess}
 	}
+}
+
+// completeGCE defaults spec.gce: the service account, who may reach the API, and the region of a subnetwork when
+// spec.zones are all of one region.
+func completeGCE(s *ClusterSpec) {
+	if s.GCE == nil {
+		s.GCE = &GCESpec{}
+	}
+	g := s.GCE
+	setDefault(&g.ServiceAccount, DefaultGCEServiceAccount)
+	if len(g.APIAccess) == 0 {
+		g.APIAccess = []string{DefaultAPIAccess}
+	}
+	if regions := GCERegions(s.Zones); len(regions) == 1 {
+		for i := range g.Subnetworks {
+			setDefault(&g.Subnetworks[i].Region, regions[0])
+		}
+	}
+}
+
+// GCERegion is the region of a GCE zone: europe-west1-b -> europe-west1.
+func GCERegion(zone string) string {
+	if i := strings.LastIndex(zone, "-"); i > 0 {
+		return zone[:i]
+	}
+	return zone
+}
+
+// GCERegions are the regions of zones, in the order of their first zone.
+func GCERegions(zones []string) []string {
+	var out []string
+	for _, z := range zones {
+		if r := GCERegion(z); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // completeLocalDNS defaults the local DNS provider to the zone file, and the fields of the provider chosen: a

@@ -24,6 +24,8 @@ func userSpec(t testing.TB, cloud string, controlPlanes int) (*Cluster, []*Insta
 	case CloudGCE:
 		o.Zones = []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}
 		o.Project = "kubeup-demo"
+		o.Network = testNetwork
+		o.Subnetworks = []string{"europe-west1=" + testSubnetwork}
 		o.NodeupURL, o.NodeupSHA256 = testNodeupURL, testNodeupSHA256
 	default:
 		o.Zones = []string{"a", "b", "c"}
@@ -49,6 +51,12 @@ const (
 	testVPC          = "vpc-0123456789abcdef0"
 	testNodeupURL    = "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64"
 	testNodeupSHA256 = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+)
+
+// The gce network of the test specs.
+const (
+	testNetwork    = "kubeup-net"
+	testSubnetwork = "kubeup-europe-west1"
 )
 
 // testSubnet is the id of the test subnet of zone us-east-1<zone>.

@@ -26,6 +26,11 @@ type NewClusterOptions struct {
 	Subnets []string
 	// InstanceProfile is the IAM instance profile of every machine of an aws cluster (spec.aws.instanceProfile).
 	InstanceProfile string
+	// Network is the VPC network of a gce cluster (spec.gce.network).
+	Network string
+	// Subnetworks are a gce cluster's subnetworks: REGION=NAME pairs, one per region of Zones, or one NAME that
+	// every region's subnetwork has (spec.gce.subnetworks).
+	Subnetworks []string
 	// NodeupURL and NodeupSHA256 are the nodeup an aws or gce cluster's machines fetch (spec.nodeup); left empty,
 	// this kubeup build's.
 	NodeupURL, NodeupSHA256 string
@@ -119,8 +124,20 @@ func setCloudOptions(s *ClusterSpec, o NewClusterOptions) error {
 			return fmt.Errorf("%s is for the clouds whose machines fetch nodeup at boot (aws, gce), not %s", f.flag, cloudName(cloud))
 		}
 	}
-	if o.Project != "" && cloud != CloudGCE {
-		return fmt.Errorf("--project is for --cloud gce, not %s", cloudName(cloud))
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{{"--project", o.Project != ""}, {"--network", o.Network != ""}, {"--subnetwork", len(o.Subnetworks) > 0}} {
+		if f.set && cloud != CloudGCE {
+			return fmt.Errorf("%s is for --cloud gce, not %s", f.flag, cloudName(cloud))
+		}
+	}
+	if cloud == CloudGCE && (o.Network != "" || len(o.Subnetworks) > 0) {
+		subnetworks, err := parseSubnetworks(o.Subnetworks, o.Zones)
+		if err != nil {
+			return err
+		}
+		s.GCE = &GCESpec{Network: o.Network, Subnetworks: subnetworks}
 	}
 	if cloud == CloudAWS && (o.VPC != "" || len(o.Subnets) > 0 || o.InstanceProfile != "") {
 		subnets, err := parseSubnets(o.Subnets, o.Zones)
@@ -177,6 +194,41 @@ func parseSubnets(args, zones []string) ([]AWSSubnetSpec, error) {
 	for i, id := range args {
 		out = append(out, AWSSubnetSpec{Zone: zones[i], ID: id})
 	}
+	return out, nil
+}
+
+// parseSubnetworks reads --subnetwork: REGION=NAME pairs, one per region of zones, or one NAME for every region.
+// The pairs are returned in the order of the zones' regions.
+func parseSubnetworks(args, zones []string) ([]GCESubnetworkSpec, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	regions := GCERegions(zones)
+	if len(args) == 1 && !strings.Contains(args[0], "=") {
+		var out []GCESubnetworkSpec
+		for _, r := range regions {
+			out = append(out, GCESubnetworkSpec{Region: r, Name: args[0]})
+		}
+		return out, nil
+	}
+	var out []GCESubnetworkSpec
+	for _, a := range args {
+		region, name, ok := strings.Cut(a, "=")
+		if !ok {
+			return nil, fmt.Errorf("--subnetwork %s: give one subnetwork as REGION=NAME per region of --zones (%s), or a single NAME that every region's subnetwork has",
+				strings.Join(args, ","), strings.Join(regions, ","))
+		}
+		if !slices.Contains(regions, region) {
+			return nil, fmt.Errorf("--subnetwork: %q: region %q is not a region of --zones %s (%s)", a, region, strings.Join(zones, ","), strings.Join(regions, ","))
+		}
+		if slices.ContainsFunc(out, func(s GCESubnetworkSpec) bool { return s.Region == region }) {
+			return nil, fmt.Errorf("--subnetwork: region %q is given twice: one subnetwork per region", region)
+		}
+		out = append(out, GCESubnetworkSpec{Region: region, Name: name})
+	}
+	slices.SortStableFunc(out, func(a, b GCESubnetworkSpec) int {
+		return slices.Index(regions, a.Region) - slices.Index(regions, b.Region)
+	})
 	return out, nil
 }
 

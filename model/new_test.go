@@ -89,9 +89,11 @@ func TestNewCluster(t *testing.T) {
 			name: "gce zones and project",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
 				Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3,
+				Network: testNetwork, Subnetworks: []string{testSubnetwork},
 				NodeupURL: testNodeupURL, NodeupSHA256: testNodeupSHA256},
 			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
 				Zones:  []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"},
+				GCE:    &GCESpec{Network: testNetwork, Subnetworks: []GCESubnetworkSpec{{"europe-west1", testSubnetwork}}},
 				Nodeup: &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}},
 			wantGroups: []group{
 				{"control-plane-b", RoleControlPlane, []string{"europe-west1-b"}, 1},
@@ -103,9 +105,12 @@ func TestNewCluster(t *testing.T) {
 			name: "zones whose short names are the same keep their whole name",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Project: "kubeup-demo",
 				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"}, ControlPlaneCount: 3,
+				Network: testNetwork, Subnetworks: []string{"us-east1=east", "us-central1=central"},
 				NodeupURL: testNodeupURL, NodeupSHA256: testNodeupSHA256},
 			wantSpec: ClusterSpec{CloudProvider: CloudGCE, Project: "kubeup-demo",
-				Zones:  []string{"us-central1-a", "us-east1-a", "us-east1-b"},
+				Zones: []string{"us-central1-a", "us-east1-a", "us-east1-b"},
+				GCE: &GCESpec{Network: testNetwork, Subnetworks: []GCESubnetworkSpec{
+					{"us-central1", "central"}, {"us-east1", "east"}}},
 				Nodeup: &NodeupSpec{URL: testNodeupURL, SHA256: testNodeupSHA256}},
 			wantGroups: []group{
 				{"control-plane-us-central1-a", RoleControlPlane, []string{"us-central1-a"}, 1},
@@ -255,6 +260,31 @@ func TestNewClusterErrors(t *testing.T) {
 			name: "project on aws",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a"}, Project: "p"},
 			want: "--project is for --cloud gce, not --cloud aws",
+		},
+		{
+			name: "network on aws",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudAWS, Zones: []string{"us-east-1a"}, Network: "n"},
+			want: "--network is for --cloud gce, not --cloud aws",
+		},
+		{
+			name: "subnetwork on local",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, Subnetworks: []string{"s"}},
+			want: "--subnetwork is for --cloud gce, not --cloud local",
+		},
+		{
+			name: "subnetwork names without their regions",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Zones: []string{"us-east1-b", "us-west1-a"}, Subnetworks: []string{"a", "b"}},
+			want: "--subnetwork a,b: give one subnetwork as REGION=NAME per region of --zones (us-east1,us-west1), or a single NAME that every region's subnetwork has",
+		},
+		{
+			name: "a subnetwork of another region",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Zones: []string{"us-east1-b"}, Subnetworks: []string{"us-west1=a"}},
+			want: `--subnetwork: "us-west1=a": region "us-west1" is not a region of --zones us-east1-b (us-east1)`,
+		},
+		{
+			name: "a region twice",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudGCE, Zones: []string{"us-east1-b"}, Subnetworks: []string{"us-east1=a", "us-east1=b"}},
+			want: `--subnetwork: region "us-east1" is given twice: one subnetwork per region`,
 		},
 		{
 			name: "fewer subnets than zones",

@@ -100,9 +100,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		}
 		validateAWS(ps, s)
 	case CloudGCE:
-		if s.Project == "" {
-			ps.add("spec.project", "required for cloudProvider gce: the GCP project id")
-		}
+		validateGCE(ps, s)
 	case CloudLocal:
 		validateLocal(ps, s)
 	case "":
@@ -112,6 +110,9 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	}
 	if s.AWS != nil && s.CloudProvider != CloudAWS && s.CloudProvider != "" {
 		ps.add("spec.aws", "is for cloudProvider aws only, and cloudProvider is %s: remove it", s.CloudProvider)
+	}
+	if s.GCE != nil && s.CloudProvider != CloudGCE && s.CloudProvider != "" {
+		ps.add("spec.gce", "is for cloudProvider gce only, and cloudProvider is %s: remove it", s.CloudProvider)
 	}
 	switch s.CloudProvider {
 	case CloudAWS, CloudGCE:
@@ -396,8 +397,11 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	if s.MinSize != nil && s.MaxSize != nil && *s.MaxSize < *s.MinSize {
 		ps.add(p+"spec.maxSize", "%d is smaller than spec.minSize %d", *s.MaxSize, *s.MinSize)
 	}
-	if c.Spec.CloudProvider == CloudAWS {
+	switch c.Spec.CloudProvider {
+	case CloudAWS:
 		validateAWSInstanceGroup(ps, c, ig)
+	case CloudGCE:
+		validateGCEInstanceGroup(ps, ig)
 	}
 }
 

@@ -1,0 +1,105 @@
+package model
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The syntax of GCE's names that the spec carries.
+var (
+	// gceResourceName is the name of a GCE resource (network, subnetwork, disk, firewall rule, template): RFC 1035,
+	// 1-63 characters.
+	gceResourceName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	// gceProject is a project id, 6-30 characters, optionally domain-scoped (example.com:my-project).
+	gceProject = regexp.MustCompile(`^([a-z][-a-z0-9.]{0,61}[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	// gceZone is REGION-LETTER: europe-west1-b, us-central1-a.
+	gceZone = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
+	// gceServiceAccountEmail is a service account's email: NAME@PROJECT.iam.gserviceaccount.com, or the Compute
+	// Engine default account NUMBER-compute@developer.gserviceaccount.com.
+	gceServiceAccountEmail = regexp.MustCompile(`^[a-z0-9][-a-z0-9]{0,62}@[a-z0-9][-a-z0-9.:]*\.[a-z]+$`)
+	// gceMachineType is FAMILY-TYPE[-N]: e2-standard-2, n2-custom-4-8192, f1-micro.
+	gceMachineType = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)+$`)
+	// gceImage is an image as instance templates name it: PROJECT/IMAGE-OR-FAMILY (debian-cloud/debian-12), a
+	// projects/... path or a URL of one.
+	gceImage = regexp.MustCompile(`^(([a-z][-a-z0-9.:]*[a-z0-9]/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?|(https://[a-z.]+/compute/v1/)?projects/[a-z][-a-z0-9.:]*[a-z0-9]/global/images/(family/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$`)
+)
+
+// maxGCEName is the longest name of a GCE resource.
+const maxGCEName = 63
+
+// validateGCE checks spec.gce and what else a gce cluster needs: its project, its zones, and its state store on
+// Google Cloud Storage (the machines read their configuration there at boot).
+func validateGCE(ps *problems, s *ClusterSpec) {
+	switch {
+	case s.Project == "":
+		ps.add("spec.project", "required for cloudProvider gce: the GCP project id (kubeup create cluster --project)")
+	case !gceProject.MatchString(s.Project):
+		ps.add("spec.project", "%q is not a GCP project id: 6-30 lower-case letters, digits and '-', starting with a letter (my-project-123)", s.Project)
+	}
+	for i, z := range s.Zones {
+		if zoneName.MatchString(z) && !gceZone.MatchString(z) {
+			ps.add(index("spec.zones", i), "%q is not a GCE zone: want REGION-LETTER, for example europe-west1-b", z)
+		}
+	}
+	if s.ConfigBase != "" && !strings.HasPrefix(s.ConfigBase, "gs://") {
+		ps.add("spec.configBase", "%q: nodes read their configuration from the state store: a gce cluster's store must be gs://BUCKET (set KUBEUP_STATE_STORE or --state to a gs:// URL)", s.ConfigBase)
+	}
+	const p = "spec.gce"
+	g := s.GCE
+	if g == nil {
+		ps.add(p, "required for cloudProvider gce: network and one subnetwork per region")
+		return
+	}
+	checkGCEName := func(field, v, what string) {
+		switch {
+		case v == "":
+			ps.add(field, "required: %s", what)
+		case !gceResourceName.MatchString(v):
+			ps.add(field, "%q is not a GCE name: 1-63 lower-case letters, digits and '-', starting with a letter and not ending with '-'", shorten(v))
+		}
+	}
+	checkGCEName(p+".network", g.Network, "the name of the VPC network the cluster runs in (kubeup create cluster --network)")
+	regions := GCERegions(s.Zones)
+	if len(g.Subnetworks) == 0 {
+		ps.add(p+".subnetworks", "required: one subnetwork per region of spec.zones %v, each {region: REGION, name: NAME} (kubeup create cluster --subnetwork)", regions)
+	}
+	seen := map[string]bool{}
+	for i, sn := range g.Subnetworks {
+		sp := index(p+".subnetworks", i)
+		switch {
+		case sn.Region == "":
+			ps.add(sp+".region", "required: one of the regions of spec.zones %v", regions)
+		case !slices.Contains(regions, sn.Region):
+			ps.add(sp+".region", "%q is not a region of spec.zones %v", sn.Region, regions)
+		case seen[sn.Region]:
+			ps.add(sp+".region", "%q has another subnetwork already: one subnetwork per region", sn.Region)
+		}
+		seen[sn.Region] = true
+		checkGCEName(sp+".name", sn.Name, "the subnetwork's name")
+	}
+	if len(g.Subnetworks) > 0 {
+		for _, r := range regions {
+			if !seen[r] {
+				ps.add(p+".subnetworks", "region %q has no subnetwork: add {region: %s, name: NAME}", r, r)
+			}
+		}
+	}
+	if sa := g.ServiceAccount; sa != DefaultGCEServiceAccount && !gceServiceAccountEmail.MatchString(sa) {
+		ps.add(p+".serviceAccount", "%q is not a service account: want its email (NAME@PROJECT.iam.gserviceaccount.com) or %q", shorten(sa), DefaultGCEServiceAccount)
+	}
+	validateCIDRList(ps, p+".apiAccess", g.APIAccess)
+	validateCIDRList(ps, p+".sshAccess", g.SSHAccess)
+}
+
+// validateGCEInstanceGroup checks what a gce instance group adds: a GCE machine type and image.
+func validateGCEInstanceGroup(ps *problems, ig *InstanceGroup) {
+	p := igPrefix(ig.Metadata.Name)
+	s := &ig.Spec
+	if s.MachineType != "" && machineType.MatchString(s.MachineType) && !gceMachineType.MatchString(s.MachineType) {
+		ps.add(p+"spec.machineType", "%q is not a GCE machine type: want lower-case FAMILY-TYPE, for example e2-standard-2", s.MachineType)
+	}
+	if s.Image != "" && !gceImage.MatchString(s.Image) {
+		ps.add(p+"spec.image", "%q is not a GCE image: want PROJECT/IMAGE or PROJECT/FAMILY (debian-cloud/debian-12), or projects/PROJECT/global/images/[family/]NAME", shorten(s.Image))
+	}
+}
