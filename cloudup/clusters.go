@@ -287,9 +287,6 @@ func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, 
 	c, igs = withoutResourceVersion(c, igs)
 	c.Spec.ConfigBase = cs.configBase(name)
 	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
-	if err := checkProvider(source, c); err != nil {
-		return nil, err
-	}
 	full, fullIGs := model.Complete(c, igs)
 	if err := model.Validate(source, full, fullIGs); err != nil {
 		return nil, err
@@ -336,16 +333,6 @@ func refuseComplete(source string, c *model.Cluster, igs []*model.InstanceGroup)
 		"stored, it would pin every derived value (a later kubernetesVersion would leave every component's image at the old version), so nothing was written. "+
 		"Edit the spec itself instead: `kubeup get cluster %s -o yaml > spec.yaml` (without --full), change it, and `kubeup replace -f spec.yaml`",
 		source, model.AnnotationComplete, strings.Join(marked, ", "), c.Metadata.Name)
-}
-
-// checkProvider refuses a cloud whose provider kubeup does not have yet: a cluster it could store but never
-// update.
-func checkProvider(source string, c *model.Cluster) error {
-	switch p := c.Spec.CloudProvider; p {
-	case model.CloudGCE:
-		return fmt.Errorf("%s: spec.cloudProvider: kubeup cannot run %s clusters yet (its provider is a later issue): use cloudProvider local", source, p)
-	}
-	return nil
 }
 
 // resourceVersion is the generation objs were read at: the metadata.resourceVersion they carry, which must be

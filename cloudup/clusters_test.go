@@ -417,13 +417,14 @@ func TestDeleteKeepsTheRecordsOfANestedCluster(t *testing.T) {
 	}
 }
 
-// TestDeleteOfAClusterNeverApplied deletes a gce cluster's spec: kubeup cannot update gce clusters yet (nor
-// create them: the spec is written as a newer kubeup would), so it owns nothing in the cloud, and its state must
-// not be stuck in the store.
+// TestDeleteOfAClusterNeverApplied deletes the spec of a cluster on a cloud this kubeup has no provider for (a
+// spec a newer kubeup wrote): it never applied it, so the cluster owns nothing in the cloud this kubeup knows of,
+// and its state must not be stuck in the store. One that was applied is refused rather than have its cloud
+// resources forgotten.
 func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	ctx := context.Background()
 	cs := openStore(t, "file://"+t.TempDir())
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Zones: []string{"europe-west1-b"}})
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: "azure", Zones: []string{"westeurope-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,52 +456,71 @@ func TestDeleteOfAClusterNeverApplied(t *testing.T) {
 	if err := cs.Store.WriteFile(ctx, model.CompletedSpecPath(demo), []byte("applied")); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err == nil || !strings.Contains(err.Error(), "cannot delete gce resources yet") {
-		t.Errorf("delete of an applied gce cluster: %v, want it refused", err)
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err == nil || !strings.Contains(err.Error(), "this kubeup cannot delete azure resources") {
+		t.Errorf("delete of an applied azure cluster: %v, want it refused", err)
 	}
 	if _, err := cs.Get(ctx, demo); err != nil {
 		t.Errorf("the refused delete removed the cluster: %v", err)
 	}
 }
 
-// TestCreateRefusesProvidersNotYetThere: a gce cluster could be stored but never updated; it is refused
-// when it would be written, by create and by replace, and nothing is written.
-func TestCreateRefusesProvidersNotYetThere(t *testing.T) {
+// TestCreateGCE: a gce cluster is created in a gs:// store, whose URL its machines read their configuration
+// from; in any other store it is refused when it would be written, by create and by replace, and nothing is
+// written.
+func TestCreateGCE(t *testing.T) {
 	ctx := context.Background()
-	for _, cloud := range []struct{ name, zone string }{{model.CloudGCE, "europe-west1-b"}} {
-		t.Run(cloud.name, func(t *testing.T) {
-			cs := openStore(t, "file://"+t.TempDir())
-			c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: cloud.name, Zones: []string{cloud.zone}, Project: "p"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := "create: spec.cloudProvider: kubeup cannot run " + cloud.name + " clusters yet"
-			if err := cs.Create(ctx, "create", c, igs); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("create: %v, want %q", err, want)
-			}
-			if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
-				t.Errorf("the refused create wrote %v", left)
-			}
-
-			local, localIGs := newDemo(t, 1)
-			if err := cs.Create(ctx, "create", local, localIGs); err != nil {
-				t.Fatal(err)
-			}
-			before, _ := cs.Store.ReadFile(ctx, specPath(demo))
-			objs := readForReplace(t, cs)
-			objs.Cluster.Spec.CloudProvider = cloud.name
-			objs.Cluster.Spec.Zones = []string{"a"}
-			objs.Cluster.Spec.Project = "p"
-			objs.Cluster.Spec.Region = "a"
-			objs.Cluster.Spec.Local = nil
-			if _, err := cs.Replace(ctx, "x.yaml", objs, ReplaceOptions{}); err == nil || !strings.Contains(err.Error(), "kubeup cannot run "+cloud.name) {
-				t.Errorf("replace with cloudProvider %s: %v, want it refused", cloud.name, err)
-			}
-			if after, _ := cs.Store.ReadFile(ctx, specPath(demo)); !bytes.Equal(before, after) {
-				t.Error("the refused replace changed the spec")
-			}
-		})
+	gce := func(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
+		c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Zones: []string{"europe-west1-b"},
+			Project: "kubeup-demo", Network: "net", Subnetworks: []string{"subnet"},
+			NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, igs
 	}
+	t.Run("gs", func(t *testing.T) {
+		cs := gsClusters(t)
+		c, igs := gce(t)
+		if err := cs.Create(ctx, "create", c, igs); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := cs.Get(ctx, demo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stored.Cluster.Spec.ConfigBase; got != "gs://state/kubeup/"+demo {
+			t.Errorf("configBase %s, want gs://state/kubeup/%s", got, demo)
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		cs := openStore(t, "file://"+t.TempDir())
+		c, igs := gce(t)
+		want := "create: spec.configBase: \"file://"
+		if err := cs.Create(ctx, "create", c, igs); err == nil || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "a gce cluster's store must be gs://BUCKET") {
+			t.Errorf("create: %v, want %q", err, want)
+		}
+		if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
+			t.Errorf("the refused create wrote %v", left)
+		}
+
+		local, localIGs := newDemo(t, 1)
+		if err := cs.Create(ctx, "create", local, localIGs); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := cs.Store.ReadFile(ctx, specPath(demo))
+		objs := readForReplace(t, cs)
+		objs.Cluster.Spec.CloudProvider = model.CloudGCE
+		objs.Cluster.Spec.Zones = []string{"europe-west1-b"}
+		objs.Cluster.Spec.Project = "kubeup-demo"
+		objs.Cluster.Spec.Local = nil
+		if _, err := cs.Replace(ctx, "x.yaml", objs, ReplaceOptions{}); err == nil || !strings.Contains(err.Error(), "spec.gce.network: required") {
+			t.Errorf("replace with cloudProvider gce and no spec.gce: %v, want it refused", err)
+		}
+		if after, _ := cs.Store.ReadFile(ctx, specPath(demo)); !bytes.Equal(before, after) {
+			t.Error("the refused replace changed the spec")
+		}
+	})
 }
 
 // TestUpdateExplainsAConflict: a task that found the cloud changed by someone else (localtasks.ErrConflict) is

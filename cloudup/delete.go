@@ -135,12 +135,13 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 			return err
 		}
 	default:
-		// kubeup cannot update such a cluster yet, so a cluster it never applied (no complete spec in the store)
-		// owns nothing in the cloud: its state alone is deleted. One that was applied, by a kubeup that could,
-		// is refused rather than have its cloud resources forgotten.
+		// A cloud this kubeup has no provider for (a spec a newer kubeup wrote): this kubeup never applied it,
+		// so a cluster never applied (no complete spec in the store) owns nothing in the cloud: its state alone
+		// is deleted. One that was applied, by a kubeup that could, is refused rather than have its cloud
+		// resources forgotten.
 		_, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name))
 		if err == nil {
-			return fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot delete %s resources yet (its provider is a later issue), and %s was applied: use the kubeup that applied it",
+			return fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot delete %s resources, and %s was applied: use the kubeup that applied it",
 				name, c.Spec.CloudProvider, c.Spec.CloudProvider, name)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {

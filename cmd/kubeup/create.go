@@ -30,30 +30,31 @@ until "kubeup update cluster NAME --yes".
 
 With --dry-run, print the spec (-o yaml or json) instead of writing it.
 
-The cloud is local or aws (gce's provider is a later issue: kubeup refuses to create a spec it could not
-update). An aws cluster runs in your VPC and subnets (--vpc, and --subnets: one per zone, their ids in the order
-of --zones, or ZONE=ID pairs), its machines get the IAM instance profile --instance-profile (default kubeup), and
-its state store must be on S3 (--state or $KUBEUP_STATE_STORE s3://BUCKET): the machines read their
-configuration there. They fetch nodeup from --nodeup-url and refuse it unless its sha256 is --nodeup-sha256; a
-kubeup built by "make build" carries both for its own nodeup, a development build carries neither. A flag of
-another cloud is refused.`,
+The cloud is local, aws or gce. An aws cluster runs in your VPC and subnets (--vpc, and --subnets: one per zone,
+their ids in the order of --zones, or ZONE=ID pairs), its machines get the IAM instance profile
+--instance-profile (default kubeup), and its state store must be on S3 (--state or $KUBEUP_STATE_STORE
+s3://BUCKET). A gce cluster runs in your GCP project (--project), network (--network) and subnetworks
+(--subnetwork: one per region of --zones as REGION=NAME, or one NAME every region's subnetwork has), and its
+state store must be on Google Cloud Storage (gs://BUCKET). The machines read their configuration in the state
+store. They fetch nodeup from --nodeup-url and refuse it unless its sha256 is --nodeup-sha256; a kubeup built by
+"make build" carries both for its own nodeup, a development build carries neither. A flag of another cloud is
+refused.`,
 		Example: `  kubeup create cluster demo.example.com --cloud local --zones a,b,c --control-plane-count 3
   kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml
   KUBEUP_STATE_STORE=s3://my-state kubeup create cluster aws.example.com --cloud aws \
     --zones us-east-1a,us-east-1b,us-east-1c --control-plane-count 3 --dns-zone example.com \
-    --vpc vpc-0123456789abcdef0 --subnets subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb,subnet-0cccccccccccccccc`,
+    --vpc vpc-0123456789abcdef0 --subnets subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb,subnet-0cccccccccccccccc
+  KUBEUP_STATE_STORE=gs://my-state kubeup create cluster gce.example.com --cloud gce --project my-project \
+    --zones us-central1-a,us-central1-b,us-central1-c --control-plane-count 3 --dns-zone example.com \
+    --network my-network --subnetwork my-subnetwork`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if o.Name = name.optional(args); o.Name == "" {
 				return fmt.Errorf("%s needs the cluster's name, a DNS name such as demo.example.com: %s NAME, or --name NAME", cmd.CommandPath(), cmd.CommandPath())
 			}
-			switch o.CloudProvider {
-			case "":
-				return fmt.Errorf("--cloud is required: local or aws")
-			case model.CloudGCE:
-				return fmt.Errorf("--cloud %s: kubeup cannot run %s clusters yet (its provider is a later issue), so it does not create one: use --cloud local or aws",
-					o.CloudProvider, o.CloudProvider)
+			if o.CloudProvider == "" {
+				return fmt.Errorf("--cloud is required: local, aws or gce")
 			}
 			if o.ControlPlaneCount < 1 {
 				return fmt.Errorf("--control-plane-count %d: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5",
@@ -90,18 +91,20 @@ another cloud is refused.`,
 	}
 	name.addFlag(cmd, nil) // a new name: nothing to complete
 	f := cmd.Flags()
-	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local or aws (required; gce is a later issue)")
+	f.StringVar(&o.CloudProvider, "cloud", "", "cloud provider: local, aws or gce (required)")
 	f.StringSliceVar(&o.Zones, "zones", nil, "zones to run in, comma-separated (required)")
 	f.IntVar(&o.ControlPlaneCount, "control-plane-count", 1, "control-plane nodes (and etcd members): 1, 3 or 5")
 	f.IntVar(&o.NodeCount, "node-count", 1, "nodes in the \"nodes\" instance group; 0 leaves the group out")
 	f.StringVar(&o.DNSZone, "dns-zone", "", "DNS zone of the cluster's records (default: the name's parent domain)")
-	f.StringVar(&o.Project, "project", "", "GCP project (gce, a later issue)")
+	f.StringVar(&o.Project, "project", "", "gce: the GCP project (spec.project, required on gce)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Kubernetes version (default "+model.DefaultKubernetesVersion+")")
 	f.StringVar(&o.VPC, "vpc", "", "aws: the VPC to run in, vpc-... (spec.aws.vpcID)")
 	f.StringSliceVar(&o.Subnets, "subnets", nil, "aws: one subnet per zone, their ids in the order of --zones (subnet-a,subnet-b), or ZONE=ID pairs")
 	f.StringVar(&o.InstanceProfile, "instance-profile", "", "aws: the existing IAM instance profile of every machine (default "+model.DefaultAWSInstanceProfile+")")
-	f.StringVar(&o.NodeupURL, "nodeup-url", "", "aws: where the machines download nodeup (default: the nodeup this kubeup build carries)")
-	f.StringVar(&o.NodeupSHA256, "nodeup-sha256", "", "aws: the sha256 of the nodeup --nodeup-url names (required with it, and by a development build)")
+	f.StringVar(&o.Network, "network", "", "gce: the VPC network to run in, by name (spec.gce.network)")
+	f.StringSliceVar(&o.Subnetworks, "subnetwork", nil, "gce: one subnetwork per region of --zones as REGION=NAME, or one NAME every region's subnetwork has")
+	f.StringVar(&o.NodeupURL, "nodeup-url", "", "aws and gce: where the machines download nodeup (default: the nodeup this kubeup build carries)")
+	f.StringVar(&o.NodeupSHA256, "nodeup-sha256", "", "aws and gce: the sha256 of the nodeup --nodeup-url names (required with it, and by a development build)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the spec instead of writing it")
 	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json")
 	return cmd

@@ -9,7 +9,9 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // s3State serves an in-memory S3 with the bucket kubeup-state, points the SDK at it, and returns the store URL
@@ -128,8 +130,6 @@ func TestCreateAWSRefusals(t *testing.T) {
 			"--subnets is for --cloud aws, not --cloud local"},
 		{"nodeup flags on local", []string{"create", "cluster", "local.example.com", "--cloud", "local", "--zones", "a", "--nodeup-url", testNodeupURL},
 			"--nodeup-url is for the clouds whose machines fetch nodeup at boot (aws, gce), not --cloud local"},
-		{"gce is still refused", []string{"create", "cluster", "gce.example.com", "--cloud", "gce", "--zones", "europe-west1-b", "--project", "p"},
-			"--cloud gce: kubeup cannot run gce clusters yet (its provider is a later issue), so it does not create one: use --cloud local or aws"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := kubeup(t, "", append([]string{"--state", state}, tt.args...)...)
@@ -137,5 +137,77 @@ func TestCreateAWSRefusals(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// gsState serves internal/fakegcs with the bucket kubeup-state, points the client at it, and returns the store
+// URL gs://kubeup-state/clusters.
+func gsState(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(fakegcs.New("kubeup-state"))
+	t.Cleanup(srv.Close)
+	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	return "gs://kubeup-state/clusters"
+}
+
+// gceCreate is the issue's command: three zones, three control planes, the network and its subnetwork.
+func gceCreate(extra ...string) []string {
+	return append([]string{"create", "cluster", "--name", "gce.example.com", "--cloud", "gce", "--project", "kubeup-demo",
+		"--zones", "us-central1-a,us-central1-b,us-central1-c", "--control-plane-count", "3", "--dns-zone", "example.com",
+		"--network", "kubeup-net", "--subnetwork", "kubeup-us-central1"}, extra...)
+}
+
+func TestCreateGCE(t *testing.T) {
+	state := gsState(t)
+	out := mustKubeup(t, "", append([]string{"--state", state}, gceCreate("--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256)...)...)
+	if !strings.Contains(out, "Created cluster gce.example.com in gs://kubeup-state/clusters with 4 instance groups.") {
+		t.Errorf("create printed:\n%s", out)
+	}
+	spec := mustKubeup(t, "", "--state", state, "get", "cluster", "gce.example.com", "-o", "yaml")
+	for _, want := range []string{
+		"  gce:\n    network: kubeup-net\n    subnetworks:\n    - name: kubeup-us-central1\n      region: us-central1\n",
+		"  configBase: gs://kubeup-state/clusters/gce.example.com\n",
+		"  project: kubeup-demo\n",
+	} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("the stored spec lacks\n%s\nin:\n%s", want, spec)
+		}
+	}
+	full := mustKubeup(t, "", "--state", state, "get", "cluster", "gce.example.com", "--full", "-o", "yaml")
+	for _, want := range []string{"    serviceAccount: default\n", "    apiAccess:\n    - 0.0.0.0/0\n"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("the complete spec lacks %q:\n%s", want, full)
+		}
+	}
+}
+
+func TestCreateGCERefusals(t *testing.T) {
+	state := gsState(t)
+	nodeup := []string{"--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256}
+	for _, tt := range []struct {
+		name  string
+		state string
+		args  []string
+		want  string
+	}{
+		{"no network", state, append([]string{"create", "cluster", "gce.example.com", "--cloud", "gce", "--project", "kubeup-demo", "--zones", "us-central1-a"}, nodeup...),
+			"spec.gce.network: required: the name of the VPC network the cluster runs in (kubeup create cluster --network)"},
+		{"a subnetwork of another region", state, append([]string{"create", "cluster", "gce.example.com", "--cloud", "gce", "--project", "kubeup-demo",
+			"--zones", "us-central1-a,us-central1-b,us-central1-c", "--network", "n", "--subnetwork", "us-east1=s"}, nodeup...),
+			`--subnetwork: "us-east1=s": region "us-east1" is not a region of --zones us-central1-a,us-central1-b,us-central1-c (us-central1)`},
+		{"a store on S3", s3State(t), append(gceCreate(), nodeup...),
+			"a gce cluster's store must be gs://BUCKET (set KUBEUP_STATE_STORE or --state to a gs:// URL)"},
+		{"gce flags on aws", state, []string{"create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", "us-east-1a", "--subnetwork", "s"},
+			"--subnetwork is for --cloud gce, not --cloud aws"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := kubeup(t, "", append([]string{"--state", tt.state}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "gce.example.com") {
+		t.Error("a refused create stored the cluster")
 	}
 }

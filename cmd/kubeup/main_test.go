@@ -57,8 +57,11 @@ func TestCommands(t *testing.T) {
 			wantErr: "an aws cluster's store must be s3://BUCKET (set KUBEUP_STATE_STORE or --state to an s3:// URL)\n  spec.aws.vpcID: required: the id of the VPC the cluster runs in (vpc-...; kubeup create cluster --vpc)"},
 		{name: "create refuses a flag of another cloud", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "local", "--zones", "a", "--vpc", "vpc-0123456789abcdef0"},
 			wantErr: "--vpc is for --cloud aws, not --cloud local"},
-		{name: "create refuses gce until its provider exists", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "gce", "--zones", "europe-west1-b", "--project", "p", "--dry-run"},
-			wantErr: "--cloud gce: kubeup cannot run gce clusters yet"},
+		{name: "create takes gce, and says all a gce cluster lacks", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "gce", "--zones", "europe-west1-b", "--project", "p", "--dry-run"},
+			wantErr: "spec.project: \"p\" is not a GCP project id: 6-30 lower-case letters, digits and '-', starting with a letter (my-project-123)\n" +
+				"  spec.configBase: \"file://"},
+		{name: "create refuses a gce flag on another cloud", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "aws", "--zones", "us-east-1a", "--network", "default"},
+			wantErr: "--network is for --cloud gce, not --cloud aws"},
 		{name: "create refuses a cluster without a control plane", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "local", "--zones", "a", "--control-plane-count", "0"},
 			wantErr: "--control-plane-count 0: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5"},
 		{name: "a name longer than DNS allows is refused before the store is read", args: []string{"get", "cluster", strings.Repeat("x", 300) + ".example.com"},
