@@ -89,7 +89,9 @@ func (c *Cloud) ownerFilter() string {
 }
 
 // owns reports whether labels mark what the cluster owns.
-func (c *Cloud) owns(labels map[string]string) bool { return labels[ClusterLabelKey(c.Cluster)] == OwnedValue }
+func (c *Cloud) owns(labels map[string]string) bool {
+	return labels[ClusterLabelKey(c.Cluster)] == OwnedValue
+}
 
 // ownedDescription is the description of what the cluster owns among the kinds without labels (firewall rules,
 // instance group managers): deletion takes those of exactly this description.

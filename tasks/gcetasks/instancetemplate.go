@@ -60,7 +60,9 @@ var (
 	_ engine.Classed                             = (*InstanceTemplate)(nil)
 )
 
-func (t *InstanceTemplate) Key() engine.Key { return engine.Key{Type: "InstanceTemplate", Name: t.Name} }
+func (t *InstanceTemplate) Key() engine.Key {
+	return engine.Key{Type: "InstanceTemplate", Name: t.Name}
+}
 
 func (t *InstanceTemplate) Deps() []engine.Task {
 	var deps []engine.Task

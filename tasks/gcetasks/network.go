@@ -73,7 +73,9 @@ var (
 	_ engine.Classed                       = (*Subnetwork)(nil)
 )
 
-func (s *Subnetwork) Key() engine.Key { return engine.Key{Type: "Subnetwork", Name: s.Region + "/" + s.Name} }
+func (s *Subnetwork) Key() engine.Key {
+	return engine.Key{Type: "Subnetwork", Name: s.Region + "/" + s.Name}
+}
 func (s *Subnetwork) Deps() []engine.Task {
 	if s.Network == nil {
 		return nil
