@@ -1,0 +1,318 @@
+package fakegce
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is the fake GCE. Make one with New. It is an http.Handler.
+type Server struct {
+	mu sync.Mutex // guards everything below
+	// calls counts API calls by operation name ("compute.disks.insert", "dns.changes.create").
+	calls  map[string]int
+	faults Faults
+	rng    *rand.Rand
+	// names draws the suffixes of managed instances' names (apart from rng, so that faults do not move them).
+	names  *rand.Rand
+	nextID uint64
+	// metadataInstance is the instance the main address's metadata server answers for ("": the newest one).
+	metadataInstance string
+	projects         map[string]*project
+	// ops are every operation by name (names are unique in the server).
+	ops map[string]*operation
+	// instanceOrder is the order instances were made in, as selfLinks (the newest last).
+	instanceOrder []string
+}
+
+// New returns an empty fake GCE: every project exists and is empty.
+func New() *Server {
+	return &Server{calls: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2)), names: rand.New(rand.NewPCG(3, 4)),
+		projects: map[string]*project{}, ops: map[string]*operation{}}
+}
+
+// Error is a Google API error answer: {"error": {"code", "message", "errors": [{"reason", "message", "domain"}]}}.
+type Error struct {
+	Code    int
+	Reason  string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Reason, e.Message) }
+
+func errorf(code int, reason, format string, args ...any) *Error {
+	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(resource string) *Error {
+	return errorf(http.StatusNotFound, "notFound", "The resource '%s' was not found", resource)
+}
+
+func alreadyExists(resource string) *Error {
+	return errorf(http.StatusConflict, "alreadyExists", "The resource '%s' already exists", resource)
+}
+
+func invalid(format string, args ...any) *Error {
+	return errorf(http.StatusBadRequest, "invalid", format, args...)
+}
+
+// newID returns a new resource id, unique in this server. Call it with s.mu held.
+func (s *Server) newID() uint64 {
+	s.nextID++
+	return 4_000_000_000_000_000_000 + s.nextID*7919
+}
+
+// Calls returns the per-operation call counts.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// ResetCalls zeroes the call counts.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = map[string]int{}
+}
+
+// Mutating reports whether an operation changes something: every one but *.get, *.list, *.aggregatedList,
+// *.wait, *.listManagedInstances and *.getFromFamily.
+func Mutating(op string) bool {
+	for _, suffix := range []string{".get", ".list", ".aggregatedList", ".wait", ".listManagedInstances", ".getFromFamily"} {
+		if strings.HasSuffix(op, suffix) {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP dispatches a request by its path: the control endpoints, the metadata server, Compute Engine and
+// Cloud DNS.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/__fake/"):
+		s.serveControl(w, r)
+	case strings.HasPrefix(p, "/computeMetadata/"):
+		s.serveMetadata(w, r, "")
+	case strings.HasPrefix(p, "/compute/v1/projects/"):
+		s.serveAPI(w, r, strings.TrimPrefix(p, "/compute/v1/projects/"), computeRoutes)
+	case strings.HasPrefix(p, "/dns/v1/projects/"):
+		s.serveAPI(w, r, strings.TrimPrefix(p, "/dns/v1/projects/"), dnsRoutes)
+	case strings.HasPrefix(p, "/dns/v1/dns/v1/projects/"):
+		// dns/v1's basePath is the host's root ("https://dns.googleapis.com/") and its paths start with
+		// "dns/v1/": a client given option.WithEndpoint(ADDRESS+"dns/v1/") asks for /dns/v1/dns/v1/...; both work.
+		s.serveAPI(w, r, strings.TrimPrefix(p, "/dns/v1/dns/v1/projects/"), dnsRoutes)
+	default:
+		writeError(w, errorf(http.StatusNotFound, "notFound", "fakegce: no API at %s %s", r.Method, p))
+	}
+}
+
+// call is one API call being answered.
+type call struct {
+	s       *Server
+	p       *project
+	method  string
+	scope   string // "zones", "regions", "global", "aggregated" or "" (dns, the project itself)
+	where   string // the zone or region
+	names   []string
+	query   url.Values
+	body    []byte
+	op      string
+	request string // the requestId
+}
+
+// route is one method of the API: its HTTP method and path shape after the project. Path elements are literal,
+// or "*" for a name; scope is the first element of compute paths.
+type route struct {
+	method string
+	path   []string
+	op     string
+	handle func(c *call) (any, error)
+}
+
+// match matches elems against r's path, returning the names the "*"s stand for.
+func (r *route) match(method string, elems []string) ([]string, bool) {
+	if method != r.method || len(elems) != len(r.path) {
+		return nil, false
+	}
+	var names []string
+	for i, e := range r.path {
+		switch {
+		case e == "*":
+			if elems[i] == "" {
+				return nil, false
+			}
+			names = append(names, elems[i])
+		case e != elems[i]:
+			return nil, false
+		}
+	}
+	return names, true
+}
+
+// serveAPI finds the route of the request, counts the call, applies the fault injection, and runs the route's
+// handler with s.mu held. rest is the path after "projects/".
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, routes []route) {
+	elems := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	for i, e := range elems {
+		if u, err := url.PathUnescape(e); err == nil {
+			elems[i] = u
+		}
+	}
+	project, elems := elems[0], elems[1:]
+	var rt *route
+	var names []string
+	for i := range routes {
+		if n, ok := routes[i].match(r.Method, elems); ok {
+			rt, names = &routes[i], n
+			break
+		}
+	}
+	if rt == nil {
+		writeError(w, errorf(http.StatusNotFound, "notFound", "fakegce: no method %s %s", r.Method, r.URL.Path))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, invalid("reading the request: %v", err))
+		return
+	}
+	c := &call{s: s, method: r.Method, query: r.URL.Query(), body: body, op: rt.op, request: r.URL.Query().Get("requestId")}
+	if len(rt.path) > 0 && rt.path[0] != "managedZones" {
+		c.scope = rt.path[0]
+		if (c.scope == "zones" || c.scope == "regions") && len(names) > 0 {
+			c.where, names = names[0], names[1:]
+		}
+	}
+	c.names = names
+	s.mu.Lock()
+	s.calls[rt.op]++
+	latency, fault := s.fault()
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
+	}
+	if fault != nil {
+		writeError(w, fault)
+		return
+	}
+	s.mu.Lock()
+	c.p = s.project(project)
+	var result any
+	if op, ok := c.p.requests[c.request]; ok && c.request != "" && Mutating(rt.op) {
+		result = op.answer()
+	} else {
+		result, err = c.checkScope()
+		if err == nil {
+			result, err = rt.handle(c)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+// checkScope refuses a zone or region that is not named like one.
+func (c *call) checkScope() (any, error) {
+	switch c.scope {
+	case "zones":
+		if !validZone(c.where) {
+			return nil, errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'zone': '%s'. Unknown zone.", c.where)
+		}
+	case "regions":
+		if !validRegion(c.where) {
+			return nil, errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'region': '%s'. Unknown region.", c.where)
+		}
+	}
+	return nil, nil
+}
+
+// decode decodes the request's body into v (a google.golang.org/api type), accepting int64s written as JSON
+// numbers where the API writes strings.
+func (c *call) decode(v any) error {
+	if len(c.body) == 0 {
+		return invalid("Required field 'resource' not specified")
+	}
+	if err := decodeLenient(c.body, v); err != nil {
+		return errorf(http.StatusBadRequest, "parseError", "Invalid JSON payload received. %v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "fakegce: encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeError writes err in Google's JSON error format; an error that is not an *Error is a 500 backendError.
+func writeError(w http.ResponseWriter, err error) {
+	e, ok := err.(*Error)
+	if !ok {
+		e = &Error{Code: http.StatusInternalServerError, Reason: "backendError", Message: err.Error()}
+	}
+	type item struct {
+		Message string `json:"message"`
+		Domain  string `json:"domain"`
+		Reason  string `json:"reason"`
+	}
+	var body struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Errors  []item `json:"errors"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = e.Code, e.Message
+	body.Error.Errors = []item{{Message: e.Message, Domain: "global", Reason: e.Reason}}
+	writeJSON(w, e.Code, body)
+}
+
+// serveControl serves /__fake/: calls, reset-calls, faults, metadata-instance.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/__fake/calls" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Calls())
+	case r.URL.Path == "/__fake/reset-calls" && r.Method == http.MethodPost:
+		s.ResetCalls()
+		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/__fake/faults" && r.Method == http.MethodPost:
+		var f Faults
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := s.SetFaults(f); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/__fake/metadata-instance" && r.Method == http.MethodPost:
+		if err := s.ChooseMetadataInstance(r.URL.Query().Get("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.Error(w, "fakegce: no control endpoint "+r.Method+" "+r.URL.Path+
+			": GET /__fake/calls, POST /__fake/reset-calls, POST /__fake/faults, POST /__fake/metadata-instance?name=", http.StatusNotFound)
+	}
+}
