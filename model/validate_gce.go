@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
 // The syntax of GCE's names that the spec carries.
@@ -20,8 +22,8 @@ var (
 	gceServiceAccountEmail = regexp.MustCompile(`^[a-z0-9][-a-z0-9]{0,62}@[a-z0-9][-a-z0-9.:]*\.[a-z]+$`)
 	// gceMachineType is FAMILY-TYPE[-N]: e2-standard-2, n2-custom-4-8192, f1-micro.
 	gceMachineType = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)+$`)
-	// gceImage is an image as instance templates name it: PROJECT/IMAGE-OR-FAMILY (debian-cloud/debian-12), a
-	// projects/... path or a URL of one.
+	// gceImage is an image as spec.image names it (GCEImage): PROJECT/FAMILY (debian-cloud/debian-12), an image
+	// NAME of the cluster's project, a projects/... path or a URL of one.
 	gceImage = regexp.MustCompile(`^(([a-z][-a-z0-9.:]*[a-z0-9]/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?|(https://[a-z.]+/compute/v1/)?projects/[a-z][-a-z0-9.:]*[a-z0-9]/global/images/(family/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$`)
 )
 
@@ -90,7 +92,28 @@ func validateGCE(ps *problems, s *ClusterSpec) {
 	}
 	validateCIDRList(ps, p+".apiAccess", g.APIAccess)
 	validateCIDRList(ps, p+".sshAccess", g.SSHAccess)
+	// Each etcd disk's label names every member of its cluster (gcetasks' encoding of EtcdVolumeTags): key and
+	// value must fit GCE's 63 characters.
+	for i, e := range s.EtcdClusters {
+		if k := gcetasks.EtcdLabelKey(e.Name); len(k) > maxGCELabel {
+			ps.add(index("spec.etcdClusters", i)+".name", "the members' disk label key %q would be %d characters, more than the %d GCE takes: use a name of at most %d characters",
+				shorten(k), len(k), maxGCELabel, maxGCELabel-len(k)+len(e.Name))
+			continue
+		}
+		for j, m := range e.Members {
+			labels, err := gcetasks.EncodeTags(map[string]string{EtcdTagKey(e.Name): EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]})
+			if v := labels[gcetasks.EtcdLabelKey(e.Name)]; err == nil && len(v) <= maxGCELabel {
+				continue
+			}
+			v := EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]
+			ps.add(index(index("spec.etcdClusters", i)+".members", j)+".name", "the member's disk label %s (%q, every member's name) would be more than the %d characters GCE takes a label value: use shorter member names",
+				gcetasks.EtcdLabelKey(e.Name), shorten(v), maxGCELabel)
+		}
+	}
 }
+
+// maxGCELabel is the longest label key or value GCE takes.
+const maxGCELabel = 63
 
 // validateGCEInstanceGroup checks what a gce instance group adds: a GCE machine type and image.
 func validateGCEInstanceGroup(ps *problems, ig *InstanceGroup) {
@@ -100,6 +123,6 @@ func validateGCEInstanceGroup(ps *problems, ig *InstanceGroup) {
 		ps.add(p+"spec.machineType", "%q is not a GCE machine type: want lower-case FAMILY-TYPE, for example e2-standard-2", s.MachineType)
 	}
 	if s.Image != "" && !gceImage.MatchString(s.Image) {
-		ps.add(p+"spec.image", "%q is not a GCE image: want PROJECT/IMAGE or PROJECT/FAMILY (debian-cloud/debian-12), or projects/PROJECT/global/images/[family/]NAME", shorten(s.Image))
+		ps.add(p+"spec.image", "%q is not a GCE image: want PROJECT/FAMILY (debian-cloud/debian-12), an image NAME of the project, or projects/PROJECT/global/images/[family/]NAME", shorten(s.Image))
 	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -176,4 +177,20 @@ func TestStartupScript(t *testing.T) {
 	if strings.Contains(ud, "kubeup-nodeup.service") {
 		t.Errorf("the user data (run once) checks for nodeup's unit:\n%s", ud)
 	}
+}
+
+// TestValidateGCEEtcdLabel: each etcd disk's label value names every member of its cluster, and GCE takes 63
+// characters.
+func TestValidateGCEEtcdLabel(t *testing.T) {
+	c, igs := userSpec(t, CloudGCE, 3)
+	c, igs = Complete(c, igs)
+	for i := range c.Spec.EtcdClusters[1].Members {
+		c.Spec.EtcdClusters[1].Members[i].Name = strings.Repeat(string(rune('a'+i)), 20)
+	}
+	var want []wantProblem
+	for i := range 3 {
+		want = append(want, wantProblem{fmt.Sprintf("spec.etcdClusters[1].members[%d].name", i),
+			"would be more than the 63 characters GCE takes a label value: use shorter member names$"})
+	}
+	matchProblems(t, want, problemsOf(t, Validate("test", c, igs)))
 }

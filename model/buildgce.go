@@ -1,0 +1,243 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+)
+
+// gceRootDiskSizeGB is the size of a gce machine's boot disk (its type is GCE's default: gcetasks.InstanceTemplate
+// has no field for it).
+const gceRootDiskSizeGB = 20
+
+// LabelInstanceGroup is the label that names a gce machine's instance group (its template's and disks').
+const LabelInstanceGroup = "kubeup-instance-group"
+
+// maxGCEInstanceBaseName is the longest base of the instances' names of a managed instance group: GCE adds "-"
+// and 4 characters, and instance names are 63 at most.
+const maxGCEInstanceBaseName = 58
+
+// maxGCETemplateBaseName is the longest base name of an instance template: its real name adds "-" and 8 hex
+// digits of its content's hash (gcetasks.InstanceTemplate).
+const maxGCETemplateBaseName = 54
+
+// gceRoles are the roles of the network tags and firewall rules, as they appear in the names.
+var gceRoles = map[string]string{RoleControlPlane: "control-plane", RoleNode: "node"}
+
+// GCENetworkTag is the network tag of a role's machines: kubeup-<cluster>-control-plane or kubeup-<cluster>-node
+// ('.' as '-'; cut with a hash when longer than GCE takes, see gcetasks.ResourceName). The firewall rules
+// target and allow machines by it.
+func GCENetworkTag(cluster, role string) string {
+	return gcetasks.ResourceName("kubeup-"+cluster+"-"+gceRoles[role], maxGCEName)
+}
+
+// GCEFirewallRuleName is the name of one of the cluster's firewall rules: kubeup-<cluster>-<rule>.
+func GCEFirewallRuleName(cluster, rule string) string {
+	return gcetasks.ResourceName("kubeup-"+cluster+"-"+rule, maxGCEName)
+}
+
+// GCEDiskName is the name of an etcd member's disk: its EtcdVolumeName as a GCE name
+// (a-etcd-main-gce-example-com).
+func GCEDiskName(cluster string, e EtcdClusterSpec, m EtcdMemberSpec) string {
+	return gcetasks.ResourceName(EtcdVolumeName(cluster, e, m), maxGCEName)
+}
+
+// GCEInstanceTemplateName is the base name of an instance group's template in a region (the template's real
+// name adds a hash of its content): <group>-<cluster>, or <group>-<region>-<cluster> for a group whose zones are
+// in more than one region (a template names one region's subnetwork).
+func GCEInstanceTemplateName(cluster string, ig *InstanceGroup, region string) string {
+	base := ig.Metadata.Name + "-" + cluster
+	if len(GCERegions(ig.Spec.Zones)) > 1 {
+		base = ig.Metadata.Name + "-" + region + "-" + cluster
+	}
+	return gcetasks.ResourceName(base, maxGCETemplateBaseName)
+}
+
+// GCEInstanceGroupManagerName is the name of an instance group's managed instance group in a zone:
+// <group>-<zone>-<cluster>.
+func GCEInstanceGroupManagerName(cluster, ig, zone string) string {
+	return gcetasks.ResourceName(ig+"-"+zone+"-"+cluster, maxGCEName)
+}
+
+// GCEImage is an instance group's spec.image as an instance template takes it: PROJECT/FAMILY is the newest image
+// of the family (debian-cloud/debian-12 -> projects/debian-cloud/global/images/family/debian-12), a bare NAME an
+// image of the cluster's project, and a projects/... path or URL is taken as it is.
+func GCEImage(project, image string) string {
+	switch {
+	case strings.HasPrefix(image, "projects/") || strings.HasPrefix(image, "https://"):
+		return image
+	case strings.Contains(image, "/"):
+		p, family, _ := strings.Cut(image, "/")
+		return "projects/" + p + "/global/images/family/" + family
+	default:
+		return "projects/" + project + "/global/images/" + image
+	}
+}
+
+// BuildGCECloudGraph returns the cloud graph of a complete, valid spec on gce:
+//   - the user's network and subnetworks (one per region), checked and never changed (engine.ExistsAndValidates);
+//   - the firewall rules kubeup-<cluster>-<rule> in the network, by the roles' network tags (GCENetworkTag):
+//     the nodes let in every protocol from both roles, the control plane from itself, and from the nodes udp,
+//     icmp and tcp but etcd's client and peer ports; both ssh (tcp 22) from spec.gce.sshAccess (when it lists
+//     any); the control plane also the API (tcp 443) from spec.gce.apiAccess;
+//   - one disk per etcd member (GCEDiskName), labelled with gcetasks' encoding of EtcdVolumeTags;
+//   - per instance group and region, an instance template (GCEInstanceTemplateName) whose startup script
+//     (StartupScript) runs nodeup with the group's node configuration, once that is written, and per zone of
+//     the group a managed instance group (GCEInstanceGroupManagerName), the group's minSize spread over its
+//     zones;
+//   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
+//     node configurations in the state store.
+func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
+	name := c.Metadata.Name
+	s := &c.Spec
+	if s.CloudProvider != CloudGCE {
+		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not gce", name, s.CloudProvider)
+	}
+	if s.GCE == nil {
+		return nil, fmt.Errorf("cluster %s: spec.gce is required", name)
+	}
+	gs := s.GCE
+	g := engine.NewGraph[*gcetasks.Cloud]()
+	exists := engine.WithLifecycle(engine.ExistsAndValidates)
+
+	// The user's network.
+	network := engine.Add(g, &gcetasks.Network{Name: gs.Network}, exists)
+	subnetworks := map[string]*gcetasks.Subnetwork{}
+	for _, sn := range gs.Subnetworks {
+		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network}, exists)
+	}
+
+	// The firewall rules.
+	cp, node := GCENetworkTag(name, RoleControlPlane), GCENetworkTag(name, RoleNode)
+	rule := func(r string, f *gcetasks.FirewallRule) {
+		f.Name, f.Network = GCEFirewallRuleName(name, r), network
+		engine.Add(g, f)
+	}
+	all := []gcetasks.FirewallAllow{{Protocol: "all"}}
+	rule("node-from-cluster", &gcetasks.FirewallRule{SourceTags: []string{cp, node}, TargetTags: []string{node}, Allowed: all})
+	rule("control-plane-from-control-plane", &gcetasks.FirewallRule{SourceTags: []string{cp}, TargetTags: []string{cp}, Allowed: all})
+	// Nodes reach the control plane on every port but etcd's (clients' and peers'): a node does not talk to
+	// etcd, and a node taken over must not reach it.
+	var etcdPorts []int32
+	for _, e := range s.EtcdClusters {
+		etcdPorts = append(etcdPorts, e.ClientPort, e.PeerPort)
+	}
+	var tcp []string
+	for _, r := range portRangesWithout(etcdPorts) {
+		tcp = append(tcp, fmt.Sprintf("%d-%d", r[0], r[1]))
+	}
+	rule("control-plane-from-node", &gcetasks.FirewallRule{SourceTags: []string{node}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
+		{Protocol: "tcp", Ports: tcp}, {Protocol: "udp"}, {Protocol: "icmp"},
+	}})
+	rule("https", &gcetasks.FirewallRule{SourceRanges: gs.APIAccess, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
+		{Protocol: "tcp", Ports: []string{"443"}},
+	}})
+	// A rule without sources would let in everyone: no ssh rule without spec.gce.sshAccess.
+	if len(gs.SSHAccess) > 0 {
+		rule("ssh", &gcetasks.FirewallRule{SourceRanges: gs.SSHAccess, TargetTags: []string{cp, node}, Allowed: []gcetasks.FirewallAllow{
+			{Protocol: "tcp", Ports: []string{"22"}},
+		}})
+	}
+
+	// The etcd members' disks.
+	for _, e := range s.EtcdClusters {
+		for _, m := range e.Members {
+			labels, err := gcetasks.EncodeTags(EtcdVolumeTags(name, e, m))
+			if err != nil {
+				return nil, fmt.Errorf("etcd member %s of %s: %w", m.Name, e.Name, err)
+			}
+			var size *int64
+			if m.VolumeSize != nil {
+				size = ptr(int64(*m.VolumeSize))
+			}
+			engine.Add(g, &gcetasks.Disk{
+				Name:   GCEDiskName(name, e, m),
+				Zone:   ptr(m.Zone),
+				SizeGB: size,
+				Type:   m.VolumeType,
+				Labels: labels,
+			})
+		}
+	}
+
+	common, err := addCommonTasks(g, c, igs, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// Each instance group's templates and managed instance groups.
+	for _, ig := range igs {
+		roleTag := TagNode
+		if ig.Spec.Role == RoleControlPlane {
+			roleTag = TagControlPlane
+		}
+		labels, err := gcetasks.EncodeTags(map[string]string{roleTag: "1"})
+		if err != nil {
+			return nil, err
+		}
+		labels[LabelInstanceGroup] = gcetasks.LabelValue(ig.Metadata.Name)
+		conf := common.nodeConfigs[ig.Metadata.Name]
+		ks := common.keystore
+		templates := map[string]*gcetasks.InstanceTemplate{}
+		for _, region := range GCERegions(ig.Spec.Zones) {
+			sn := subnetworks[region]
+			if sn == nil {
+				return nil, fmt.Errorf("instance group %s: region %s has no subnetwork in spec.gce.subnetworks", ig.Metadata.Name, region)
+			}
+			templates[region] = engine.Add(g, &gcetasks.InstanceTemplate{
+				Name:           GCEInstanceTemplateName(name, ig, region),
+				MachineType:    ig.Spec.MachineType,
+				Image:          GCEImage(s.Project, ig.Spec.Image),
+				ServiceAccount: ptr(gs.ServiceAccount),
+				Network:        network,
+				Subnetwork:     sn,
+				Tags:           []string{GCENetworkTag(name, ig.Spec.Role)},
+				Labels:         labels,
+				RootDiskSizeGB: ptr(int64(gceRootDiskSizeGB)),
+				// The startup script pins the machines to the configuration the same maker writes (conf): made
+				// once the keystore's keypairs are found or issued, as conf's is.
+				MakeStartupScript: func() (string, error) {
+					obj, _, err := nodeConfigObject(c, ig, ks.issued())
+					if err != nil {
+						return "", err
+					}
+					sum, err := NodeConfigObjectSHA256(NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+					if err != nil {
+						return "", err
+					}
+					return StartupScript(c, ig, sum)
+				},
+				After: []engine.Task{conf},
+			})
+		}
+		sizes := spread(ig.Spec.MinSize, len(ig.Spec.Zones))
+		for i, z := range ig.Spec.Zones {
+			engine.Add(g, &gcetasks.InstanceGroupManager{
+				Name:             GCEInstanceGroupManagerName(name, ig.Metadata.Name, z),
+				Zone:             ptr(z),
+				TargetSize:       ptr(sizes[i]),
+				Template:         templates[GCERegion(z)],
+				BaseInstanceName: gcetasks.ResourceName(ig.Metadata.Name+"-"+name, maxGCEInstanceBaseName),
+			})
+		}
+	}
+	return g, nil
+}
+
+// spread divides total over n zones, the first zones taking one more when it does not divide evenly: 5 over 3 is
+// 2, 2, 1.
+func spread(total *int32, n int) []int64 {
+	out := make([]int64, n)
+	if total == nil || n == 0 {
+		return out
+	}
+	for i := range out {
+		out[i] = int64(*total) / int64(n)
+		if i < int(*total)%n {
+			out[i]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+	"kubeup.dev/kubeup/tasks/storetasks"
+)
+
+// gceGraph is the cloud graph of the test's gce cluster with controlPlanes control planes; edit changes its user
+// spec first.
+func gceGraph(t *testing.T, controlPlanes int, edit func(c *Cluster, igs []*InstanceGroup)) (*Cluster, []*InstanceGroup, *engine.Graph[*gcetasks.Cloud]) {
+	t.Helper()
+	c, igs := userSpec(t, CloudGCE, controlPlanes)
+	if edit != nil {
+		edit(c, igs)
+	}
+	c, igs = Complete(c, igs)
+	if err := Validate("test", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	g, err := BuildGCECloudGraph(c, igs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(engine.Apply); err != nil {
+		t.Fatal(err)
+	}
+	return c, igs, g
+}
+
+// gceFields renders the fields of the graph's gce tasks that the model sets, one task a paragraph, sorted by key:
+// what the cloud is asked for.
+func gceFields(t *testing.T, g *engine.Graph[*gcetasks.Cloud]) []byte {
+	t.Helper()
+	str := func(p *string) string {
+		if p == nil {
+			return "nil"
+		}
+		return *p
+	}
+	num := func(p *int64) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*p)
+	}
+	labels := func(m map[string]string) string {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, k+"="+m[k])
+		}
+		return strings.Join(kv, " ")
+	}
+	var out []string
+	for _, task := range g.Tasks() {
+		var f []string
+		switch x := task.(type) {
+		case *gcetasks.Network:
+			f = []string{"name " + x.Name}
+		case *gcetasks.Subnetwork:
+			f = []string{"network " + x.Network.Name, "region " + x.Region}
+		case *gcetasks.FirewallRule:
+			var allowed []string
+			for _, a := range x.Allowed {
+				allowed = append(allowed, a.String())
+			}
+			f = []string{"network " + x.Network.Name, "source ranges " + strings.Join(x.SourceRanges, " "),
+				"source tags " + strings.Join(x.SourceTags, " "), "target tags " + strings.Join(x.TargetTags, " "),
+				"allowed " + strings.Join(allowed, " ")}
+		case *gcetasks.Disk:
+			f = []string{"zone " + str(x.Zone), "size " + num(x.SizeGB) + " type " + str(x.Type), "labels " + labels(x.Labels)}
+		case *gcetasks.InstanceTemplate:
+			var after []string
+			for _, a := range x.After {
+				after = append(after, a.Key().String())
+			}
+			f = []string{"machine type " + x.MachineType + " image " + x.Image, "service account " + str(x.ServiceAccount),
+				"network " + x.Network.Name + " subnetwork " + x.Subnetwork.Region + "/" + x.Subnetwork.Name,
+				"tags " + strings.Join(x.Tags, " "), "labels " + labels(x.Labels), "root disk " + num(x.RootDiskSizeGB),
+				"startup script made after " + strings.Join(after, " ")}
+		case *gcetasks.InstanceGroupManager:
+			f = []string{"zone " + str(x.Zone) + " target size " + num(x.TargetSize), "template " + x.Template.Name,
+				"base instance name " + x.BaseInstanceName}
+		default:
+			continue // the tasks every cloud's graph holds: their golden is the local graph's
+		}
+		out = append(out, task.Key().String()+"\n    "+strings.Join(f, "\n    "))
+	}
+	slices.Sort(out)
+	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+func TestBuildGCECloudGraph(t *testing.T) {
+	for _, controlPlanes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
+			_, igs, g := gceGraph(t, controlPlanes, nil)
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d-fields.golden", controlPlanes), gceFields(t, g))
+
+			count := map[string]int{}
+			for _, task := range g.Tasks() {
+				count[task.Key().Type]++
+			}
+			want := map[string]int{
+				"Disk": 2 * controlPlanes, "InstanceTemplate": len(igs), "InstanceGroupManager": controlPlanes + 3,
+				"FirewallRule": 4, "Network": 1, "Subnetwork": 1,
+			}
+			for typ, n := range want {
+				if count[typ] != n {
+					t.Errorf("%d %s tasks, want %d", count[typ], typ, n)
+				}
+			}
+		})
+	}
+}
+
+// TestBuildGCECloudGraphRegions: a group over zones of two regions gets a template per region, each with its
+// region's subnetwork, and its minSize is spread over its zones; ssh is let in from spec.gce.sshAccess.
+func TestBuildGCECloudGraphRegions(t *testing.T) {
+	_, _, g := gceGraph(t, 1, func(c *Cluster, igs []*InstanceGroup) {
+		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
+		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, GCESubnetworkSpec{Region: "us-central1", Name: "central"})
+		c.Spec.GCE.SSHAccess = []string{"192.0.2.0/24"}
+		n := group(igs, "nodes")
+		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
+		n.Spec.MinSize, n.Spec.MaxSize = ptr(int32(5)), ptr(int32(5))
+	})
+	var got []string
+	for _, task := range g.Tasks() {
+		switch x := task.(type) {
+		case *gcetasks.InstanceTemplate:
+			got = append(got, x.Name+" "+x.Subnetwork.Name)
+		case *gcetasks.InstanceGroupManager:
+			if strings.HasPrefix(x.Name, "nodes-") {
+				got = append(got, fmt.Sprintf("%s %d %s", *x.Zone, *x.TargetSize, x.Template.Name))
+			}
+		case *gcetasks.FirewallRule:
+			if len(x.SourceRanges) > 0 {
+				got = append(got, x.Name+" "+strings.Join(x.SourceRanges, ","))
+			}
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"control-plane-b-demo-example-com " + testSubnetwork,
+		"europe-west1-b 2 nodes-europe-west1-demo-example-com",
+		"europe-west1-c 1 nodes-europe-west1-demo-example-com",
+		"europe-west1-d 1 nodes-europe-west1-demo-example-com",
+		"kubeup-demo-example-com-https 0.0.0.0/0",
+		"kubeup-demo-example-com-ssh 192.0.2.0/24",
+		"nodes-europe-west1-demo-example-com " + testSubnetwork,
+		"nodes-us-central1-demo-example-com central",
+		"us-central1-a 1 nodes-us-central1-demo-example-com",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestBuildGCECloudGraphRefusesOtherClouds(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	if _, err := BuildGCECloudGraph(c, igs); err == nil {
+		t.Error("BuildGCECloudGraph accepted a local cluster")
+	}
+}
+
+// TestGCEStartupScript checks that each template's startup script pins its machines to the node configuration
+// the graph writes for the group, read from gs://.
+func TestGCEStartupScript(t *testing.T) {
+	_, igs, g := gceGraph(t, 3, nil)
+	for _, ig := range igs {
+		task, ok := g.Lookup(engine.Key{Type: "InstanceTemplate", Name: ig.Metadata.Name + "-demo-example-com"})
+		if !ok {
+			t.Fatalf("no template of %s", ig.Metadata.Name)
+		}
+		it := task.(*gcetasks.InstanceTemplate)
+		if it.StartupScript != nil {
+			t.Errorf("%s: startup script set before the graph runs", it.Name)
+		}
+		if err := it.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		conf, _ := g.Lookup(engine.Key{Type: "StoreFile", Name: NodeConfigPath("demo.example.com", ig.Metadata.Name)})
+		obj, _, err := conf.(*storetasks.SecretFile[*gcetasks.Cloud]).Make()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := confSHA256Line.FindStringSubmatch(*it.StartupScript); m == nil || m[1] != want {
+			t.Errorf("%s: startup script pins %v, want the configuration's sha256 %s", it.Name, m, want)
+		}
+		if !strings.Contains(*it.StartupScript, "CONF='gs://kubeup-state/demo.example.com/nodeup/"+ig.Metadata.Name+"'\n") {
+			t.Errorf("%s: startup script does not read gs://kubeup-state/demo.example.com/nodeup/%s:\n%s", it.Name, ig.Metadata.Name, *it.StartupScript)
+		}
+	}
+}
+
+func TestGCENames(t *testing.T) {
+	long := strings.Repeat("d", 63) + ".example.com"
+	for _, tt := range []struct{ got, want string }{
+		{GCENetworkTag("demo.example.com", RoleControlPlane), "kubeup-demo-example-com-control-plane"},
+		{GCENetworkTag("demo.example.com", RoleNode), "kubeup-demo-example-com-node"},
+		{GCEImage("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
+		{GCEImage("p", "my-image"), "projects/p/global/images/my-image"},
+		{GCEImage("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	for _, n := range []string{GCENetworkTag(long, RoleControlPlane), GCEFirewallRuleName(long, "control-plane-from-node"),
+		GCEInstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
+		if !gceResourceName.MatchString(n) {
+			t.Errorf("%q is not a GCE name", n)
+		}
+	}
+	if a, b := GCENetworkTag(long, RoleControlPlane), GCENetworkTag(long, RoleNode); a == b {
+		t.Errorf("the roles' tags of a long cluster name are both %s", a)
+	}
+}
