@@ -20,7 +20,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl
+.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl npm-deps
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -82,7 +82,7 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## e2e-deps: install the e2e tests' Debian packages and kubectl, debootstrap their root filesystem and build the Kubernetes components, once (root only)
-e2e-deps: e2e-packages kube-binaries kubectl
+e2e-deps: e2e-packages kube-binaries kubectl npm-deps
 	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
 	if [ -d '$(KUBEUP_E2E_ROOTFS)' ]; then exit 0; fi; \
 	tmp='$(KUBEUP_E2E_ROOTFS).tmp'; \
@@ -136,6 +136,22 @@ kubectl:
 	dpkg-deb -x kubernetes-client_*.deb root; \
 	rm -rf '$(KUBECTL_CACHE)'; mv -T root '$(KUBECTL_CACHE)'; \
 	echo "kubectl: Debian's kubernetes-client $$(dpkg-deb -f kubernetes-client_*.deb Version) unpacked into $(KUBECTL_CACHE)"
+
+## npm-deps: install the Node.js referee of internal/fakegce (Google's @google-cloud/compute and @google-cloud/dns, pinned by its package-lock.json) into $(KUBEUP_NPM_CACHE), once (root only)
+# The cache is keyed by the lock's sha256, so a new lock installs afresh and an unchanged one costs nothing (no
+# registry is asked: offline once cached). npm ci runs in a temporary directory renamed into place; install
+# scripts are not run (the packages need none). nodejs_test.go finds the packages through KUBEUP_NPM_CACHE.
+NPM_REFEREE := internal/fakegce/testdata/nodejs
+KUBEUP_NPM_CACHE ?= /var/cache/kubeup/npm/$(shell sha256sum $(NPM_REFEREE)/package-lock.json 2>/dev/null | cut -c1-16)
+export KUBEUP_NPM_CACHE
+npm-deps:
+	@if [ "$$(id -u)" != 0 ] || [ -d '$(KUBEUP_NPM_CACHE)/node_modules' ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null; then echo "npm-deps: no npm: the Node.js referee test will skip"; exit 0; fi; \
+	tmp='$(KUBEUP_NPM_CACHE).tmp'; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
+	cp $(NPM_REFEREE)/package.json $(NPM_REFEREE)/package-lock.json "$$tmp/"; \
+	echo "npm-deps: npm ci of $(NPM_REFEREE) into $(KUBEUP_NPM_CACHE) (once)"; \
+	(cd "$$tmp" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); \
+	rm -rf '$(KUBEUP_NPM_CACHE)'; mv -T "$$tmp" '$(KUBEUP_NPM_CACHE)'
 
 ## bench: the engine's benchmarks (select with BENCH=regexp, BENCHTIME=1s|100x), also saved to bench.out
 bench:

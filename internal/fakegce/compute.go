@@ -3,7 +3,6 @@ package fakegce
 import (
 	"fmt"
 	"hash/fnv"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -146,14 +145,6 @@ func (c *call) thing(coll, name string) string {
 	return "projects/" + c.p.name + "/" + c.scope + "/" + c.where + "/" + coll + "/" + name
 }
 
-// scopedKey is the key of name in the call's zone or region.
-func (c *call) scopedKey(name string) string {
-	if c.scope == "global" {
-		return name
-	}
-	return key(c.where, name)
-}
-
 func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000-07:00") }
 
 // --- operations ---
@@ -204,15 +195,6 @@ func (c *call) newOp(kind, target string, targetID uint64) (*compute.Operation, 
 	if c.request != "" {
 		c.p.requests[c.request] = o
 	}
-	return o.answer(), nil
-}
-
-// failOp is newOp for an operation that was accepted and failed: it ends DONE with error.
-func (c *call) failOp(kind, target string, e *Error) (*compute.Operation, error) {
-	op, _ := c.newOp(kind, target, 0)
-	o := c.s.ops[op.Name]
-	o.op.HttpErrorStatusCode, o.op.HttpErrorMessage = int64(e.Code), http.StatusText(e.Code)
-	o.op.Error = &compute.OperationError{Errors: []*compute.OperationErrorErrors{{Code: strings.ToUpper(e.Reason), Message: e.Message}}}
 	return o.answer(), nil
 }
 

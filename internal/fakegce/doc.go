@@ -24,8 +24,8 @@
 //   - Mutations answer an Operation (zonal, regional or global, like the resource) whose effect is already done
 //     when it is answered; it is PENDING in that answer, RUNNING at its first operations.get, DONE at the next
 //     (Faults.SlowOperations more RUNNING polls first); operations.wait answers DONE unless slowed, when it
-//     answers RUNNING (a wait that timed out) and counts as a poll. A failure after acceptance is in
-//     operation.error.errors[].{code,message}.
+//     answers RUNNING (a wait that timed out) and counts as a poll. Every refusal is the call's own error answer
+//     (no operation ends with an error today).
 //   - requestId: a mutating call whose requestId the project has seen answers that call's operation again and does
 //     nothing else (GCE's idempotency).
 //   - list filters: terms "field = value", "field != value", "field eq regexp", "field ne regexp", "field:*"

@@ -3,7 +3,6 @@ package fakegce
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -177,5 +176,3 @@ func page[T any](c *call, items map[string]T, keep func(T) bool) ([]T, string, e
 
 // key joins the parts of a map key.
 func key(parts ...string) string { return strings.Join(parts, "/") }
-
-var _ = fmt.Sprint
