@@ -142,16 +142,24 @@ func (c *Cloud) DeleteOwned(ctx context.Context, names []string, apply bool) ([]
 // ownedGroups are the cluster's managed instance groups of the zones of c.Region (every zone when it is "").
 func (c *Cloud) ownedGroups(ctx context.Context) ([]*compute.InstanceGroupManager, error) {
 	var zones []string
-	err := c.Compute.Zones.List(c.Project).Pages(ctx, func(l *compute.ZoneList) error {
-		for _, z := range l.Items {
-			if c.Region == "" || lastSegment(z.Region) == c.Region {
+	if c.Region != "" {
+		r, err := c.Compute.Regions.Get(c.Project, c.Region).Context(ctx).Do()
+		if err != nil {
+			return nil, Classify("reading region "+c.Region, err)
+		}
+		for _, z := range r.Zones {
+			zones = append(zones, lastSegment(z))
+		}
+	} else {
+		err := c.Compute.Zones.List(c.Project).Pages(ctx, func(l *compute.ZoneList) error {
+			for _, z := range l.Items {
 				zones = append(zones, z.Name)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, Classify("listing the zones", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, Classify("listing the zones", err)
 	}
 	var out []*compute.InstanceGroupManager
 	for _, z := range zones {

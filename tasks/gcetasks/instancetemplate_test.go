@@ -1,0 +1,108 @@
+package gcetasks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/api/compute/v1"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+)
+
+func templateNames(t testing.TB, c *Cloud) []string {
+	t.Helper()
+	c.reads.templates.Forget()
+	all, err := c.instanceTemplates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for n := range all {
+		out = append(out, n)
+	}
+	return out
+}
+
+// A changed startup script is a new template of another name; the groups are pointed at it, the old template
+// stays until DeleteUnusedTemplates, which deletes it and nothing else.
+func TestTemplateChangeMakesANewTemplateAndMovesTheGroups(t *testing.T) {
+	c, srv := newTestCloud(t)
+	ctx := context.Background()
+	mustRun(t, c, engine.Apply, clusterGraph(defaultSpec()))
+	old := templateNames(t, c)
+	s := defaultSpec()
+	s.script = "#!/bin/bash\necho nodes v2\n"
+	p := enginetest.ApplyThenNoChanges(t, ctx, c, freshRuns(c, clusterGraph(s)))
+	var changed []string
+	for _, ch := range p.Changes {
+		changed = append(changed, ch.Key.String())
+	}
+	if len(changed) != 4 {
+		t.Errorf("changes: %v, want the template and the three groups", changed)
+	}
+	now := templateNames(t, c)
+	if len(old) != 1 || len(now) != 2 {
+		t.Fatalf("templates before %v, after %v: want one, then two", old, now)
+	}
+	srv.ResetCalls()
+	deleted, err := c.DeleteUnusedTemplates(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[0] != "InstanceTemplate/"+old[0] {
+		t.Errorf("deleted %v, want the old template %s", deleted, old[0])
+	}
+	for _, z := range zones {
+		g, err := c.Compute.InstanceGroupManagers.Get(testProject, z, "nodes-"+z+"-gce-example-com").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(g.InstanceTemplate, "/"+old[0]) {
+			t.Errorf("group of %s still uses the old template", z)
+		}
+	}
+	if p := mustRun(t, c, engine.DryRun, clusterGraph(s)); !p.Empty() {
+		t.Error("dry run after the cleanup plans changes")
+	}
+}
+
+// DeleteOwned deletes the groups, templates, firewall rules and disks of the cluster, and the records of the
+// names given; the user's network and another's disk stay.
+func TestDeleteOwnedLeavesNothingLabelled(t *testing.T) {
+	c, _ := newTestCloud(t)
+	ctx := context.Background()
+	mustRun(t, c, engine.Apply, clusterGraph(defaultSpec()))
+	op, err := c.Compute.Disks.Insert(testProject, zones[0], &compute.Disk{Name: "users-disk", SizeGb: 10}).Do()
+	if err = c.mutate(ctx, "making the user's disk", op, err); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := c.DeleteOwned(ctx, []string{"api.gce.example.com"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.DeleteOwned(ctx, []string{"api.gce.example.com"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(dry, " ") != strings.Join(got, " ") || len(got) != 3+1+2+3+1 {
+		t.Errorf("dry run %v, deleted %v: want the same 10 keys", dry, got)
+	}
+	if d := ownedDisks(t, c); len(d) != 0 {
+		t.Errorf("disks left: %v", d)
+	}
+	if n := templateNames(t, c); len(n) != 0 {
+		t.Errorf("templates left: %v", n)
+	}
+	if _, err := c.Compute.Disks.Get(testProject, zones[0], "users-disk").Do(); err != nil {
+		t.Errorf("the user's disk: %v", err)
+	}
+	if _, err := c.Compute.Networks.Get(testProject, "net").Do(); err != nil {
+		t.Errorf("the user's network: %v", err)
+	}
+	c.NewRun()
+	if rs, err := c.DNSProvider().Get(ctx, "api.gce.example.com", "A"); err != nil || rs != nil {
+		t.Errorf("api record: %v, %v; want none", rs, err)
+	}
+}

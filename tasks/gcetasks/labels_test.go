@@ -1,0 +1,89 @@
+package gcetasks
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/googleapi"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+func TestTagsEncodeAsLabelsAndBack(t *testing.T) {
+	tags := map[string]string{
+		"kubernetes.io/cluster/gce.example.com": "owned",
+		"k8s.io/role/control-plane":             "1",
+		"k8s.io/etcd/main":                      "a/a,b,c",
+		"team":                                  "blue",
+	}
+	labels, err := EncodeTags(tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		ClusterLabelKey("gce.example.com"): "owned", ClusterNameLabel: "gce-example-com",
+		"kubeup-role-control-plane": "1", "kubeup-etcd-main": "a_a_b_c", "team": "blue",
+	}
+	if diff := cmp.Diff(want, labels); diff != "" {
+		t.Errorf("EncodeTags (-want +got):\n%s", diff)
+	}
+	for k, v := range labels {
+		if !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
+			t.Errorf("%s=%s is not a GCE label", k, v)
+		}
+	}
+	if diff := cmp.Diff(tags, DecodeLabels(labels, "other.example.com", "gce.example.com")); diff != "" {
+		t.Errorf("DecodeLabels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(EtcdLabels("main", "a", []string{"c", "a", "b"}), map[string]string{"kubeup-etcd-main": "a_a_b_c", "kubeup-role-control-plane": "1"}); diff != "" {
+		t.Errorf("EtcdLabels (-want +got):\n%s", diff)
+	}
+	if ClusterLabelKey("a.b") == ClusterLabelKey("a-b") {
+		t.Error("clusters a.b and a-b share an ownership label")
+	}
+	if _, err := EncodeTags(map[string]string{"Name": "x"}); err == nil {
+		t.Error("EncodeTags took a tag that is no label")
+	}
+}
+
+func TestResourceName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a.etcd-main.gce.example.com", "a-etcd-main-gce-example-com"},
+		{"1.example.com", "k-1-example-com"},
+		{"Nodes.Example.COM.", "nodes-example-com"},
+	} {
+		if got := ResourceName(tc.in, 63); got != tc.want || !validName(got) {
+			t.Errorf("ResourceName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := "a.etcd-main.a-very-long-cluster-name-that-goes-on-and-on.example.com"
+	got := ResourceName(long, 54)
+	if len(got) > 54 || !validName(got) || got == ResourceName(long+"x", 54) {
+		t.Errorf("ResourceName of a long name = %q", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		code   int
+		reason string
+		class  engine.Class
+		denied bool
+	}{
+		{http.StatusTooManyRequests, "rateLimitExceeded", engine.ClassRetryable, false},
+		{http.StatusForbidden, "userRateLimitExceeded", engine.ClassRetryable, false},
+		{http.StatusServiceUnavailable, "backendError", engine.ClassRetryable, false},
+		{http.StatusForbidden, "forbidden", engine.ClassTerminal, true},
+		{http.StatusBadRequest, "invalid", engine.ClassTerminal, false},
+	} {
+		err := Classify("doing", &googleapi.Error{Code: tc.code, Message: "m", Errors: []googleapi.ErrorItem{{Reason: tc.reason}}})
+		if engine.ClassOf(err) != tc.class || errors.Is(err, engine.ErrAccessDenied) != tc.denied {
+			t.Errorf("%d %s: %v (class %v), want %v, denied %t", tc.code, tc.reason, err, engine.ClassOf(err), tc.class, tc.denied)
+		}
+	}
+	if got := Classify("creating disk d", &googleapi.Error{Code: 400, Message: "bad size", Errors: []googleapi.ErrorItem{{Reason: "invalid"}}}).Error(); got != "creating disk d: Google said 400 invalid: bad size" {
+		t.Errorf("message: %q", got)
+	}
+}
