@@ -100,40 +100,16 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 			removeEmptyDirs(dirs...)
 			return nil
 		}
-	case c.Spec.CloudProvider == model.CloudAWS:
-		cloud, err := openAWS(ctx, c, cs)
+	case c.Spec.CloudProvider == model.CloudAWS || c.Spec.CloudProvider == model.CloudGCE:
+		cloud, err := openOwnedDeleter(ctx, c, cs)
 		if err != nil {
 			return err
 		}
-		// The records the cluster owns are the names kubeup and protokube publish for it, and only those:
-		// anything else in the zone, under the cluster's name or not, is someone else's.
-		// Those of the complete spec the last update applied too, when the spec has changed since (another
-		// spec.api.publicName not applied yet): the records published under the old names are the cluster's.
-		records := model.PublishedDNSNames(c)
-		if data, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name)); err == nil {
-			if objs, err := model.Decode(cs.location(model.CompletedSpecPath(name)), data); err == nil && objs.Cluster != nil {
-				records = append(records, model.PublishedDNSNames(objs.Cluster)...)
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		var deleteListed func() ([]string, error)
+		if cloudKeys, deleteListed, err = cs.deleteOwned(ctx, cloud, c, out); err != nil {
 			return err
 		}
-		if cloudKeys, err = cloud.DeleteOwned(ctx, records, false); err != nil {
-			return err
-		}
-		cleanup = func() error {
-			// What is reported is what this deletion deleted (the listing above may have changed since: an
-			// instance group's template gone, a record published meanwhile). On a failure, what it did delete is
-			// reported before the error.
-			cloud.NewRun()
-			keys, err := cloud.DeleteOwned(ctx, records, true)
-			cloudKeys = keys
-			if err != nil {
-				for _, k := range keys {
-					fmt.Fprintf(out, "Deleted %s\n", k)
-				}
-			}
-			return err
-		}
+		cleanup = func() (err error) { cloudKeys, err = deleteListed(); return err }
 	default:
 		// A cloud this kubeup has no provider for (a spec a newer kubeup wrote): this kubeup never applied it,
 		// so a cluster never applied (no complete spec in the store) owns nothing in the cloud: its state alone
@@ -188,6 +164,56 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 	}
 	fmt.Fprintf(out, "Deleted cluster %s\n", name)
 	return nil
+}
+
+// ownedDeleter is a cloud that deletes what a cluster owns, found by its tags or labels, and the DNS records of
+// the names given (awstasks.Cloud, gcetasks.Cloud).
+type ownedDeleter interface {
+	DeleteOwned(ctx context.Context, records []string, apply bool) ([]string, error)
+	NewRun()
+}
+
+// openOwnedDeleter opens the cloud of an aws or gce cluster.
+func openOwnedDeleter(ctx context.Context, c *model.Cluster, cs *Clusters) (ownedDeleter, error) {
+	if c.Spec.CloudProvider == model.CloudGCE {
+		return openGCE(ctx, c, cs)
+	}
+	return openAWS(ctx, c, cs)
+}
+
+// deleteOwned lists what cloud holds of cluster c (a dry run of DeleteOwned), and returns those keys and the
+// cleanup that deletes them. The records the cluster owns are the names kubeup and protokube publish for it, and
+// only those: anything else in the zone, under the cluster's name or not, is someone else's. Those of the
+// complete spec the last update applied too, when the spec has changed since (another spec.api.publicName not
+// applied yet): the records published under the old names are the cluster's.
+func (cs *Clusters) deleteOwned(ctx context.Context, cloud ownedDeleter, c *model.Cluster, out io.Writer) ([]string, func() ([]string, error), error) {
+	name := c.Metadata.Name
+	records := model.PublishedDNSNames(c)
+	if data, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name)); err == nil {
+		if objs, err := model.Decode(cs.location(model.CompletedSpecPath(name)), data); err == nil && objs.Cluster != nil {
+			records = append(records, model.PublishedDNSNames(objs.Cluster)...)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	listed, err := cloud.DeleteOwned(ctx, records, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() ([]string, error) {
+		// What is reported is what this deletion deleted (the listing above may have changed since: an
+		// instance group's template gone, a record published meanwhile). On a failure, what it did delete is
+		// reported before the error.
+		cloud.NewRun()
+		keys, err := cloud.DeleteOwned(ctx, records, true)
+		if err != nil {
+			for _, k := range keys {
+				fmt.Fprintf(out, "Deleted %s\n", k)
+			}
+		}
+		return keys, err
+	}
+	return listed, cleanup, nil
 }
 
 // specToDelete returns the complete spec that says where the cluster's cloud is, or nil when it owns nothing in

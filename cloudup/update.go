@@ -14,6 +14,7 @@ import (
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
 	"kubeup.dev/kubeup/tasks/awstasks"
+	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
@@ -77,8 +78,23 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 		}
 		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
 		return update(ctx, cs, stored, cloud, build, o)
+	case model.CloudGCE:
+		cloud, err := openGCE(ctx, c, cs)
+		if err != nil {
+			return nil, err
+		}
+		build := func() (*engine.Graph[*gcetasks.Cloud], error) { return model.BuildGCECloudGraph(c, igs) }
+		plan, err := update(ctx, cs, stored, cloud, build, o)
+		if err != nil || !o.Apply {
+			return plan, err
+		}
+		// The templates the apply replaced: once the groups use the new ones, the old ones go.
+		if err := deleteUnusedTemplates(ctx, cloud, o); err != nil {
+			return nil, fmt.Errorf("cluster %s is up to date, but deleting the instance templates its groups no longer use failed: %w (the next update tries again)", name, err)
+		}
+		return plan, nil
 	default:
-		return nil, fmt.Errorf("cluster %s: cloudProvider %s: kubeup cannot update %s clusters yet (its provider is a later issue); the spec is stored and valid, and the local provider works today",
+		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot update %s clusters",
 			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
 	}
 }

@@ -144,7 +144,10 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	// The etcd members' disks.
 	for _, e := range s.EtcdClusters {
 		for _, m := range e.Members {
-			labels, err := gcetasks.EncodeTags(EtcdVolumeTags(name, e, m))
+			// The ownership labels are gcetasks' to add (gcetasks.ClusterLabels), not the task's.
+			tags := EtcdVolumeTags(name, e, m)
+			delete(tags, ClusterTagKey(name))
+			labels, err := gcetasks.EncodeTags(tags)
 			if err != nil {
 				return nil, fmt.Errorf("etcd member %s of %s: %w", m.Name, e.Name, err)
 			}

@@ -58,8 +58,7 @@ func TestCommands(t *testing.T) {
 		{name: "create refuses a flag of another cloud", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "local", "--zones", "a", "--vpc", "vpc-0123456789abcdef0"},
 			wantErr: "--vpc is for --cloud aws, not --cloud local"},
 		{name: "create takes gce, and says all a gce cluster lacks", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "gce", "--zones", "europe-west1-b", "--project", "p", "--dry-run"},
-			wantErr: "spec.project: \"p\" is not a GCP project id: 6-30 lower-case letters, digits and '-', starting with a letter (my-project-123)\n" +
-				"  spec.configBase: \"file://"},
+			wantErr: "create cluster: 4 problems:\n  spec.configBase: \"file://"},
 		{name: "create refuses a gce flag on another cloud", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "aws", "--zones", "us-east-1a", "--network", "default"},
 			wantErr: "--network is for --cloud gce, not --cloud aws"},
 		{name: "create refuses a cluster without a control plane", args: []string{"create", "cluster", "--name", "x.example.com", "--cloud", "local", "--zones", "a", "--control-plane-count", "0"},

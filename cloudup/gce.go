@@ -1,0 +1,36 @@
+package cloudup
+
+import (
+	"context"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+)
+
+// openGCE returns the GCE cloud of a complete spec: the clients' usual configuration (application default
+// credentials; KUBEUP_GCE_ENDPOINT points them elsewhere, without authentication) in the spec's project, the
+// cluster's ownership label, its DNS zone and the state store.
+func openGCE(ctx context.Context, c *model.Cluster, cs *Clusters) (*gcetasks.Cloud, error) {
+	cloud, err := gcetasks.NewCloud(ctx, c.Spec.Project, c.Metadata.Name, c.Spec.DNSZone, cs.Store)
+	if err != nil {
+		return nil, err
+	}
+	// One region narrows what delete lists to that region's zones; a cluster over several lists every zone.
+	if regions := model.GCERegions(c.Spec.Zones); len(regions) == 1 {
+		cloud.Region = regions[0]
+	}
+	return cloud, nil
+}
+
+// deleteUnusedTemplates deletes the cluster's instance templates that its groups no longer use (a template
+// change makes a new template and points the groups at it), after an apply. It only reads when there are none.
+func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateOptions) error {
+	cloud.NewRun()
+	deleted, err := cloud.DeleteUnusedTemplates(ctx, true)
+	if o.Logger != nil {
+		for _, k := range deleted {
+			o.Logger.Info("deleted an instance template no group uses", "template", k)
+		}
+	}
+	return err
+}
