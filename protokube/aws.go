@@ -48,6 +48,8 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
 }
 
+func (c *awsCloud) identity() volumetasks.Holder { return c.instance }
+
 // providers returns the EBS volumes of this instance's zone, claimed as me, and the Route53 provider of the
 // configuration's DNS zone, which forgets what it read in the former round.
 func (c *awsCloud) providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {

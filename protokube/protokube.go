@@ -36,7 +36,7 @@ type Options struct {
 	Interval time.Duration
 	Wake     <-chan struct{}
 	// Node is this node as its claims record it: its id and its addresses. What is empty is the cloud's to say,
-	// on the first round: on AWS, the instance's id and private and public addresses (IMDS); elsewhere, the host
+	// on the first round: on AWS and GCE, the instance's id and private and public addresses (IMDS, the metadata server); elsewhere, the host
 	// name, the address of the interface of the default route, and no external address.
 	Node volumetasks.Holder
 	// Lease is how long a claim of a local volume holds without this node renewing it (default 5 × Interval).
@@ -46,8 +46,9 @@ type Options struct {
 	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
 	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 
-	// aws is this instance on AWS, once a round found the configuration's cloud is AWS: kept across rounds.
-	aws *awsCloud
+	// cloud is this instance on AWS or GCE, once a round found the configuration's cloud is one of them: kept
+	// across rounds.
+	cloud instanceCloud
 	// identified says that Node was completed with what the cloud says; flags is Node as the flags gave it.
 	identified bool
 	flags      *volumetasks.Holder
@@ -214,27 +215,33 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	return moved && !o.DryRun, runErr
 }
 
-// identify completes o.Node with what the configuration's cloud says of this node, once: on AWS, the instance's
-// identity (IMDS); elsewhere, the host name and the address of the default route. The flags win.
+// identify completes o.Node with what the configuration's cloud says of this node, once: on AWS and GCE, the instance's
+// identity (IMDS, the metadata server); elsewhere, the host name and the address of the default route. The flags win.
 func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error {
 	if o.flags == nil {
 		flags := o.Node
 		o.flags = &flags
 	}
-	if pc.CloudProvider == model.CloudAWS && o.aws == nil {
-		c, err := newAWSCloud(ctx)
+	if o.cloud == nil && (pc.CloudProvider == model.CloudAWS || pc.CloudProvider == model.CloudGCE) {
+		var c instanceCloud
+		var err error
+		if pc.CloudProvider == model.CloudAWS {
+			c, err = newAWSCloud(ctx)
+		} else {
+			c, err = newGCECloud(ctx)
+		}
 		if err != nil {
 			return err
 		}
-		o.aws = c
+		o.cloud = c
 		o.identified = false // the instance's identity fills what the flags left empty
 	}
 	if o.identified {
 		return nil
 	}
 	o.Node = *o.flags
-	if o.aws != nil {
-		me := o.aws.instance
+	if o.cloud != nil {
+		me := o.cloud.identity()
 		o.Node.NodeID = cmp.Or(o.Node.NodeID, me.NodeID)
 		o.Node.InternalIP = cmp.Or(o.Node.InternalIP, me.InternalIP)
 		o.Node.ExternalIP = cmp.Or(o.Node.ExternalIP, me.ExternalIP)
@@ -272,12 +279,21 @@ func checkAddresses(me volumetasks.Holder) error {
 	return nil
 }
 
+// instanceCloud is this instance in a cloud (awsCloud, gceCloud): who it is, and its providers.
+type instanceCloud interface {
+	identity() volumetasks.Holder
+	providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error)
+}
+
 // cloudProviders returns the volumes and DNS of the configuration's cloud.
 func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
 	pc := nc.Protokube
 	switch pc.CloudProvider {
-	case model.CloudAWS:
-		return o.aws.providers(pc, root, me)
+	case model.CloudAWS, model.CloudGCE:
+		if o.cloud == nil {
+			return nil, nil, fmt.Errorf("protokube: cloudProvider %s: this instance's identity was not read", pc.CloudProvider)
+		}
+		return o.cloud.providers(pc, root, me)
 	case model.CloudLocal:
 		if pc.Local == nil || pc.Local.PoolDir == "" {
 			return nil, nil, errors.New("protokube: the configuration names no local pool (spec.local.poolDir)")
