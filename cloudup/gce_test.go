@@ -1,0 +1,121 @@
+package cloudup
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/api/compute/v1"
+	"google.golang.org/api/dns/v1"
+	"google.golang.org/api/option"
+
+	"kubeup.dev/kubeup/internal/fakegce"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+)
+
+// fakeGCE serves a fake GCE with project p's network "net", its subnetwork "sub" in europe-west1 and a managed
+// zone for example.com, made through the SDK as the user would, and points kubeup at it.
+func fakeGCE(t *testing.T) *fakegce.Server {
+	t.Helper()
+	srv := fakegce.New()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	t.Setenv(gcetasks.EndpointEnv, hs.URL+"/")
+	ctx := context.Background()
+	cs, err := compute.NewService(ctx, option.WithEndpoint(hs.URL+"/compute/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dns.NewService(ctx, option.WithEndpoint(hs.URL+"/dns/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Networks.Insert("kubeup-demo", &compute.Network{Name: "net", AutoCreateSubnetworks: false, ForceSendFields: []string{"AutoCreateSubnetworks"}}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Subnetworks.Insert("kubeup-demo", "europe-west1", &compute.Subnetwork{
+		Name: "sub", Network: "projects/kubeup-demo/global/networks/net", IpCidrRange: "10.0.0.0/20",
+	}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ds.ManagedZones.Create("kubeup-demo", &dns.ManagedZone{Name: "example-com", DnsName: "example.com.", Description: "test"}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetCalls()
+	return srv
+}
+
+func mutatingCalls(srv *fakegce.Server) map[string]int {
+	out := map[string]int{}
+	for op, n := range srv.Calls() {
+		if fakegce.Mutating(op) {
+			out[op] = n
+		}
+	}
+	return out
+}
+
+// TestGCECluster: a gce cluster's update makes its disks, firewall rules, templates, groups and records in the
+// fake GCE; a second update has nothing to do and changes nothing; delete removes what the cluster owns, and
+// its state.
+func TestGCECluster(t *testing.T) {
+	ctx := context.Background()
+	srv := fakeGCE(t)
+	cs := gsClusters(t)
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
+		Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3, NodeCount: 2,
+		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("update --yes: %v\n%s", err, &out)
+	}
+	calls := mutatingCalls(srv)
+	for op, want := range map[string]int{
+		"compute.disks.insert": 6, "compute.instanceTemplates.insert": 4, "compute.instanceGroupManagers.insert": 6,
+		"compute.firewalls.insert": 4,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s: %d calls, want %d (all: %v)", op, calls[op], want, calls)
+		}
+	}
+
+	srv.ResetCalls()
+	out.Reset()
+	plan, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out})
+	if err != nil || !plan.Empty() {
+		t.Errorf("the second update: %v\n%s", err, &out)
+	}
+	if m := mutatingCalls(srv); len(m) != 0 {
+		t.Errorf("the second update changed the cloud: %v", m)
+	}
+
+	out.Reset()
+	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("delete --yes: %v\n%s", err, &out)
+	}
+	for _, want := range []string{"Deleted Disk/", "Deleted cluster " + demo} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("delete printed no %q:\n%s", want, &out)
+		}
+	}
+	cloud, err := gcetasks.NewCloud(ctx, "kubeup-demo", demo, "example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud.Region = "europe-west1"
+	if left, err := cloud.DeleteOwned(ctx, model.PublishedDNSNames(c), false); err != nil || len(left) != 0 {
+		t.Errorf("left after delete: %v %v", left, err)
+	}
+	if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
+		t.Errorf("left in the store: %v", left)
+	}
+}
