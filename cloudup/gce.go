@@ -2,7 +2,9 @@ package cloudup
 
 import (
 	"context"
+	"time"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 )
@@ -24,13 +26,27 @@ func openGCE(ctx context.Context, c *model.Cluster, cs *Clusters) (*gcetasks.Clo
 
 // deleteUnusedTemplates deletes the cluster's instance templates that its groups no longer use (a template
 // change makes a new template and points the groups at it), after an apply. It only reads when there are none.
+// It runs outside the engine, so it retries what the engine would (rate limits, server errors) itself, a few times
+// with backoff.
 func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateOptions) error {
-	cloud.NewRun()
-	deleted, err := cloud.DeleteUnusedTemplates(ctx, true)
-	if o.Logger != nil {
-		for _, k := range deleted {
-			o.Logger.Info("deleted an instance template no group uses", "template", k)
+	const attempts = 6
+	backoff := 200 * time.Millisecond
+	for i := 1; ; i++ {
+		cloud.NewRun()
+		deleted, err := cloud.DeleteUnusedTemplates(ctx, true)
+		if o.Logger != nil {
+			for _, k := range deleted {
+				o.Logger.Info("deleted an instance template no group uses", "template", k)
+			}
 		}
+		if err == nil || engine.ClassOf(err) != engine.ClassRetryable || i == attempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
 	}
-	return err
 }

@@ -1,0 +1,203 @@
+package gce
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	compute "google.golang.org/api/compute/v1"
+	dns "google.golang.org/api/dns/v1"
+	"google.golang.org/api/option"
+
+	"kubeup.dev/kubeup/internal/fakegce"
+	"kubeup.dev/kubeup/internal/fakegcs"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+)
+
+// The acceptance of the gce provider, as an operator runs it: the kubeup binary against internal/fakegce (and the
+// gs:// state store on internal/fakegcs), the cloud's resources read back through Google's Go clients.
+
+const (
+	bucket  = "kubeup-state"
+	cluster = "gce.example.com"
+	project = "p"
+	region  = "us-central1"
+	network = "kubeup-net"
+	subnet  = "kubeup-subnet"
+)
+
+var zones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
+
+// kubeupBinary is built once, by TestMain.
+var kubeupBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kubeup-gce-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kubeupBinary = filepath.Join(dir, "kubeup")
+	build := exec.Command("go", "build", "-o", kubeupBinary, "kubeup.dev/kubeup/cmd/kubeup")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build kubeup: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// project is one fake GCP project: the fake, Google's clients pointed at it, and kubeup's environment.
+type account struct {
+	t       testing.TB
+	fake    *fakegce.Server
+	env     []string
+	compute *compute.Service
+	dns     *dns.Service
+}
+
+// newAccount returns a fake project with a network, a subnetwork in us-central1, a managed zone for example.com
+// and the state bucket.
+func newAccount(t testing.TB) *account {
+	t.Helper()
+	ctx := context.Background()
+	fake := fakegce.New()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	gcs := httptest.NewServer(fakegcs.New(bucket))
+	t.Cleanup(gcs.Close)
+	home := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "KUBEUP_") || strings.HasPrefix(k, "GOOGLE_") || strings.HasPrefix(k, "CLOUDSDK_") ||
+			k == "HOME" || k == "STORAGE_EMULATOR_HOST" || k == "GCE_METADATA_HOST" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	endpoint := srv.URL + "/"
+	env = append(env, "HOME="+home, "KUBEUP_GCE_ENDPOINT="+endpoint, "STORAGE_EMULATOR_HOST="+gcs.URL,
+		"GCE_METADATA_HOST=127.0.0.1:1", "KUBEUP_STATE_STORE=gs://"+bucket+"/clusters")
+	a := &account{t: t, fake: fake, env: env}
+	var err error
+	if a.compute, err = compute.NewService(ctx, option.WithEndpoint(endpoint+"compute/v1/"), option.WithoutAuthentication()); err != nil {
+		t.Fatal(err)
+	}
+	if a.dns, err = dns.NewService(ctx, option.WithEndpoint(endpoint+"dns/v1/"), option.WithoutAuthentication()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.compute.Networks.Insert(project, &compute.Network{Name: network, AutoCreateSubnetworks: false}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.compute.Subnetworks.Insert(project, region, &compute.Subnetwork{Name: subnet, IpCidrRange: "10.1.0.0/16",
+		Network: "projects/" + project + "/global/networks/" + network}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.dns.ManagedZones.Create(project, &dns.ManagedZone{Name: "example-com", DnsName: "example.com.", Description: "test"}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// kubeup runs kubeup and returns its stdout and stderr and error.
+func (a *account) kubeup(args ...string) (string, string, error) {
+	cmd := exec.Command(kubeupBinary, args...)
+	cmd.Env = a.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	a.t.Logf("kubeup %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return stdout.String(), stderr.String(), err
+}
+
+func (a *account) mustKubeup(args ...string) string {
+	a.t.Helper()
+	out, errOut, err := a.kubeup(args...)
+	if err != nil {
+		a.t.Fatalf("kubeup %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// createCluster runs the issue's `kubeup create cluster` with the network flags (and the nodeup a test build of
+// kubeup carries no sha256 of).
+func (a *account) createCluster(name string) {
+	a.t.Helper()
+	a.mustKubeup("create", "cluster", "--name", name, "--cloud", "gce", "--project", project, "--zones", strings.Join(zones, ","),
+		"--control-plane-count", "3", "--dns-zone", "example.com", "--network", network, "--subnetwork", subnet,
+		"--nodeup-url", "https://example.com/nodeup", "--nodeup-sha256", strings.Repeat("ab", 32))
+}
+
+// owned is what carries the cluster's ownership label: disk, template and group names; firewall rule names.
+type owned struct {
+	Disks, Templates, Groups, Firewalls []string
+}
+
+func (a *account) owned(name string) owned {
+	a.t.Helper()
+	filter := fmt.Sprintf("labels.%s=%s", gcetasks.ClusterLabelKey(name), gcetasks.OwnedValue)
+	var o owned
+	for _, z := range zones {
+		disks, err := a.compute.Disks.List(project, z).Filter(filter).Do()
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		for _, d := range disks.Items {
+			o.Disks = append(o.Disks, d.Name)
+		}
+		groups, err := a.compute.InstanceGroupManagers.List(project, z).Do()
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		for _, g := range groups.Items {
+			if strings.HasSuffix(g.Name, gcetasks.LabelValue(name)) || strings.Contains(g.Name, strings.ReplaceAll(name, ".", "-")) {
+				o.Groups = append(o.Groups, g.Name)
+			}
+		}
+	}
+	templates, err := a.compute.InstanceTemplates.List(project).Do()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, tpl := range templates.Items {
+		if tpl.Properties != nil && tpl.Properties.Labels[gcetasks.ClusterLabelKey(name)] == gcetasks.OwnedValue {
+			o.Templates = append(o.Templates, tpl.Name)
+		}
+	}
+	fws, err := a.compute.Firewalls.List(project).Do()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, fw := range fws.Items {
+		if strings.Contains(fw.Name, strings.ReplaceAll(name, ".", "-")) {
+			o.Firewalls = append(o.Firewalls, fw.Name)
+		}
+	}
+	return o
+}
+
+// records returns the zone's records as "name type" lines.
+func (a *account) records() []string {
+	a.t.Helper()
+	rrs, err := a.dns.ResourceRecordSets.List(project, "example-com").Do()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var out []string
+	for _, rr := range rrs.Rrsets {
+		out = append(out, rr.Name+" "+rr.Type)
+	}
+	return out
+}
