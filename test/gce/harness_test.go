@@ -3,6 +3,8 @@ package gce
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,7 @@ import (
 	dns "google.golang.org/api/dns/v1"
 	"google.golang.org/api/option"
 
+	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -66,8 +69,8 @@ type account struct {
 	dns     *dns.Service
 }
 
-// newAccount returns a fake project with a network, a subnetwork in us-central1, a managed zone for example.com
-// and the state bucket.
+// newAccount returns a fake project with a network, a subnetwork in us-central1 and a managed zone for
+// example.com, made by Google's Node.js clients, and the state bucket.
 func newAccount(t testing.TB) *account {
 	t.Helper()
 	ctx := context.Background()
@@ -97,17 +100,35 @@ func newAccount(t testing.TB) *account {
 	if a.dns, err = dns.NewService(ctx, option.WithEndpoint(endpoint+"dns/v1/"), option.WithoutAuthentication()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.compute.Networks.Insert(project, &compute.Network{Name: network, AutoCreateSubnetworks: false}).Do(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.compute.Subnetworks.Insert(project, region, &compute.Subnetwork{Name: subnet, IpCidrRange: "10.1.0.0/16",
-		Network: "projects/" + project + "/global/networks/" + network}).Do(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.dns.ManagedZones.Create(project, &dns.ManagedZone{Name: "example-com", DnsName: "example.com.", Description: "test"}).Do(); err != nil {
-		t.Fatal(err)
-	}
+	a.nodeSetUp(srv.URL)
 	return a
+}
+
+// nodeSetUp makes the network, the subnetwork and the managed zone with Google's Node.js clients
+// (testdata/setup.js), from the packages `make npm-deps` installs for internal/fakegce's referee.
+func (a *account) nodeSetUp(endpoint string) {
+	a.t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		e2e.CannotRun(a.t, "node is not installed: the user's network is made by Google's Node.js clients")
+	}
+	lock, err := os.ReadFile("../../internal/fakegce/testdata/nodejs/package-lock.json")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	sum := sha256.Sum256(lock)
+	modules := filepath.Join("/var/cache/kubeup/npm", hex.EncodeToString(sum[:])[:16], "node_modules")
+	if c := os.Getenv("KUBEUP_NPM_CACHE"); c != "" {
+		modules = filepath.Join(c, "node_modules")
+	}
+	if _, err := os.Stat(filepath.Join(modules, "@google-cloud", "compute")); err != nil {
+		e2e.CannotRun(a.t, "Google's Node.js clients are not installed in %s (`make npm-deps` installs them)", modules)
+	}
+	cmd := exec.Command(node, "testdata/setup.js", project, region, network, subnet)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + a.t.TempDir(), "NODE_PATH=" + modules, "FAKEGCE_ENDPOINT=" + endpoint}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		a.t.Fatalf("node testdata/setup.js: %v\n%s", err, out)
+	}
 }
 
 // kubeup runs kubeup and returns its stdout and stderr and error.
