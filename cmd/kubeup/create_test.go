@@ -179,6 +179,10 @@ func TestCreateGCE(t *testing.T) {
 			t.Errorf("the complete spec lacks %q:\n%s", want, full)
 		}
 	}
+	dot := mustKubeup(t, "", "--state", state, "graph", "gce.example.com")
+	if !strings.Contains(dot, "InstanceGroupManager/us-central1-a/control-plane-a-us-central1-a-gce-example-com") {
+		t.Errorf("the cloud graph lacks the control plane's group:\n%s", dot)
+	}
 }
 
 func TestCreateGCERefusals(t *testing.T) {

@@ -39,8 +39,22 @@ the first instance group with that role.`,
 			}
 			out := cmd.OutOrStdout()
 			if role == "" {
-				if c.Spec.CloudProvider != model.CloudLocal {
-					return fmt.Errorf("cluster %s: the %s provider's cloud graph is a later issue; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
+				switch c.Spec.CloudProvider {
+				case model.CloudAWS:
+					graph, err := model.BuildAWSCloudGraph(c, igs)
+					if err != nil {
+						return err
+					}
+					return graph.WriteDOT(out)
+				case model.CloudGCE:
+					graph, err := model.BuildGCECloudGraph(c, igs)
+					if err != nil {
+						return err
+					}
+					return graph.WriteDOT(out)
+				case model.CloudLocal:
+				default:
+					return fmt.Errorf("cluster %s: this kubeup has no %s provider; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
 				}
 				graph, err := model.BuildLocalCloudGraph(c, igs, model.LocalCloudState{})
 				if err != nil {
