@@ -223,8 +223,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, r
 	writeJSON(w, http.StatusOK, result)
 }
 
-// checkScope refuses a zone or region that is not named like one.
+// checkScope refuses a zone or region that is not named like one. The lists of zones and regions themselves
+// (zones.list, regions.list) name none.
 func (c *call) checkScope() (any, error) {
+	if c.where == "" {
+		return nil, nil
+	}
 	switch c.scope {
 	case "zones":
 		if !validZone(c.where) {
