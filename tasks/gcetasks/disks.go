@@ -24,7 +24,8 @@ import (
 // is attached under the device name of its own name, so that it shows on this machine as
 // /dev/disk/by-id/google-<name>; until that device appears, the attachment is not ready.
 //
-// The disks of this instance's zone are listed (a disk attaches to an instance of its zone only).
+// The disks of every zone of this instance's region are listed (protokube points the API's names at the holders
+// of every zone's member disks); a disk attaches to an instance of its zone only, and Attach looks in that zone.
 type Disks struct {
 	svc     *compute.Service
 	project string
@@ -54,8 +55,8 @@ func NewDisks(svc *compute.Service, project, zone string, me volumetasks.Holder,
 // Node returns this instance.
 func (d *Disks) Node() volumetasks.Holder { return d.me }
 
-// List returns the disks of the zone that carry every tag of filter (encoded as labels; any value where the
-// filter's is ""), sorted by name, each with the instance it is attached to as its holder.
+// List returns the disks of the region's zones that carry every tag of filter (encoded as labels; any value where
+// the filter's is ""), sorted by name, each with its zone and the instance it is attached to as its holder.
 func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetasks.Volume, error) {
 	exact := map[string]string{}
 	var anyValue []string
@@ -78,13 +79,21 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 		}
 	}
 	var found []*compute.Disk
-	call := d.svc.Disks.List(d.project, d.zone)
+	region := regionOfZone(d.zone)
+	call := d.svc.Disks.AggregatedList(d.project)
 	if serverFilter != "" {
 		call = call.Filter(serverFilter)
 	}
-	err = call.Pages(ctx, func(l *compute.DiskList) error {
+	err = call.Pages(ctx, func(l *compute.DiskAggregatedList) error {
+		var items []*compute.Disk
+		for _, scoped := range l.Items {
+			items = append(items, scoped.Disks...)
+		}
 	disks:
-		for _, disk := range l.Items {
+		for _, disk := range items {
+			if regionOfZone(lastSegment(disk.Zone)) != region {
+				continue
+			}
 			for k, v := range want {
 				if disk.Labels[k] != v {
 					continue disks
@@ -101,7 +110,7 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 		return nil
 	})
 	if err != nil {
-		return nil, Classify("listing the disks of zone "+d.zone, err)
+		return nil, Classify("listing the disks of region "+region, err)
 	}
 	vols := make([]volumetasks.Volume, 0, len(found))
 	for _, disk := range found {
@@ -141,6 +150,14 @@ func (d *Disks) holder(ctx context.Context, user string) (volumetasks.Holder, er
 		}
 	}
 	return h, nil
+}
+
+// regionOfZone is the region of a zone ("us-central1-a" → "us-central1").
+func regionOfZone(zone string) string {
+	if i := strings.LastIndex(zone, "-"); i > 0 {
+		return zone[:i]
+	}
+	return zone
 }
 
 // zoneOf is the zone of a zonal resource URL, def when it names none.

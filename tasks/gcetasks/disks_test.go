@@ -54,8 +54,10 @@ func TestDisksClaimAndIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vols) != 1 || vols[0].ID != disk || vols[0].Tags["k8s.io/etcd/main"] != "a/a,b,c" || vols[0].Holder != nil {
-		t.Fatalf("List = %+v, want the free disk of zone a with its tags", vols)
+	// Every zone's disks of the region (protokube points the API's names at every zone's holders).
+	if len(vols) != 3 || vols[0].ID != disk || vols[0].Zone != zones[0] || vols[0].Tags["k8s.io/etcd/main"] != "a/a,b,c" || vols[0].Holder != nil ||
+		vols[1].Zone != zones[1] || vols[2].Zone != zones[2] {
+		t.Fatalf("List = %+v, want the free disks of zones a, b and c with their tags", vols)
 	}
 	if _, err := first.Attach(ctx, disk); engine.ClassOf(err) != engine.ClassNotReady {
 		t.Fatalf("Attach before the device shows: %v, want not ready", err)
@@ -79,7 +81,7 @@ func TestDisksClaimAndIdentity(t *testing.T) {
 		t.Fatalf("Attach by the second instance: %v, want held by %s with its address", err, names[0])
 	}
 	vols, err = second.List(ctx, filter)
-	if err != nil || len(vols) != 1 || vols[0].Holder == nil || vols[0].Holder.NodeID != names[0] {
+	if err != nil || len(vols) != 3 || vols[0].Holder == nil || vols[0].Holder.NodeID != names[0] {
 		t.Fatalf("List by the second instance = %+v, %v", vols, err)
 	}
 	if err := second.Detach(ctx, disk); err != nil {
@@ -88,7 +90,7 @@ func TestDisksClaimAndIdentity(t *testing.T) {
 	if err := first.Detach(ctx, disk); err != nil {
 		t.Fatal(err)
 	}
-	if vols, _ := first.List(ctx, filter); len(vols) != 1 || vols[0].Holder != nil {
+	if vols, _ := first.List(ctx, filter); len(vols) != 3 || vols[0].Holder != nil {
 		t.Errorf("after Detach: %+v, want free", vols)
 	}
 }
