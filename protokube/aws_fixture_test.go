@@ -33,14 +33,8 @@ type awsFixture struct {
 	ec2       *ec2.Client
 	route53   *route53.Client
 	vpc       string
-	subnets   []string      // in zone order
-	instances []awsInstance // in zone order
-}
-
-// awsInstance is a fake instance as its claims name it, in its zone.
-type awsInstance struct {
-	me   volumetasks.Holder
-	zone string
+	subnets   []string        // in zone order
+	instances []cloudInstance // in zone order
 }
 
 // newAWSAccount returns a fake AWS with a VPC, a subnet per zone, the hosted zone dnsZone, and, when bucket is
@@ -113,7 +107,7 @@ func newAWSFixture(t *testing.T, dnsZone string, zones ...string) *awsFixture {
 	for _, z := range zones {
 		for _, i := range f.s.Instances() {
 			if i.Zone == z {
-				f.instances = append(f.instances, awsInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: z})
+				f.instances = append(f.instances, cloudInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: z})
 			}
 		}
 	}
@@ -147,15 +141,6 @@ func (f *awsFixture) env(t *testing.T, imds string) []string {
 		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=SECRETTEST",
 		"AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty,
 		"AWS_REGION=", "AWS_DEFAULT_REGION=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=",
-	}
-}
-
-// setenv sets env for the rest of the test (this process: the test cannot run in parallel).
-func setenv(t *testing.T, env []string) {
-	t.Helper()
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
 	}
 }
 

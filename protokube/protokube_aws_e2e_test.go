@@ -4,7 +4,6 @@ package protokube
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
 
 	"kubeup.dev/kubeup/internal/e2e"
-	"kubeup.dev/kubeup/internal/mountinfo"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -62,7 +60,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 	}
 
 	type node struct {
-		awsInstance
+		cloudInstance
 		nc         *model.NodeConfig
 		conf, root string
 		env        []string
@@ -75,7 +73,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 		if m == nil {
 			t.Fatalf("instance %s: its user data names no s3:// configuration:\n%s", i.InstanceID, i.UserData)
 		}
-		n := &node{awsInstance: awsInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: i.Zone},
+		n := &node{cloudInstance: cloudInstance{me: volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP, ExternalIP: i.PublicIP}, zone: i.Zone},
 			conf: m[1], root: filepath.Join(dir, "root-"+i.InstanceID)}
 		n.env = append(append(os.Environ(), f.env(t, f.imds(t, i.InstanceID))...), "AWS_REGION=us-east-1")
 		setenv(t, n.env[len(os.Environ()):])
@@ -166,16 +164,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 			}
 		}
 	}
-	table, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounted := map[string]bool{}
-	for _, line := range strings.Split(string(table), "\n") {
-		if fields := strings.Fields(line); len(fields) > 4 {
-			mounted[mountinfo.Unescape(fields[4])] = true
-		}
-	}
+	mounted := mountPoints(t)
 	for _, n := range nodes {
 		for _, e := range spec.Spec.EtcdClusters {
 			i := slices.IndexFunc(e.Members, func(m model.EtcdMemberSpec) bool { return m.Zone == n.zone })
@@ -219,30 +208,11 @@ func TestProtokubeOnAWS(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][]string{}
-	var internal, external []string
+	var instances []cloudInstance
 	for _, n := range nodes {
-		internal, external = append(internal, n.me.InternalIP), append(external, n.me.ExternalIP)
-		for _, e := range spec.Spec.EtcdClusters {
-			for _, m := range e.Members {
-				if m.Zone == n.zone {
-					want[fmt.Sprintf("%s.etcd-%s.internal.%s", m.Name, e.Name, cluster)] = []string{n.me.InternalIP}
-				}
-			}
-		}
+		instances = append(instances, n.cloudInstance)
 	}
-	slices.Sort(internal)
-	slices.Sort(external)
-	want["api.internal."+cluster], want["api."+cluster] = internal, external
-	for name, values := range records {
-		slices.Sort(values)
-		records[name] = values
-	}
-	for name, values := range want {
-		if !slices.Equal(records[name], values) {
-			t.Errorf("Route53 %s A = %v, want %v", name, records[name], values)
-		}
-	}
+	checkRecords(t, "Route53", records, wantRecords(cluster, spec, instances))
 
 	// A converged instance's dry run has nothing to do.
 	if out, err := protokube(nodes[0], "--dryrun"); err != nil || !strings.Contains(out, "No changes") {
