@@ -5,7 +5,8 @@
 // are its referee (nodejs_test.go).
 //
 // Paths: /compute/v1/projects/{project}/... (zones/{z}/..., regions/{r}/..., global/..., aggregated/...),
-// /dns/v1/projects/{project}/managedZones/..., /computeMetadata/v1/... (header Metadata-Flavor: Google), and the
+// /dns/v1/projects/{project}/managedZones/..., IAM's /v1/projects/{project}/serviceAccounts/{email} (iam/v1 reaches
+// it with option.WithEndpoint(ADDRESS); see iam.go), /computeMetadata/v1/... (header Metadata-Flavor: Google), and the
 // control endpoints /__fake/...: GET /__fake/calls ({"compute.disks.insert": 1, ...}), POST /__fake/reset-calls,
 // POST /__fake/faults (a JSON Faults), POST /__fake/metadata-instance?name= (the instance the main address's
 // metadata server answers for).

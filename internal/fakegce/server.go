@@ -30,6 +30,8 @@ type Server struct {
 	ops map[string]*operation
 	// instanceOrder is the order instances were made in, as selfLinks (the newest last).
 	instanceOrder []string
+	// serviceAccounts are the service accounts AddServiceAccount made: their project by email (iam.go).
+	serviceAccounts map[string]string
 }
 
 // New returns an empty fake GCE: every project exists and is empty.
@@ -94,8 +96,8 @@ func Mutating(op string) bool {
 	return true
 }
 
-// ServeHTTP dispatches a request by its path: the control endpoints, the metadata server, Compute Engine and
-// Cloud DNS.
+// ServeHTTP dispatches a request by its path: the control endpoints, the metadata server, Compute Engine, Cloud
+// DNS and IAM.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, "/__fake/"):
@@ -110,6 +112,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// dns/v1's basePath is the host's root ("https://dns.googleapis.com/") and its paths start with
 		// "dns/v1/": a client given option.WithEndpoint(ADDRESS+"dns/v1/") asks for /dns/v1/dns/v1/...; both work.
 		s.serveAPI(w, r, strings.TrimPrefix(p, "/dns/v1/dns/v1/projects/"), dnsRoutes)
+	case strings.HasPrefix(p, "/v1/projects/"):
+		s.serveAPI(w, r, strings.TrimPrefix(p, "/v1/projects/"), iamRoutes)
 	default:
 		writeError(w, errorf(http.StatusNotFound, "notFound", "fakegce: no API at %s %s", r.Method, p))
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/dns/v1"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iam/v1"
 	"google.golang.org/api/option"
 
 	"kubeup.dev/kubeup/engine"
@@ -48,6 +49,29 @@ func servicesAt(ctx context.Context, endpoint string) (*compute.Service, *dns.Se
 		return nil, nil, fmt.Errorf("making the Cloud DNS client: %w", err)
 	}
 	return c, d, nil
+}
+
+// NewIAM returns the IAM service (kubeup only reads service accounts with it): with application default
+// credentials, or, when KUBEUP_GCE_ENDPOINT is set, at that endpoint without authentication.
+func NewIAM(ctx context.Context) (*iam.Service, error) {
+	return iamAt(ctx, os.Getenv(EndpointEnv))
+}
+
+// iamAt returns the IAM service at endpoint ("" = Google's). iam/v1's basePath is the host's root
+// ("https://iam.googleapis.com/") and its paths start with "v1/": the endpoint itself is its base.
+func iamAt(ctx context.Context, endpoint string) (*iam.Service, error) {
+	var opts []option.ClientOption
+	if endpoint != "" {
+		if !strings.HasSuffix(endpoint, "/") {
+			endpoint += "/"
+		}
+		opts = []option.ClientOption{option.WithEndpoint(endpoint), option.WithoutAuthentication()}
+	}
+	s, err := iam.NewService(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("making the IAM client: %w", err)
+	}
+	return s, nil
 }
 
 // rateLimited are the reasons Google answers a caller that goes too fast with.

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/dns/v1"
+	"google.golang.org/api/iam/v1"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/sharedread"
@@ -24,6 +25,9 @@ import (
 type Cloud struct {
 	Compute *compute.Service
 	DNS     *dns.Service
+	// IAM reads the machines' service account (ServiceAccount); NewCloud sets it, NewCloudOf leaves it to the
+	// caller.
+	IAM *iam.Service
 
 	Project string
 	// Region is the cluster's region (informational: the tasks take their zones and regions from their fields).
@@ -45,13 +49,19 @@ var (
 
 // NewCloud returns the cloud of cluster in project, with the records of the Cloud DNS managed zone whose DNS
 // name is dnsZone ("example.com"; empty: the cluster has no DNS) and the state store. The services are
-// NewServices'. Nothing is read yet.
+// NewServices' and NewIAM's. Nothing is read yet.
 func NewCloud(ctx context.Context, project, cluster, dnsZone string, store storetasks.Store) (*Cloud, error) {
 	c, d, err := NewServices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return NewCloudOf(c, d, project, cluster, dnsZone, store), nil
+	i, err := NewIAM(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cloud := NewCloudOf(c, d, project, cluster, dnsZone, store)
+	cloud.IAM = i
+	return cloud, nil
 }
 
 // NewCloudOf is NewCloud with the services given.
@@ -105,6 +115,7 @@ type reads struct {
 	firewalls   sharedread.Shared[map[string]*compute.Firewall]            // the project's firewall rules by name
 	networks    sharedread.Keyed[*compute.Network]                         // by name; nil: none
 	subnetworks sharedread.Keyed[*compute.Subnetwork]                      // by region/name; nil: none
+	accounts    sharedread.Keyed[string]                                   // by spec email or "default": the email; "": none
 }
 
 func (r *reads) forgetAll() {
@@ -114,6 +125,7 @@ func (r *reads) forgetAll() {
 	r.firewalls.Forget()
 	r.networks.Forget()
 	r.subnetworks.Forget()
+	r.accounts.Forget()
 }
 
 // disks returns the cluster's disks of zone by name: one filtered, paginated disks.list per zone and run.

@@ -35,6 +35,9 @@ func newTestCloud(t testing.TB) (*Cloud, *fakegce.Server) {
 	}
 	c := NewCloudOf(cs, ds, testProject, testCluster, "example.com", nil)
 	c.Region = testRegion
+	if c.IAM, err = iamAt(ctx, hs.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
 	op, err := cs.Networks.Insert(testProject, &compute.Network{Name: "net", AutoCreateSubnetworks: false, ForceSendFields: []string{"AutoCreateSubnetworks"}}).Do()
 	if err == nil {
 		err = c.waitOperation(ctx, "making the network", op)
