@@ -81,7 +81,8 @@ func GCEImage(project, image string) string {
 //   - the firewall rules kubeup-<cluster>-<rule> in the network, by the roles' network tags (GCENetworkTag):
 //     the nodes let in every protocol from both roles, the control plane from itself, and from the nodes udp,
 //     icmp and tcp but etcd's client and peer ports; both ssh (tcp 22) from spec.gce.sshAccess (when it lists
-//     any); the control plane also the API (tcp 443) from spec.gce.apiAccess;
+//     any); the control plane also the API (tcp 443) from spec.gce.apiAccess; and FirewallRules, which deletes
+//     the cluster's rules (by their description) that none of these is, once these are made;
 //   - one disk per etcd member (GCEDiskName), labelled with gcetasks' encoding of EtcdVolumeTags;
 //   - per instance group and region, an instance template (GCEInstanceTemplateName) whose startup script
 //     (StartupScript) runs nodeup with the group's node configuration, once that is written, and per zone of
@@ -111,9 +112,10 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 
 	// The firewall rules.
 	cp, node := GCENetworkTag(name, RoleControlPlane), GCENetworkTag(name, RoleNode)
+	var rules []*gcetasks.FirewallRule
 	rule := func(r string, f *gcetasks.FirewallRule) {
 		f.Name, f.Network = GCEFirewallRuleName(name, r), network
-		engine.Add(g, f)
+		rules = append(rules, engine.Add(g, f))
 	}
 	all := []gcetasks.FirewallAllow{{Protocol: "all"}}
 	rule("node-from-cluster", &gcetasks.FirewallRule{SourceTags: []string{cp, node}, TargetTags: []string{node}, Allowed: all})
@@ -140,6 +142,8 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 			{Protocol: "tcp", Ports: []string{"22"}},
 		}})
 	}
+	// The cluster's rules that the spec no longer asks for (sshAccess emptied, a rule renamed) are deleted.
+	engine.Add(g, &gcetasks.FirewallRules{Cluster: name, Keep: rules})
 
 	// The etcd members' disks.
 	for _, e := range s.EtcdClusters {

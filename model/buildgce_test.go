@@ -74,6 +74,12 @@ func gceFields(t *testing.T, g *engine.Graph[*gcetasks.Cloud]) []byte {
 			f = []string{"network " + x.Network.Name, "source ranges " + strings.Join(x.SourceRanges, " "),
 				"source tags " + strings.Join(x.SourceTags, " "), "target tags " + strings.Join(x.TargetTags, " "),
 				"allowed " + strings.Join(allowed, " ")}
+		case *gcetasks.FirewallRules:
+			var keep []string
+			for _, r := range x.Keep {
+				keep = append(keep, r.Name)
+			}
+			f = []string{"cluster " + x.Cluster, "keep " + strings.Join(keep, " ")}
 		case *gcetasks.Disk:
 			f = []string{"zone " + str(x.Zone), "size " + num(x.SizeGB) + " type " + str(x.Type), "labels " + labels(x.Labels)}
 		case *gcetasks.InstanceTemplate:
