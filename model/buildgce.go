@@ -78,6 +78,7 @@ func GCEImage(project, image string) string {
 
 // BuildGCECloudGraph returns the cloud graph of a complete, valid spec on gce:
 //   - the user's network and subnetworks (one per region), checked and never changed (engine.ExistsAndValidates);
+//   - the machines' service account (spec.gce.serviceAccount), checked likewise; the instance templates wait for it;
 //   - the firewall rules kubeup-<cluster>-<rule> in the network, by the roles' network tags (GCENetworkTag):
 //     the nodes let in every protocol from both roles, the control plane from itself, and from the nodes udp,
 //     icmp and tcp but etcd's client and peer ports; both ssh (tcp 22) from spec.gce.sshAccess (when it lists
@@ -109,6 +110,7 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	for _, sn := range gs.Subnetworks {
 		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network}, exists)
 	}
+	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, exists)
 
 	// The firewall rules.
 	cp, node := GCENetworkTag(name, RoleControlPlane), GCENetworkTag(name, RoleNode)
@@ -216,7 +218,7 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 					}
 					return StartupScript(c, ig, sum)
 				},
-				After: []engine.Task{conf},
+				After: []engine.Task{conf, account},
 			})
 		}
 		sizes := spread(ig.Spec.MinSize, len(ig.Spec.Zones))
