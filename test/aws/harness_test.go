@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -83,24 +82,7 @@ func (a *account) setUpWithSDK(cfg aws.Config) {
 // kubeupBinary is built once, by TestMain.
 var kubeupBinary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kubeup-aws-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kubeupBinary = filepath.Join(dir, "kubeup")
-	build := exec.Command("go", "build", "-o", kubeupBinary, "kubeup.dev/kubeup/cmd/kubeup")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	code := 1
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build kubeup: %v\n", err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2e.MainWithKubeup(m, &kubeupBinary) }
 
 // newAccount returns a new fake account with the state bucket, a VPC, a subnet per zone, the instance profile
 // "kubeup" and the hosted zone example.com: made by the AWS CLI withCLI, else through the SDK (the CLI takes
@@ -173,26 +155,10 @@ func (a *account) awsJSON(v any, args ...string) {
 	}
 }
 
-// kubeup runs kubeup and returns its stdout and stderr and error.
-func (a *account) kubeup(args ...string) (string, string, error) {
-	cmd := exec.Command(a.bin, args...)
-	cmd.Env = a.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	a.t.Logf("kubeup %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-	return stdout.String(), stderr.String(), err
-}
-
 // mustKubeup runs kubeup and fails the test when it fails.
 func (a *account) mustKubeup(args ...string) string {
 	a.t.Helper()
-	out, errOut, err := a.kubeup(args...)
-	if err != nil {
-		a.t.Fatalf("kubeup %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
-	}
-	return out
+	return e2e.Kubeup{T: a.t, Bin: kubeupBinary, Env: a.env}.Must(args...)
 }
 
 // createCluster runs the issue's `kubeup create cluster` (with the flags naming the VPC and subnets, and the

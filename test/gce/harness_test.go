@@ -1,7 +1,6 @@
 package gce
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	compute "google.golang.org/api/compute/v1"
 	dns "google.golang.org/api/dns/v1"
@@ -41,24 +39,7 @@ var zones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
 // kubeupBinary is built once, by TestMain.
 var kubeupBinary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kubeup-gce-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kubeupBinary = filepath.Join(dir, "kubeup")
-	build := exec.Command("go", "build", "-o", kubeupBinary, "kubeup.dev/kubeup/cmd/kubeup")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	code := 1
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build kubeup: %v\n", err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2e.MainWithKubeup(m, &kubeupBinary) }
 
 // project is one fake GCP project: the fake, Google's clients pointed at it, and kubeup's environment.
 type account struct {
@@ -131,25 +112,10 @@ func (a *account) nodeSetUp(endpoint string) {
 	}
 }
 
-// kubeup runs kubeup and returns its stdout and stderr and error.
-func (a *account) kubeup(args ...string) (string, string, error) {
-	cmd := exec.Command(kubeupBinary, args...)
-	cmd.Env = a.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	a.t.Logf("kubeup %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-	return stdout.String(), stderr.String(), err
-}
-
+// mustKubeup runs kubeup and fails the test when it fails.
 func (a *account) mustKubeup(args ...string) string {
 	a.t.Helper()
-	out, errOut, err := a.kubeup(args...)
-	if err != nil {
-		a.t.Fatalf("kubeup %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
-	}
-	return out
+	return e2e.Kubeup{T: a.t, Bin: kubeupBinary, Env: a.env}.Must(args...)
 }
 
 // createCluster runs the issue's `kubeup create cluster` with the network flags (and the nodeup a test build of
