@@ -1,0 +1,187 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The anchor of the engine's benchmarks: kops' executor model (upup/pkg/fi/executor.go, RunTasks), measured on
+// this machine on the same graphs and the same tasks as BenchmarkExecute and BenchmarkLatency, so that
+// docs/performance.md can set the two side by side. It is written from the model's idea, not from its code:
+//
+//   - tasks run in waves: each wave looks at every task not yet done and collects those whose dependencies are
+//     all done;
+//   - every task of the wave runs in a goroutine of its own (no bound on how many run at once), and the wave
+//     waits for all of them before the next wave is collected;
+//   - the run ends when a wave finds nothing to run.
+//
+// A task's work here is what the engine does for a no-op task, minus its bookkeeping: Find, then a comparison
+// of the found object with the expected one. kops' per-task extras (its per-wave log line, reflection-based
+// change detection, deadlines and retries) are left out, which flatters the anchor.
+
+// wavesState is one task of the wave model: whether it is done, and the tasks it waits for.
+type wavesState struct {
+	task *benchTask
+	done bool
+	deps []*wavesState
+}
+
+// runWaves runs tasks in kops' waves, and returns how many waves it took.
+func runWaves(ctx context.Context, states []*wavesState, w *benchWorld) (int, error) {
+	waves := 0
+	for {
+		var ready []*wavesState
+		for _, st := range states {
+			if st.done {
+				continue
+			}
+			ok := true
+			for _, d := range st.deps {
+				if !d.done {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				ready = append(ready, st)
+			}
+		}
+		if len(ready) == 0 {
+			break
+		}
+		waves++
+		errs := make([]error, len(ready))
+		var wg sync.WaitGroup
+		for i, st := range ready {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = runWaveTask(ctx, st.task, w)
+			}()
+		}
+		wg.Wait()
+		for i, st := range ready {
+			if errs[i] != nil {
+				return waves, fmt.Errorf("task %s: %w", st.task.Name, errs[i])
+			}
+			st.done = true
+		}
+	}
+	for _, st := range states {
+		if !st.done {
+			return waves, fmt.Errorf("task %s never ran: a dependency cycle", st.task.Name)
+		}
+	}
+	return waves, nil
+}
+
+// runWaveTask is one no-op task: Find, and a change if what it found differs from what is expected.
+func runWaveTask(ctx context.Context, t *benchTask, w *benchWorld) error {
+	actual, err := t.Find(ctx, w)
+	if err != nil {
+		return err
+	}
+	if actual == nil || actual.Name != t.Name || (actual.Value == nil) != (t.Value == nil) ||
+		(actual.Value != nil && *actual.Value != *t.Value) {
+		return fmt.Errorf("found %+v, want %+v: a no-op task must find no change", actual, t)
+	}
+	return nil
+}
+
+// states builds fresh wave states with s's structure.
+func (s *shape) states() []*wavesState {
+	states := make([]*wavesState, len(s.names))
+	for i, name := range s.names {
+		v := i
+		st := &wavesState{task: &benchTask{Name: name, Value: &v}}
+		for _, d := range s.deps[i] {
+			st.deps = append(st.deps, states[d])
+		}
+		states[i] = st
+	}
+	return states
+}
+
+// BenchmarkKopsWaves runs BenchmarkExecute's graphs in kops' waves (the anchor of the engine-scale rows), under
+// the same sub-names, and BenchmarkLatency's case (latency). Building the states is not timed; collecting and
+// running the waves is. B/task is the bytes allocated per task while timed; waves is how many waves the graph
+// took.
+func BenchmarkKopsWaves(b *testing.B) {
+	shapes := []struct {
+		name  string
+		build func(n int) *shape
+	}{
+		{"wide", wideShape},
+		{"chain", chainShape},
+		{"layered", func(n int) *shape { return layeredShape(n, 10, 3) }},
+	}
+	ctx := context.Background()
+	world := &benchWorld{}
+	for _, sh := range shapes {
+		for _, n := range []int{1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("%s/n=%d", sh.name, n), func(b *testing.B) {
+				s := sh.build(n)
+				b.ReportAllocs()
+				var allocated uint64
+				var ms runtime.MemStats
+				waves := 0
+				b.StopTimer()
+				for i := 0; i < b.N; i++ {
+					states := s.states()
+					runtime.ReadMemStats(&ms)
+					before := ms.TotalAlloc
+					b.StartTimer()
+					w, err := runWaves(ctx, states, world)
+					b.StopTimer()
+					runtime.ReadMemStats(&ms)
+					allocated += ms.TotalAlloc - before
+					if err != nil {
+						b.Fatal(err)
+					}
+					if w != s.criticalPath() {
+						b.Fatalf("%d waves, want %d (the critical path)", w, s.criticalPath())
+					}
+					waves = w
+				}
+				b.ReportMetric(float64(allocated)/float64(b.N)/float64(n), "B/task")
+				b.ReportMetric(float64(waves), "waves")
+			})
+		}
+	}
+	b.Run("latency", benchmarkKopsWavesLatency)
+}
+
+// benchmarkKopsWavesLatency (BenchmarkKopsWaves/latency) is BenchmarkLatency's case in kops' waves: 1,000 tasks of a random layered DAG (10
+// layers, fan-in 3) whose Find takes 5 ms each. x-critical-path is the wall time as a multiple of the critical
+// path (10 tasks x 5 ms): every wave runs all its tasks at once, so it lands near 1 on an idle machine; with a
+// real cloud, the same unbounded waves are what throttling punishes.
+func benchmarkKopsWavesLatency(b *testing.B) {
+	const (
+		n     = 1000
+		delay = 5 * time.Millisecond
+	)
+	s := layeredShape(n, 10, 3)
+	critical := time.Duration(s.criticalPath()) * delay
+	ctx := context.Background()
+	world := &benchWorld{findDelay: delay}
+	var wall time.Duration
+	b.ReportAllocs()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		states := s.states()
+		b.StartTimer()
+		start := time.Now()
+		_, err := runWaves(ctx, states, world)
+		wall += time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "ms-wall")
+	b.ReportMetric(float64(wall)/float64(b.N)/float64(critical), "x-critical-path")
+}
