@@ -185,3 +185,67 @@ func benchmarkKopsWavesLatency(b *testing.B) {
 	b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "ms-wall")
 	b.ReportMetric(float64(wall)/float64(b.N)/float64(critical), "x-critical-path")
 }
+
+// runBoundedWalk runs tasks in Terraform's model (its graph walk, -parallelism): every task starts as soon as its
+// dependencies are done, but at most parallelism of them run at once. Written from the idea, not from its code.
+func runBoundedWalk(ctx context.Context, s *shape, w *benchWorld, parallelism int) error {
+	done := make([]chan struct{}, len(s.names))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	sem := make(chan struct{}, parallelism)
+	errs := make([]error, len(s.names))
+	var wg sync.WaitGroup
+	for i, name := range s.names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done[i])
+			for _, d := range s.deps[i] {
+				<-done[d]
+				if errs[d] != nil {
+					errs[i] = fmt.Errorf("dependency %s failed", s.names[d])
+					return
+				}
+			}
+			sem <- struct{}{}
+			v := i
+			errs[i] = runWaveTask(ctx, &benchTask{Name: name, Value: &v}, w)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("task %s: %w", s.names[i], err)
+		}
+	}
+	return nil
+}
+
+// BenchmarkTerraformWalk/latency is BenchmarkLatency's case in Terraform's model at its default -parallelism of
+// 10: the anchor a bounded, non-adaptive executor gives. x-critical-path is as in BenchmarkKopsWaves/latency.
+func BenchmarkTerraformWalk(b *testing.B) {
+	b.Run("latency", func(b *testing.B) {
+		const (
+			n           = 1000
+			delay       = 5 * time.Millisecond
+			parallelism = 10 // Terraform's default
+		)
+		s := layeredShape(n, 10, 3)
+		critical := time.Duration(s.criticalPath()) * delay
+		ctx := context.Background()
+		world := &benchWorld{findDelay: delay}
+		var wall time.Duration
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if err := runBoundedWalk(ctx, s, world, parallelism); err != nil {
+				b.Fatal(err)
+			}
+			wall += time.Since(start)
+		}
+		b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "ms-wall")
+		b.ReportMetric(float64(wall)/float64(b.N)/float64(critical), "x-critical-path")
+	})
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// engineOut is real output of `go test -bench -benchmem ./engine/` on the development machine (trimmed).
+const engineOut = `goos: linux
+goarch: amd64
+pkg: kubeup.dev/kubeup/engine
+cpu: Oxide Virtual Turin-like Processor             
+BenchmarkExecute/wide/n=1000-2         	     510	   2263470 ns/op	      2243 B/task	 2243162 B/op	   19032 allocs/op
+BenchmarkKopsWaves/wide/n=1000-2         	     998	   1451127 ns/op	       162.0 B/task	         1.000 waves	  162060 B/op	    2012 allocs/op
+BenchmarkKopsWaves/latency-2         	      18	  65076549 ns/op	        65.03 ms-wall	         1.301 x-critical-path	  269097 B/op	    3249 allocs/op
+BenchmarkLatency-2   	       2	 536213093 ns/op	        10.72 x-lower-bound	  922328 B/op	   10046 allocs/op
+PASS
+ok  	kubeup.dev/kubeup/engine	1.419s
+`
+
+// nodeupOut is real output of `go test -bench -benchmem ./nodeup/`.
+const nodeupOut = `goos: linux
+goarch: amd64
+pkg: kubeup.dev/kubeup/nodeup
+cpu: Oxide Virtual Turin-like Processor             
+BenchmarkNodeupNoop-2   	     124	   8380877 ns/op	         8.381 ms-wall	 1757299 B/op	   12545 allocs/op
+PASS
+ok  	kubeup.dev/kubeup/nodeup	1.924s
+`
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want map[string]result
+	}{
+		{
+			name: "one package",
+			in:   nodeupOut,
+			want: map[string]result{"BenchmarkNodeupNoop": {Name: "BenchmarkNodeupNoop", Pkg: "kubeup.dev/kubeup/nodeup", Runs: 1, Iters: 124,
+				Metrics: map[string]float64{"ns/op": 8380877, "ms-wall": 8.381, "B/op": 1757299, "allocs/op": 12545}}},
+		},
+		{
+			name: "two packages concatenated: each benchmark keeps its package",
+			in:   engineOut + nodeupOut,
+			want: map[string]result{
+				"BenchmarkExecute/wide/n=1000": {Name: "BenchmarkExecute/wide/n=1000", Pkg: "kubeup.dev/kubeup/engine", Runs: 1, Iters: 510,
+					Metrics: map[string]float64{"ns/op": 2263470, "B/task": 2243, "B/op": 2243162, "allocs/op": 19032}},
+				"BenchmarkKopsWaves/wide/n=1000": {Name: "BenchmarkKopsWaves/wide/n=1000", Pkg: "kubeup.dev/kubeup/engine", Runs: 1, Iters: 998,
+					Metrics: map[string]float64{"ns/op": 1451127, "B/task": 162, "waves": 1, "B/op": 162060, "allocs/op": 2012}},
+				"BenchmarkKopsWaves/latency": {Name: "BenchmarkKopsWaves/latency", Pkg: "kubeup.dev/kubeup/engine", Runs: 1, Iters: 18,
+					Metrics: map[string]float64{"ns/op": 65076549, "ms-wall": 65.03, "x-critical-path": 1.301, "B/op": 269097, "allocs/op": 3249}},
+				"BenchmarkLatency": {Name: "BenchmarkLatency", Pkg: "kubeup.dev/kubeup/engine", Runs: 1, Iters: 2,
+					Metrics: map[string]float64{"ns/op": 536213093, "x-lower-bound": 10.72, "B/op": 922328, "allocs/op": 10046}},
+				"BenchmarkNodeupNoop": {Name: "BenchmarkNodeupNoop", Pkg: "kubeup.dev/kubeup/nodeup", Runs: 1, Iters: 124,
+					Metrics: map[string]float64{"ns/op": 8380877, "ms-wall": 8.381, "B/op": 1757299, "allocs/op": 12545}},
+			},
+		},
+		{
+			name: "-count=2 averages the runs",
+			in: "pkg: kubeup.dev/kubeup/nodeup\n" +
+				"BenchmarkNodeupNoop-2   	     100	   8000000 ns/op	         8.000 ms-wall\n" +
+				"BenchmarkNodeupNoop-2   	     120	  10000000 ns/op	        10.000 ms-wall\n",
+			want: map[string]result{"BenchmarkNodeupNoop": {Name: "BenchmarkNodeupNoop", Pkg: "kubeup.dev/kubeup/nodeup", Runs: 2, Iters: 120,
+				Metrics: map[string]float64{"ns/op": 9000000, "ms-wall": 9}}},
+		},
+		{
+			name: "a benchmark that logged: its figures on a later line; logs, FAIL and GOMAXPROCS=1 names",
+			in: "pkg: kubeup.dev/kubeup/protokube\n" +
+				"BenchmarkProtokubeIdleRound/aws\n" +
+				"    bench_test.go:80: converged: 6 volumes\n" +
+				"BenchmarkProtokubeIdleRound/aws-2         	       1	  12000000 ns/op	         3.500 cpu-ms	        0 mutating-calls\n" +
+				"BenchmarkBroken-2\n" +
+				"--- FAIL: BenchmarkBroken-2\n" +
+				"BenchmarkOne	     10	  100 ns/op\n" +
+				"FAIL\n",
+			want: map[string]result{
+				"BenchmarkProtokubeIdleRound/aws": {Name: "BenchmarkProtokubeIdleRound/aws", Pkg: "kubeup.dev/kubeup/protokube", Runs: 1, Iters: 1,
+					Metrics: map[string]float64{"ns/op": 12000000, "cpu-ms": 3.5, "mutating-calls": 0}},
+				"BenchmarkOne": {Name: "BenchmarkOne", Pkg: "kubeup.dev/kubeup/protokube", Runs: 1, Iters: 10, Metrics: map[string]float64{"ns/op": 100}},
+			},
+		},
+		{
+			name: "no benchmarks",
+			in:   "ok  	kubeup.dev/kubeup/engine	1.419s\n",
+			want: map[string]result{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, err := parse(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]result{}
+			for name, r := range rs.byName {
+				got[name] = *r
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("parse (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseMachine(t *testing.T) {
+	rs, err := parse(strings.NewReader(engineOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Oxide Virtual Turin-like Processor"; rs.CPU != want || rs.GOOS != "linux" || rs.GOARCH != "amd64" {
+		t.Errorf("machine = %q %s/%s, want %q linux/amd64", rs.CPU, rs.GOOS, rs.GOARCH, want)
+	}
+	model, cores := cpuinfo(strings.NewReader("processor\t: 0\nmodel name\t: Some CPU\n\nprocessor\t: 1\nmodel name\t: Some CPU\n"))
+	if model != "Some CPU" || cores != 2 {
+		t.Errorf("cpuinfo = %q, %d; want Some CPU, 2", model, cores)
+	}
+}
+
+func TestParseBadValue(t *testing.T) {
+	_, err := parse(strings.NewReader("BenchmarkX-2   10   abc ns/op\n"))
+	if err == nil || !strings.Contains(err.Error(), "BenchmarkX") {
+		t.Errorf("parse of a bad value: %v, want an error naming the benchmark", err)
+	}
+}
+
+// TestTable: each row shows its benchmark's figures, the verdict against its goal, and its anchor; a row whose
+// benchmark is missing says "not measured".
+func TestTable(t *testing.T) {
+	rs, err := parse(strings.NewReader(engineOut + nodeupOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{} // first cell -> line
+	for _, l := range strings.Split(strings.TrimSpace(renderTable(rs)), "\n")[2:] {
+		cells := strings.Split(l, " | ")
+		lines[strings.TrimPrefix(cells[0], "| ")] = l
+	}
+	if len(lines) != len(rows()) {
+		t.Fatalf("%d distinct rows, want %d (one per row)", len(lines), len(rows()))
+	}
+	tests := []struct {
+		row  string
+		want []string
+	}{
+		{"engine: wide graph of 1,000 no-op tasks (validate + run)",
+			[]string{"2.26 ms, 2,243 B/task (`BenchmarkExecute/wide/n=1000`)", "not met: 2.26 ms, goal 1.45 ms", "kops' waves: 1.45 ms, 162 B/task (`BenchmarkKopsWaves/wide/n=1000`, measured here); model: [kops executor.go](https://github.com/kubernetes/kops/blob/master/upup/pkg/fi/executor.go)"}},
+		{"engine: chain graph of 100,000 no-op tasks (validate + run)",
+			[]string{"not measured (`BenchmarkExecute/chain/n=100000` is not in the input) | no slower than kops' waves on the same graph | not measured", "not measured (`BenchmarkKopsWaves/chain/n=100000`)"}},
+		{"engine: 1,000 tasks, 10 layers, fan-in 3, 5 ms per Find (latency-bound)",
+			[]string{"536 ms (10.7 x critical path)", "not met: 10.7x, goal 2x", "kops' waves: 65.1 ms (1.30 x critical path)", "not measured (`BenchmarkTerraformWalk/latency`)", "535 ms at fixed 10"}},
+		{"nodeup re-run with nothing to do, control-plane graph (--root, unit files only)",
+			[]string{"8.38 ms; 1.68 MiB and 12,545 allocs per run (`BenchmarkNodeupNoop`)", "| under 200 ms | met |"}},
+		{"no-op `kubeup update cluster` on the aws fake, 50-ig cluster: API calls",
+			[]string{"not measured", "ebsvolume.go"}},
+		{"engine: dry-run report of 10,000 changes (Plan.WriteText)",
+			[]string{"not measured"}},
+	}
+	for _, tt := range tests {
+		line, ok := lines[tt.row]
+		if !ok {
+			t.Errorf("no row %q", tt.row)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("row %q:\n%s\nwant it to contain %q", tt.row, line, w)
+			}
+		}
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"at most, met", atMost(0, 0, num), "met"},
+		{"at most, not met", atMost(3, 1, num), "not met: 3, goal 1"},
+		{"less, equal is not met", less(40, 40, num), "not met: 40, goal under 40"},
+		{"all met", allMet("met", "met"), "met"},
+		{"all met, one not", allMet("met", "not met: x"), "not met: x"},
+		{"num", num(12345.678), "12,346"},
+		{"num small", num(0.01234), "0.0123"},
+		{"ms", ms(41829674568), "41.8 s"},
+		{"size", size(1757299), "1.68 MiB"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestRunWritesPage: with -o, the page is written (intro, machine, table) and the table printed.
+func TestRunWritesPage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "performance.md")
+	var stdout, stderr bytes.Buffer
+	if err := run(strings.NewReader(nodeupOut), out, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"# Performance", "make bench", "Oxide Virtual Turin-like Processor", "| What is measured |", stdout.String(),
+		"- [EC2 API throttling](https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html): EC2 throttles"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("the page lacks %q:\n%s", w, page)
+		}
+	}
+	if !strings.HasPrefix(stdout.String(), "| What is measured |") || stderr.Len() != 0 {
+		t.Errorf("stdout:\n%s\nstderr:\n%s\nwant the table on stdout, nothing on stderr", stdout.String(), stderr.String())
+	}
+	if err := run(strings.NewReader("PASS\n"), out, &stdout, &stderr); err == nil {
+		t.Error("run without benchmark results: no error")
+	}
+}
