@@ -28,7 +28,7 @@ const (
 type ObjectMeta struct {
 	// Name is the cluster's DNS name (demo.example.com), or the instance group's name (control-plane-a).
 	Name string `json:"name"`
-	// Labels are free-form; kubeup does not interpret them.
+	// Labels are free-form; kubeup interprets only LabelCluster, on an InstanceGroup.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are free-form, except AnnotationComplete.
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -44,6 +44,12 @@ type ObjectMeta struct {
 // spec to store, since every value derived from another (a component's image from kubernetesVersion) would then
 // stay as it is when that other value changes. kubeup refuses to store an object that carries it.
 const AnnotationComplete = "kubeup.dev/complete"
+
+// LabelCluster is the label by which an InstanceGroup names its cluster, as kops' kops.k8s.io/cluster does: a
+// file of instance groups without their Cluster (kubeup replace -f, create -f) is for the cluster they name.
+// `kubeup get instancegroups` prints it on every group; it is not stored (a group is stored inside its cluster's
+// spec), and Complete and Validate ignore it.
+const LabelCluster = "kubeup.dev/cluster"
 
 // MarkedComplete returns a copy of annotations with AnnotationComplete: the annotations of a complete spec that
 // is printed (kubeup get --full) or stored (the state store's cluster-completed.spec), which replace refuses.

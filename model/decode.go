@@ -24,6 +24,21 @@ type Objects struct {
 	InstanceGroups []*InstanceGroup
 }
 
+// ClusterName is the cluster the documents are for: the Cluster's metadata.name, else the cluster the
+// InstanceGroups name with metadata.labels[LabelCluster]; "" when no document says. Decode refuses documents
+// that name different clusters.
+func (o *Objects) ClusterName() string {
+	if o.Cluster != nil {
+		return o.Cluster.Metadata.Name
+	}
+	for _, ig := range o.InstanceGroups {
+		if v := ig.Metadata.Labels[LabelCluster]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // docSeparator is a "---" line, with or without a comment, ending in "\n" or "\r\n".
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#[^\r\n]*)?\r?$`)
 
@@ -81,6 +96,7 @@ func Decode(file string, data []byte) (*Objects, error) {
 	docs := splitDocuments(data)
 	objs := &Objects{}
 	var ps problems
+	var igWhere []string // where each of objs.InstanceGroups is
 	for i, doc := range docs {
 		where := ""
 		if len(docs) > 1 {
@@ -102,8 +118,10 @@ func Decode(file string, data []byte) (*Objects, error) {
 			objs.Cluster = o
 		case *InstanceGroup:
 			objs.InstanceGroups = append(objs.InstanceGroups, o)
+			igWhere = append(igWhere, where)
 		}
 	}
+	checkClusterOfDocuments(objs, igWhere, &ps)
 	if err := ps.err(file); err != nil {
 		return nil, err
 	}
@@ -111,6 +129,28 @@ func Decode(file string, data []byte) (*Objects, error) {
 		return nil, fmt.Errorf("%s: no Cluster or InstanceGroup in the file", file)
 	}
 	return objs, nil
+}
+
+// checkClusterOfDocuments adds a problem for each InstanceGroup of objs whose LabelCluster is empty, or names
+// another cluster than the file's Cluster or its first labelled group (see Objects.ClusterName).
+func checkClusterOfDocuments(objs *Objects, igWhere []string, ps *problems) {
+	name, from := "", ""
+	if objs.Cluster != nil {
+		name, from = objs.Cluster.Metadata.Name, "the file's Cluster"
+	}
+	for i, ig := range objs.InstanceGroups {
+		v, ok := ig.Metadata.Labels[LabelCluster]
+		switch {
+		case !ok:
+		case v == "":
+			ps.add(prefix(igWhere[i], "metadata.labels["+LabelCluster+"]"), "empty: name the group's cluster (for example demo.example.com), or leave the label out")
+		case name == "":
+			name, from = v, "InstanceGroup "+strconv.Quote(ig.Metadata.Name)
+		case v != name:
+			ps.add(prefix(igWhere[i], "metadata.labels["+LabelCluster+"]"), "%q is not %q, the cluster of %s: a file holds one cluster's documents; "+
+				"put the groups of cluster %q in a file of their own", v, name, from, v)
+		}
+	}
 }
 
 type document struct {
