@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -153,6 +154,12 @@ func toJSON(v reflect.Value) any {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		return toJSON(v.Elem())
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return formatValue(v.Interface()) // JSON has no NaN or infinity: "NaN", "+Inf", "-Inf" as in the text plan
+		}
+	case reflect.Complex64, reflect.Complex128, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return formatValue(v.Interface()) // no JSON form: as the text plan shows it
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && v.Kind() == reflect.Slice {
 			if utf8.Valid(v.Bytes()) {

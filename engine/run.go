@@ -25,10 +25,17 @@ const (
 type Options struct {
 	Target Target // DryRun when empty
 
-	// Concurrency is how many tasks run at once (default 10).
+	// Concurrency is the most tasks that run at once, in all, and the cap of every API class's window
+	// (default 256). How many of one class run at once adapts to its API (see classState): InitialWindow at
+	// first, more while its calls succeed, half as many each time it pushes back.
 	Concurrency int
-	// ClassLimits caps how many tasks of one API class (see Classed) run at once, such as {"ec2": 4}.
+	// ClassLimits caps the window of one API class (see Classed), such as {"ec2": 64} (default Concurrency).
 	ClassLimits map[string]int
+	// InitialWindow is how many tasks of one API class run at once at first (default 10).
+	InitialWindow int
+	// FixedConcurrency turns adaptation off: every class runs as many tasks at once as its cap allows, from the
+	// start, whatever its API says. For comparisons; the adaptive default is faster and kinder to APIs.
+	FixedConcurrency bool
 	// Deadline is how long a not-ready or retryable task is retried before it fails (default 10 minutes).
 	Deadline time.Duration
 	// Backoff is the first retry delay (default 1s); each retry doubles it, up to MaxBackoff (default 30s), with
@@ -46,7 +53,10 @@ func (o *Options) defaults() {
 		o.Target = DryRun
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+		o.Concurrency = 256
+	}
+	if o.InitialWindow <= 0 {
+		o.InitialWindow = 10
 	}
 	if o.Deadline <= 0 {
 		o.Deadline = 10 * time.Minute
@@ -110,79 +120,86 @@ type executor[C any] struct {
 	world C
 	opts  Options
 
-	state     []taskState
-	pending   []int32 // dependencies not yet finished
-	attempts  []uint32
-	started   []time.Time // first attempt, for the deadline
-	errs      []*TaskError
-	changes   []Change
-	ready     []int32 // FIFO, read from readyHead
-	readyHead int
+	state    []taskState
+	pending  []int32 // dependencies not yet finished
+	attempts []uint32
+	started  []time.Time // first attempt, for the deadline
+	errs     []*TaskError
+	changes  []Change
 
-	classes map[string]*classState
+	classes  []*classState // the class of task i is classes[classIdx[i]]
+	classIdx []int32
 
 	running, done, retrying int
 	cancelled               bool
 	work                    chan job
 	results                 chan outcome
 	retries                 chan int32
+	pushbacks               chan pushback
 	quit                    chan struct{}
+	shared                  *runShared // what every attempt's context holds
+	workers                 int
+	workerCtx               context.Context
 	timers                  map[int32]*time.Timer
-}
-
-// classState is the adaptive concurrency of one API class, as TCP adapts its window: halved when the API
-// pushes back (a retryable error), grown by one after each round of `current` successes, never above its limit.
-// A burst of errors from attempts that all started before the last cut halves it once, not once per error.
-type classState struct {
-	limit, current, running int
-	successes               int     // since current last grew
-	epoch                   uint32  // incremented at each cut
-	waiting                 []int32 // ready, held back by the limit
 }
 
 func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 	n := len(c.depStart) - 1
 	ex := &executor[C]{
-		c:        c,
-		world:    world,
-		opts:     opts,
-		state:    make([]taskState, n),
-		pending:  make([]int32, n),
-		attempts: make([]uint32, n),
-		started:  make([]time.Time, n),
-		errs:     make([]*TaskError, n),
-		ready:    make([]int32, 0, n),
-		classes:  map[string]*classState{},
-		work:     make(chan job, opts.Concurrency),
-		results:  make(chan outcome, opts.Concurrency),
-		retries:  make(chan int32),
-		quit:     make(chan struct{}),
+		c:         c,
+		world:     world,
+		opts:      opts,
+		state:     make([]taskState, n),
+		pending:   make([]int32, n),
+		attempts:  make([]uint32, n),
+		started:   make([]time.Time, n),
+		errs:      make([]*TaskError, n),
+		classIdx:  make([]int32, n),
+		work:      make(chan job, opts.Concurrency),
+		results:   make(chan outcome, opts.Concurrency),
+		retries:   make(chan int32),
+		pushbacks: make(chan pushback, 16),
+		quit:      make(chan struct{}),
 	}
-	for i := 0; i < n; i++ {
-		ex.pending[i] = c.depStart[i+1] - c.depStart[i]
-		if ex.pending[i] == 0 {
-			ex.ready = append(ex.ready, int32(i))
+	ex.shared = &runShared{logger: opts.Logger, pushed: ex.pushbacks, stopped: ex.quit}
+	index := map[string]int32{}
+	last, ci := "", int32(-1)
+	for i, nd := range c.g.nodes {
+		if ci >= 0 && nd.class == last {
+			ex.classIdx[i] = ci // most graphs add the tasks of one class together
+			continue
 		}
-	}
-	for _, nd := range c.g.nodes {
-		if nd.class != "" && ex.classes[nd.class] == nil {
+		var ok bool
+		if ci, ok = index[nd.class]; !ok {
 			limit := opts.ClassLimits[nd.class]
 			if limit <= 0 || limit > opts.Concurrency {
 				limit = opts.Concurrency
 			}
-			ex.classes[nd.class] = &classState{limit: limit, current: limit}
+			ci = int32(len(ex.classes))
+			index[nd.class] = ci
+			ex.classes = append(ex.classes, newClassState(limit, &opts))
+		}
+		ex.classIdx[i], last = ci, nd.class
+	}
+	for i := 0; i < n; i++ {
+		ex.classes[ex.classIdx[i]].tasks++
+	}
+	for _, cs := range ex.classes {
+		cs.ready = make([]int32, 0, cs.tasks)
+	}
+	for i := 0; i < n; i++ {
+		ex.pending[i] = c.depStart[i+1] - c.depStart[i]
+		if ex.pending[i] == 0 {
+			ex.push(int32(i))
 		}
 	}
 	return ex
 }
 
 func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
-	total := len(ex.state)
 	workerCtx, cancelWorkers := context.WithCancel(ctx)
 	defer cancelWorkers()
-	for w := 0; w < min(ex.opts.Concurrency, max(total, 1)); w++ {
-		go ex.worker(workerCtx)
-	}
+	ex.workerCtx = workerCtx
 	defer close(ex.work)
 
 	var tick <-chan time.Time
@@ -206,6 +223,8 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 			ex.retrying--
 			delete(ex.timers, i)
 			ex.push(i)
+		case p := <-ex.pushbacks:
+			ex.classes[p.class].pushedBack(p.epoch)
 		case <-tick:
 			ex.progress()
 		case <-ctxDone:
@@ -221,36 +240,28 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	return ex.result(ctx)
 }
 
-// dispatch hands ready tasks to the workers while there is room: first the tasks queued behind their class's
-// limit (the limit may have grown), then the ready queue in order.
+// dispatch hands ready tasks to the workers while there is room: each class's, in order, while its window and
+// the global limit allow.
 func (ex *executor[C]) dispatch() {
 	for _, cs := range ex.classes {
-		for len(cs.waiting) > 0 && cs.running < cs.current && ex.running < ex.opts.Concurrency {
-			i := cs.waiting[0]
-			cs.waiting = cs.waiting[1:]
+		for cs.head < len(cs.ready) && cs.running < cs.window && ex.running < ex.opts.Concurrency {
+			i := cs.ready[cs.head]
+			cs.head++
 			ex.start(i, cs)
 		}
-	}
-	for ex.running < ex.opts.Concurrency && ex.readyHead < len(ex.ready) {
-		i := ex.ready[ex.readyHead]
-		ex.readyHead++
-		cs := ex.classOf(i)
-		if cs != nil && (cs.running >= cs.current || len(cs.waiting) > 0) {
-			cs.waiting = append(cs.waiting, i)
-			continue
+		if cs.head == len(cs.ready) {
+			cs.ready, cs.head = cs.ready[:0], 0
 		}
-		ex.start(i, cs)
-	}
-	if ex.readyHead == len(ex.ready) {
-		ex.ready, ex.readyHead = ex.ready[:0], 0
 	}
 }
 
 func (ex *executor[C]) start(i int32, cs *classState) {
-	j := job{i: i}
-	if cs != nil {
-		cs.running++
-		j.epoch = cs.epoch
+	j := job{i: i, epoch: cs.epoch}
+	cs.running++
+	if ex.running == ex.workers {
+		// Workers are started as they are needed: as many as the most tasks that ran at once.
+		ex.workers++
+		go ex.worker(ex.workerCtx)
 	}
 	ex.state[i] = running
 	ex.running++
@@ -261,24 +272,24 @@ func (ex *executor[C]) start(i int32, cs *classState) {
 	ex.work <- j
 }
 
-func (ex *executor[C]) push(i int32) { ex.ready = append(ex.ready, i) }
-
-func (ex *executor[C]) classOf(i int32) *classState {
-	if name := ex.c.g.nodes[i].class; name != "" {
-		return ex.classes[name]
-	}
-	return nil
+// push queues a ready task behind the others of its class.
+func (ex *executor[C]) push(i int32) {
+	cs := ex.classOf(i)
+	cs.ready = append(cs.ready, i)
 }
+
+func (ex *executor[C]) classOf(i int32) *classState { return ex.classes[ex.classIdx[i]] }
 
 func (ex *executor[C]) worker(ctx context.Context) {
 	for j := range ex.work {
-		change, err := ex.syncOne(ctx, j.i)
+		change, err := ex.syncOne(ctx, j)
 		ex.results <- outcome{job: j, change: change, err: err}
 	}
 }
 
-// syncOne runs one attempt of task i with its lifecycle, turning a panic into a terminal error.
-func (ex *executor[C]) syncOne(ctx context.Context, i int32) (change *Change, err error) {
+// syncOne runs one attempt of a task with its lifecycle, turning a panic into a terminal error.
+func (ex *executor[C]) syncOne(ctx context.Context, j job) (change *Change, err error) {
+	i := j.i
 	nd := ex.c.g.nodes[i]
 	lc := ex.c.lifecycles[i]
 	if lc == Ignore {
@@ -292,7 +303,8 @@ func (ex *executor[C]) syncOne(ctx context.Context, i int32) (change *Change, er
 			change, err = nil, Terminal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	tctx := context.WithValue(ctx, loggerKey{}, &taskLogger{base: ex.opts.Logger, key: nd.task})
+	tctx := context.WithValue(ctx, attemptKey{}, &attempt{run: ex.shared, key: nd.task, class: ex.classIdx[i],
+		epoch: j.epoch})
 	change, err = nd.runner.sync(tctx, ex.world, ex.opts.Target, lc)
 	if err != nil && lc == WarnIfInsufficientAccess && errors.Is(err, ErrAccessDenied) {
 		Logger(tctx).Warn("insufficient access; continuing (lifecycle WarnIfInsufficientAccess)", "error", err)
@@ -306,15 +318,9 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	i := o.i
 	ex.running--
 	cs := ex.classOf(i)
-	if cs != nil {
-		cs.running--
-	}
+	cs.running--
 	if o.err == nil {
-		if cs != nil && cs.current < cs.limit {
-			if cs.successes++; cs.successes >= cs.current {
-				cs.current, cs.successes = cs.current+1, 0
-			}
-		}
+		cs.succeeded()
 		ex.state[i] = finished
 		ex.done++
 		if o.change != nil {
@@ -329,9 +335,8 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 		return
 	}
 	class := ClassOf(o.err)
-	if class == ClassRetryable && cs != nil && o.epoch == cs.epoch {
-		cs.current, cs.successes = max(1, cs.current/2), 0
-		cs.epoch++
+	if class == ClassRetryable {
+		cs.pushedBack(o.epoch)
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
 		// Interrupted, not failed: reported as not run, with the task's own error, which says what it was

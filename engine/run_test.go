@@ -137,16 +137,19 @@ func TestConcurrencyLimits(t *testing.T) {
 	}
 }
 
-func TestGlobalLimitDefault(t *testing.T) {
+// TestSlowStart: a class's window starts at InitialWindow and grows by one per success. Forty tasks that wait
+// for each other can only finish if forty run at once: after the thirty quick tasks before them succeeded, the
+// window is 10+30.
+func TestSlowStart(t *testing.T) {
 	world := newWorld()
 	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
-	first := newBarrier(10)
+	forty := newBarrier(40)
 	g := engine.NewGraph[*World]()
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 70; i++ {
 		name := fmt.Sprintf("t%02d", i)
-		b := first
-		if i >= 10 {
-			b = nil
+		var b *barrier
+		if i >= 30 {
+			b = forty
 		}
 		world.findHook[name] = c.hook("all", b)
 		engine.Add(g, &Item{Name: name})
@@ -154,8 +157,54 @@ func TestGlobalLimitDefault(t *testing.T) {
 	if _, err := engine.Run(guard(t), g, world, engine.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if c.max["all"] != 10 {
-		t.Errorf("%d tasks ran at once, want the default limit 10", c.max["all"])
+	if c.max["all"] < 40 {
+		t.Errorf("%d tasks ran at once, want at least 40", c.max["all"])
+	}
+}
+
+// TestFixedConcurrency: with FixedConcurrency, the window is the cap from the start.
+func TestFixedConcurrency(t *testing.T) {
+	world := newWorld()
+	c := &concurrency{now: map[string]int{}, max: map[string]int{}}
+	all := newBarrier(64)
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 64; i++ {
+		name := fmt.Sprintf("t%02d", i)
+		world.findHook[name] = c.hook("all", all)
+		engine.Add(g, &Item{Name: name, Class: "ec2"})
+	}
+	if _, err := engine.Run(guard(t), g, world, engine.Options{Concurrency: 64, FixedConcurrency: true}); err != nil {
+		t.Fatal(err)
+	}
+	if c.max["all"] != 64 {
+		t.Errorf("%d tasks ran at once, want 64", c.max["all"])
+	}
+}
+
+// TestPushback: a task whose API client retried a throttled call by itself tells the engine with Pushback; the
+// run goes on. Outside a task, and after its run, Pushback does nothing and never blocks.
+func TestPushback(t *testing.T) {
+	world := newWorld()
+	var mu sync.Mutex
+	var kept []context.Context
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 100; i++ {
+		name := fmt.Sprintf("t%02d", i)
+		world.findHook[name] = func(ctx context.Context, _ int) error {
+			engine.Pushback(ctx)
+			mu.Lock()
+			kept = append(kept, ctx)
+			mu.Unlock()
+			return nil
+		}
+		engine.Add(g, &Item{Name: name, Class: "ec2"})
+	}
+	if _, err := engine.Run(guard(t), g, world, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	engine.Pushback(context.Background())
+	for _, ctx := range kept {
+		engine.Pushback(ctx)
 	}
 }
 
