@@ -106,10 +106,14 @@ func renderTable(rs *results) string {
 	b.WriteString("| What is measured | kubeup | Goal | Met | Anchor (kops / Terraform) and source |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	for _, r := range rows() {
-		res := rs.get(r.Bench)
+		name := r.Bench
+		res := rs.get(name)
+		if res == nil && r.Alt != "" && rs.get(r.Alt) != nil {
+			name, res = r.Alt, rs.get(r.Alt)
+		}
 		figure, met := "not measured (`"+r.Bench+"` is not in the input)", "not measured"
 		if res != nil {
-			figure = r.Figure(res) + " (`" + r.Bench + "`)"
+			figure = r.Figure(res) + " (`" + name + "`)"
 			met = "n/a (no goal)"
 			if r.Met != nil {
 				met = r.Met(res, rs)

@@ -153,7 +153,7 @@ func TestTable(t *testing.T) {
 		{"engine: chain graph of 100,000 no-op tasks (validate + run)",
 			[]string{"not measured (`BenchmarkExecute/chain/n=100000` is not in the input) | no slower than kops' waves on the same graph | not measured", "not measured (`BenchmarkKopsWaves/chain/n=100000`)"}},
 		{"engine: 1,000 tasks, 10 layers, fan-in 3, 5 ms per Find (latency-bound)",
-			[]string{"536 ms (10.7 x critical path)", "not met: 10.7x, goal 2x", "kops' waves: 65.1 ms (1.30 x critical path)", "not measured (`BenchmarkTerraformWalk/latency`)", "535 ms at fixed 10"}},
+			[]string{"536 ms (10.7 x critical path)", "not met: 10.7x, goal 2x", "kops' waves: 65.1 ms (1.30 x critical path)", "not measured (`BenchmarkTerraformWalk/latency`)", "535 ms at fixed 10", "(`BenchmarkLatency`)"}},
 		{"nodeup re-run with nothing to do, control-plane graph (--root, unit files only)",
 			[]string{"8.38 ms; 1.68 MiB and 12,545 allocs per run (`BenchmarkNodeupNoop`)", "| under 200 ms | met |"}},
 		{"no-op `kubeup update cluster` on the aws fake, 50-ig cluster: API calls",
@@ -192,6 +192,23 @@ func TestVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestTableLatency: the latency row reads BenchmarkLatency/adaptive, with the fixed-10 run among its anchors.
+func TestTableLatency(t *testing.T) {
+	rs, err := parse(strings.NewReader("pkg: kubeup.dev/kubeup/engine\n" +
+		"BenchmarkLatency/adaptive-2         	      14	  77352416 ns/op	         1.547 x-critical-path	        77.35 ms-wall\n" +
+		"BenchmarkLatency/fixed-10-2         	       2	 590000000 ns/op	        11.80 x-critical-path	       590.0 ms-wall\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := renderTable(rs)
+	for _, w := range []string{"| 77.4 ms (1.55 x critical path) (`BenchmarkLatency/adaptive`) | within 2x the critical path (10 x 5 ms) | met |",
+		"kubeup at a fixed 10 (the engine before): 590 ms (11.8 x critical path) (`BenchmarkLatency/fixed-10`, measured here)"} {
+		if !strings.Contains(table, w) {
+			t.Errorf("table:\n%s\nwant it to contain %q", table, w)
 		}
 	}
 }
