@@ -1,0 +1,148 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// fuzzKeyPEM stands for a private key in the seeds' node configurations: RedactNodeConfigObject must never show it.
+const fuzzKeyPEM = "-----BEGIN PRIVATE KEY-----\n" + fuzzKeyBody + "\n-----END PRIVATE KEY-----\n"
+
+// fuzzKeyBody is the base64 body of fuzzKeyPEM.
+const fuzzKeyBody = "U0VOVElORUwtbm9kZS1rZXk="
+
+// FuzzNodeConfig feeds any YAML to what nodeup does with its configuration (DecodeNodeConfigObject), and to what
+// a plan shows of one (RedactNodeConfigObject). withSum puts the sha256 of body on the first line, as Encode
+// does, so that the fuzzer reaches the decoder and the validation; without it, body is the whole object.
+// Properties:
+//   - nothing panics;
+//   - an error is a *NodeConfigSumError, an *InvalidError whose every problem names a field path, or an error
+//     naming the source;
+//   - a configuration nodeup accepts, Encode writes back to an object that decodes to the same configuration,
+//     byte for byte the same when encoded again;
+//   - RedactNodeConfigObject shows every Sensitive file as (sensitive), keeps the others' contents, and never
+//     shows a private key's PEM that only a Sensitive file holds.
+func FuzzNodeConfig(f *testing.F) {
+	for _, cloud := range []string{CloudLocal, CloudAWS, CloudGCE} {
+		c, igs := completeSpec(f, cloud, 3)
+		for _, ig := range []*InstanceGroup{igs[0], findInstanceGroup(igs, "nodes")} {
+			nc := NewNodeConfig(c, ig)
+			nc.Files = []NodeFile{
+				{Path: "/srv/kubernetes/ca.crt", Mode: "0644", Contents: "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n"},
+				{Path: "/srv/kubernetes/server.key", Mode: "0600", Contents: fuzzKeyPEM, Sensitive: true},
+			}
+			body, _, err := nc.Marshal()
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(body, true)
+		}
+	}
+	f.Add([]byte(""), true)
+	f.Add([]byte("apiVersion: kubeup.dev/v1alpha1\nkind: NodeConfig\n"), true)
+	f.Add([]byte("# sha256:00\nkind: NodeConfig\n"), false)
+	f.Add([]byte("files:\n- {path: /k, mode: '0600', contents: x, sensitive: true}\n"), true)
+	f.Fuzz(func(t *testing.T, body []byte, withSum bool) {
+		obj := body
+		if withSum {
+			obj = append([]byte(nodeConfigSumPrefix+sha256Hex(body)+"\n"), body...)
+		}
+		checkRedacted(t, obj)
+		nc, err := DecodeNodeConfigObject("conf", obj)
+		if err != nil {
+			checkNodeConfigError(t, err)
+			return
+		}
+		written, err := nc.Encode()
+		if err != nil {
+			t.Fatalf("encoding a configuration nodeup accepted: %v", err)
+		}
+		again, err := DecodeNodeConfigObject("written", written)
+		if err != nil {
+			t.Fatalf("the configuration as written is refused: %v\nread:\n%q\nwritten:\n%s", err, obj, written)
+		}
+		if diff := cmp.Diff(nc, again); diff != "" {
+			t.Fatalf("the configuration as written decodes to another (-read +written):\n%s", diff)
+		}
+		if twice, err := again.Encode(); err != nil || !bytes.Equal(written, twice) {
+			t.Fatalf("writing the configuration again gives other bytes (%v):\nfirst:\n%s\nsecond:\n%s", err, written, twice)
+		}
+	})
+}
+
+// checkNodeConfigError fails unless err is one of the errors DecodeNodeConfigObject documents.
+func checkNodeConfigError(t *testing.T, err error) {
+	t.Helper()
+	var sum *NodeConfigSumError
+	if errors.As(err, &sum) {
+		return
+	}
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		for _, p := range invalid.Problems {
+			if strings.TrimSpace(p.Path) == "" || strings.TrimSpace(p.Message) == "" {
+				t.Fatalf("a problem without a field path or a message: %#v in\n%v", p, err)
+			}
+		}
+		return
+	}
+	if !strings.HasPrefix(err.Error(), "conf: ") {
+		t.Fatalf("error %q does not name the configuration", err)
+	}
+}
+
+// checkRedacted runs RedactNodeConfigObject on obj and checks what it shows.
+func checkRedacted(t *testing.T, obj []byte) {
+	t.Helper()
+	shown, err := RedactNodeConfigObject(string(obj))
+	if err != nil {
+		if strings.Contains(err.Error(), "PRIVATE KEY") || len(obj) > 0 && strings.Contains(err.Error(), string(obj)) {
+			t.Fatalf("the error quotes the object: %v", err)
+		}
+		return
+	}
+	var in, out NodeConfig
+	_, rest, _ := strings.Cut(string(obj), "\n")
+	if err := yaml.Unmarshal([]byte(rest), &in); err != nil {
+		t.Fatalf("RedactNodeConfigObject showed an object whose YAML does not decode: %v", err)
+	}
+	first, shownRest, _ := strings.Cut(shown, "\n")
+	if want, _, _ := strings.Cut(string(obj), "\n"); first != want {
+		t.Fatalf("the first line shown is %q, want %q", first, want)
+	}
+	if err := yaml.Unmarshal([]byte(shownRest), &out); err != nil {
+		t.Fatalf("what RedactNodeConfigObject shows does not decode: %v\n%s", err, shown)
+	}
+	if len(in.Files) != len(out.Files) {
+		t.Fatalf("%d files shown, the object has %d", len(out.Files), len(in.Files))
+	}
+	redacted := in
+	redacted.Files = nil
+	for i, f := range in.Files {
+		want := f
+		if f.Sensitive {
+			want.Contents = engine.Redacted
+		}
+		if diff := cmp.Diff(want, out.Files[i]); diff != "" {
+			t.Fatalf("file %d as shown (-want +got):\n%s", i, diff)
+		}
+		redacted.Files = append(redacted.Files, want)
+	}
+	// The PEM is shown only where a field that is not a Sensitive file's contents holds it.
+	elsewhere, err := yaml.Marshal(&redacted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pem := range []string{fuzzKeyBody, "PRIVATE KEY"} {
+		if n, want := strings.Count(shown, pem), strings.Count(first+"\n"+string(elsewhere), pem); n > want {
+			t.Fatalf("%q is shown %d times, %d outside the sensitive files:\n%s", pem, n, want, shown)
+		}
+	}
+}
