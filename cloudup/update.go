@@ -30,6 +30,14 @@ type UpdateOptions struct {
 	Progress io.Writer
 	// Lock says how an apply waits for the cluster's lock while another run holds it (see Lock).
 	Lock LockOptions
+	// Engine tunes the engine's concurrency; the zero value is the engine's defaults (adaptive).
+	Engine EngineTuning
+}
+
+// EngineTuning is the part of engine.Options an update may change: for comparisons (benchmarks), not for use.
+type EngineTuning struct {
+	Concurrency, InitialWindow int
+	FixedConcurrency           bool
 }
 
 // Update brings the cloud in line with the cluster's spec: volumes, DNS records, and the complete spec and node
@@ -109,7 +117,8 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 	if err != nil {
 		return nil, err
 	}
-	opts := engine.Options{Target: engine.DryRun, Logger: o.Logger, Progress: o.Progress}
+	opts := engine.Options{Target: engine.DryRun, Logger: o.Logger, Progress: o.Progress,
+		Concurrency: o.Engine.Concurrency, InitialWindow: o.Engine.InitialWindow, FixedConcurrency: o.Engine.FixedConcurrency}
 	newRun(world)
 	res, err := engine.Run(ctx, g, world, opts)
 	if err != nil {

@@ -26,11 +26,11 @@ const MaxAttempts = 10
 func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {
-			return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+			return pushbackRetryer{retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
 				o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
 					so.MaxAttempts = MaxAttempts
 				})
-			})
+			})}
 		}),
 	}
 	if region != "" {
@@ -51,6 +51,21 @@ var throttling = map[string]bool{
 	"Throttling": true, "ThrottlingException": true, "ThrottledException": true, "RequestThrottledException": true,
 	"TooManyRequestsException": true, "RequestLimitExceeded": true, "RequestThrottled": true, "SlowDown": true,
 	"PriorRequestNotComplete": true, "EC2ThrottledException": true, "BandwidthLimitExceeded": true,
+}
+
+// pushbackRetryer is the SDK's retryer that also tells the engine when AWS throttled a call it is about to retry:
+// the engine then shrinks the window of the task's API class (engine.Pushback), as it would had the throttle
+// reached it as an error. Without it the engine would only learn of throttling after MaxAttempts, and keep
+// starting tasks into a throttled API.
+type pushbackRetryer struct{ aws.RetryerV2 }
+
+var pushback = engine.Pushback // a test counts the calls
+
+func (r pushbackRetryer) GetRetryToken(ctx context.Context, opErr error) (func(error) error, error) {
+	if throttling[ErrorCode(opErr)] {
+		pushback(ctx)
+	}
+	return r.RetryerV2.GetRetryToken(ctx, opErr)
 }
 
 // accessDenied are the codes of a caller without the permission.

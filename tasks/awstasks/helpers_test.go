@@ -35,11 +35,11 @@ func testConfig(endpoint string) aws.Config {
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
 		Retryer: func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
+			return pushbackRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = MaxAttempts
 				o.RateLimiter = ratelimit.None
 				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
-			})
+			})}
 		},
 	}
 }
