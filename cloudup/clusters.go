@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -189,32 +190,41 @@ type ReplaceOptions struct {
 	// Force writes the spec even when its metadata.resourceVersion says it was read before the cluster's last
 	// change, overwriting that change.
 	Force bool
+	// Cluster, when set, is the cluster the objects must be for (kubeup replace --name), and the cluster of
+	// InstanceGroups that do not name theirs (metadata.labels[kubeup.dev/cluster]).
+	Cluster string
 }
 
 // Replaced says what Replace did.
 type Replaced struct {
+	// Cluster is the name of the cluster that was replaced.
+	Cluster string
 	// Stored is the cluster as it is now stored.
 	Stored *Stored
 	// Kept are the instance groups of the stored spec that the new one did not name, and that were kept.
 	Kept []string
+	// Added are the instance groups of objs that the stored spec did not have.
+	Added []string
 	// Unreadable is why the replaced spec could not be read, or nil. Then nothing of it was kept.
 	Unreadable error
 }
 
-// Replace writes a new spec over a stored cluster: the Cluster of objs (required), and the instance groups of
-// objs; the stored instance groups that objs does not name are kept. The combined result is validated first,
-// and written in one conditional write: all or nothing, and nothing when another operator changed the cluster
-// since it was read.
+// Replace writes objs over a stored cluster: its Cluster, when objs hold one, and its instance groups; the stored
+// instance groups that objs do not name are kept. Objects without a Cluster are instance groups of the cluster
+// they name (model.Objects.ClusterName), or of o.Cluster; then the stored Cluster is kept, and a change of the
+// cluster's etcd membership is refused as for CreateInstanceGroups. The combined result is validated first, and
+// written in one conditional write: all or nothing, and nothing when another operator changed the cluster since
+// it was read.
 //
 // objs carry the generation they were read at as metadata.resourceVersion (kubeup get prints it). When they do,
 // and the cluster has changed since, Replace refuses rather than silently revert that change, unless o.Force.
 // Objects without one (a hand-written spec) replace unconditionally, as kubectl replace does. A cluster whose
-// stored spec cannot be read (see UnreadableError) is replaced whole.
+// stored spec cannot be read (see UnreadableError) is replaced whole, by a file that holds its Cluster.
 func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Objects, o ReplaceOptions) (*Replaced, error) {
-	if objs.Cluster == nil {
-		return nil, fmt.Errorf("%s: no Cluster in it: replace needs the cluster's spec", source)
+	name, err := ClusterOf(source, objs, o.Cluster)
+	if err != nil {
+		return nil, err
 	}
-	name := objs.Cluster.Metadata.Name
 	rv, err := resourceVersion(source, objs)
 	if err != nil {
 		return nil, err
@@ -234,14 +244,46 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 			"to overwrite the other change knowingly, replace with --force",
 			name, source, statestore.ErrConflict, rv, gen, name)
 	}
-	r := &Replaced{}
+	r := &Replaced{Cluster: name}
 	if unreadable != nil {
+		if objs.Cluster == nil {
+			return nil, fmt.Errorf("%s holds instance groups only, and %w: nothing was written; replace the cluster whole, with a file that holds its Cluster too", source, unreadable)
+		}
 		r.Unreadable = unreadable.Err
 		r.Stored, err = cs.write(ctx, source, objs.Cluster, objs.InstanceGroups, gen)
+		r.Added = groupNames(objs.InstanceGroups)
 		return r, err
 	}
-	r.Stored, r.Kept, err = cs.replace(ctx, source, stored, objs.Cluster, objs.InstanceGroups)
+	c := objs.Cluster
+	if c == nil {
+		c = stored.Cluster
+		if err := cs.checkEtcdMembership(ctx, source, stored, c, merged(stored, objs.InstanceGroups)); err != nil {
+			return nil, err
+		}
+	}
+	for _, ig := range objs.InstanceGroups {
+		if findGroup(stored.InstanceGroups, ig.Metadata.Name) == nil {
+			r.Added = append(r.Added, ig.Metadata.Name)
+		}
+	}
+	r.Stored, r.Kept, err = cs.replace(ctx, source, stored, c, objs.InstanceGroups)
 	return r, err
+}
+
+// ClusterOf is the cluster objs (read from source) are for: the one they name (model.Objects.ClusterName), else
+// want; when both are set, they must be the same.
+func ClusterOf(source string, objs *model.Objects, want string) (string, error) {
+	name := objs.ClusterName()
+	switch {
+	case name != "" && want != "" && name != want:
+		return "", fmt.Errorf("%s holds cluster %q, not %q: nothing was written", source, name, want)
+	case name != "":
+		return name, nil
+	case want != "":
+		return want, nil
+	}
+	return "", fmt.Errorf("%s holds instance groups that do not name their cluster: add metadata.labels[%s]: CLUSTER to them (`kubeup get instancegroups` prints it), or name the cluster with --name CLUSTER",
+		source, model.LabelCluster)
 }
 
 // replace writes c and igs over s, keeping the instance groups of s that igs does not name, on the condition
@@ -250,45 +292,48 @@ func (cs *Clusters) replace(ctx context.Context, source string, s *Stored, c *mo
 	if c.Metadata.Name != s.Cluster.Metadata.Name {
 		return nil, nil, fmt.Errorf("%s: metadata.name %q is not the cluster being replaced, %q", source, c.Metadata.Name, s.Cluster.Metadata.Name)
 	}
-	merged := slices.Clone(igs)
+	all := merged(s, igs)
 	var kept []string
+	for _, ig := range all[len(igs):] {
+		kept = append(kept, ig.Metadata.Name)
+	}
+	written, err := cs.writeOver(ctx, source, s, c, all)
+	return written, kept, err
+}
+
+// merged is igs, then the instance groups of s that igs does not name.
+func merged(s *Stored, igs []*model.InstanceGroup) []*model.InstanceGroup {
+	all := slices.Clone(igs)
 	for _, old := range s.InstanceGroups {
-		if !slices.ContainsFunc(igs, func(ig *model.InstanceGroup) bool { return ig.Metadata.Name == old.Metadata.Name }) {
-			merged = append(merged, old)
-			kept = append(kept, old.Metadata.Name)
+		if findGroup(igs, old.Metadata.Name) == nil {
+			all = append(all, old)
 		}
 	}
-	written, err := cs.write(ctx, source, c, merged, s.Generation)
+	return all
+}
+
+// writeOver writes c and igs (all of the cluster's instance groups) over s, on the condition that the cluster is
+// still at s.Generation, and removes the objects of the older layout s was read from.
+func (cs *Clusters) writeOver(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (*Stored, error) {
+	written, err := cs.write(ctx, source, c, igs, s.Generation)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, p := range s.legacy { // their groups are in the spec's object now: never read again
 		if err := cs.Store.Delete(ctx, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("the spec of cluster %s was written; removing %s, which the older layout used and nothing reads now: %w",
+			return nil, fmt.Errorf("the spec of cluster %s was written; removing %s, which the older layout used and nothing reads now: %w",
 				c.Metadata.Name, cs.location(p), err)
 		}
 	}
-	return written, kept, nil
+	return written, nil
 }
 
 // write validates a cluster's spec and writes it, in one object, on the condition that the object is still at
 // generation ifGen (statestore.Absent: that it does not exist).
 func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup, ifGen statestore.Generation) (*Stored, error) {
 	name := c.Metadata.Name
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	if err := duplicateGroups(source, igs); err != nil {
-		return nil, err
-	}
-	if err := refuseComplete(source, c, igs); err != nil {
-		return nil, err
-	}
-	c, igs = withoutResourceVersion(c, igs)
-	c.Spec.ConfigBase = cs.configBase(name)
-	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
-	full, fullIGs := model.Complete(c, igs)
-	if err := model.Validate(source, full, fullIGs); err != nil {
+	c, igs, err := cs.check(source, c, igs)
+	if err != nil {
 		return nil, err
 	}
 	data, err := model.Encode(objects(c, igs)...)
@@ -311,6 +356,29 @@ func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, 
 		return nil, err
 	}
 	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: data}, nil
+}
+
+// check validates a cluster's spec as write would write it, and returns it in the form it is stored in: without
+// what is never stored (metadata.resourceVersion, the instance groups' LabelCluster), spec.configBase set, the
+// groups sorted by name.
+func (cs *Clusters) check(source string, c *model.Cluster, igs []*model.InstanceGroup) (*model.Cluster, []*model.InstanceGroup, error) {
+	if err := checkName(c.Metadata.Name); err != nil {
+		return nil, nil, err
+	}
+	if err := duplicateGroups(source, igs); err != nil {
+		return nil, nil, err
+	}
+	if err := refuseComplete(source, c, igs); err != nil {
+		return nil, nil, err
+	}
+	c, igs = withoutResourceVersion(c, igs)
+	c.Spec.ConfigBase = cs.configBase(c.Metadata.Name)
+	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	full, fullIGs := model.Complete(c, igs)
+	if err := model.Validate(source, full, fullIGs); err != nil {
+		return nil, nil, err
+	}
+	return c, igs, nil
 }
 
 // refuseComplete refuses objects marked model.AnnotationComplete: the complete spec `kubeup get --full` prints.
@@ -359,7 +427,8 @@ func resourceVersion(source string, objs *model.Objects) (string, error) {
 	return rv, nil
 }
 
-// withoutResourceVersion returns copies of c and igs without metadata.resourceVersion, which is never stored.
+// withoutResourceVersion returns copies of c and igs without what is never stored: metadata.resourceVersion,
+// and the instance groups' model.LabelCluster (a group is stored inside its cluster's spec).
 func withoutResourceVersion(c *model.Cluster, igs []*model.InstanceGroup) (*model.Cluster, []*model.InstanceGroup) {
 	cc := *c
 	cc.Metadata.ResourceVersion = ""
@@ -367,6 +436,13 @@ func withoutResourceVersion(c *model.Cluster, igs []*model.InstanceGroup) (*mode
 	for i, ig := range igs {
 		g := *ig
 		g.Metadata.ResourceVersion = ""
+		if _, ok := g.Metadata.Labels[model.LabelCluster]; ok {
+			g.Metadata.Labels = maps.Clone(g.Metadata.Labels)
+			delete(g.Metadata.Labels, model.LabelCluster)
+			if len(g.Metadata.Labels) == 0 {
+				g.Metadata.Labels = nil
+			}
+		}
 		out[i] = &g
 	}
 	return &cc, out

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"strings"
 
 	"kubeup.dev/kubeup/model"
 )
@@ -27,11 +29,81 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 	}
 	shown := *s.Cluster
 	shown.Metadata.ResourceVersion = string(s.Generation)
-	spec, err := model.Encode(&shown)
+	return editObject(fmt.Sprintf(editHeader, name), &shown, edit, func(path string, objs *model.Objects) error {
+		if objs.Cluster == nil || len(objs.InstanceGroups) > 0 {
+			return fmt.Errorf("%s: want exactly one Cluster (edit an instance group with `kubeup edit instancegroup NAME --name %s`)", path, name)
+		}
+		_, _, err := cs.replace(ctx, path, s, objs.Cluster, nil)
+		return err
+	})
+}
+
+const editGroupHeader = `# Edit instance group %s of cluster %s, then save and quit. Lines starting with '#' are ignored.
+# An invalid group is refused with every problem listed; your text is then kept for you.
+# metadata.resourceVersion is the version of the cluster's spec you are editing: if someone changes the cluster
+# before you save, your edit is refused (and kept), not written over their change.
+`
+
+// EditInstanceGroup is Edit for the instance group named group of the cluster named cluster: the file shows the
+// group alone (with the model.LabelCluster that names its cluster), and the result replaces the group in the
+// cluster's spec, validated whole, as Edit replaces the Cluster. Renaming the group, or naming another cluster,
+// is refused; so is a change of the cluster's etcd membership once it was applied (see CreateInstanceGroups).
+func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string, edit func(path string) error) (changed bool, kept string, err error) {
+	s, err := cs.Get(ctx, cluster)
 	if err != nil {
 		return false, "", err
 	}
-	original := append([]byte(fmt.Sprintf(editHeader, name)), spec...)
+	ig := findGroup(s.InstanceGroups, group)
+	if ig == nil {
+		return false, "", fmt.Errorf("cluster %s has no instance group %q: it has %s (create one with `kubeup create instancegroup %s --name %s`)",
+			cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), group, cluster)
+	}
+	shown := *ig
+	shown.Metadata.ResourceVersion = string(s.Generation)
+	shown.Metadata.Labels = WithClusterLabel(ig.Metadata.Labels, cluster)
+	return editObject(fmt.Sprintf(editGroupHeader, group, cluster), &shown, edit, func(path string, objs *model.Objects) error {
+		if objs.Cluster != nil || len(objs.InstanceGroups) != 1 {
+			return fmt.Errorf("%s: want exactly one InstanceGroup, %s (edit the cluster with `kubeup edit cluster %s`)", path, group, cluster)
+		}
+		edited := objs.InstanceGroups[0]
+		if n := edited.Metadata.Name; n != group {
+			return fmt.Errorf("%s: metadata.name: %q: an instance group cannot be renamed (its machines and node configuration are named after it): "+
+				"set it back to %q, or create a group of the new name (`kubeup create instancegroup`) and delete this one", path, n, group)
+		}
+		if n := objs.ClusterName(); n != "" && n != cluster {
+			return fmt.Errorf("%s: metadata.labels[%s]: %q: the group is in cluster %q and cannot move to another: set it back to %q",
+				path, model.LabelCluster, n, cluster, cluster)
+		}
+		if err := cs.checkEtcdMembership(ctx, path, s, s.Cluster, merged(s, objs.InstanceGroups)); err != nil {
+			return err
+		}
+		_, _, err := cs.replace(ctx, path, s, s.Cluster, objs.InstanceGroups)
+		return err
+	})
+}
+
+// WithClusterLabel returns a copy of labels with model.LabelCluster set to cluster: the labels an instance group
+// is shown with, so that a file of groups names their cluster.
+func WithClusterLabel(labels map[string]string, cluster string) map[string]string {
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[model.LabelCluster] = cluster
+	return out
+}
+
+// editObject writes header and shown (with its metadata.resourceVersion) to a temporary file, has edit (the
+// user's editor) change it, decodes the result strictly and hands it to apply, which validates and writes it.
+// An unchanged file changes nothing (changed is false). When the edit is refused (the editor failed, the file
+// does not decode, or apply refused it), the edited file is kept and its path returned with the error, so the
+// user's work is not lost.
+func editObject(header string, shown any, edit func(path string) error, apply func(path string, objs *model.Objects) error) (changed bool, kept string, err error) {
+	spec, err := model.Encode(shown)
+	if err != nil {
+		return false, "", err
+	}
+	original := append([]byte(header), spec...)
 	f, err := os.CreateTemp("", "kubeup-edit-*.yaml")
 	if err != nil {
 		return false, "", err
@@ -65,11 +137,8 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 		return false, "", nil
 	}
 	objs, err := model.Decode(path, edited)
-	if err == nil && (objs.Cluster == nil || len(objs.InstanceGroups) > 0) {
-		err = fmt.Errorf("%s: want exactly one Cluster (edit instance groups with `kubeup replace -f`)", path)
-	}
 	if err == nil {
-		_, _, err = cs.replace(ctx, path, s, objs.Cluster, nil)
+		err = apply(path, objs)
 	}
 	if err != nil {
 		keep = true

@@ -2,18 +2,102 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
 )
 
 func newCreateCommand(g *globals) *cobra.Command {
+	var file string
+	var name clusterName
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "Create a resource: a cluster",
+		Short: "Create a resource: a cluster or an instance group, from flags or from a file",
+		Long: `Create a cluster ("kubeup create cluster") or an instance group ("kubeup create instancegroup") from flags, or
+what FILE holds with "kubeup create -f FILE" ("-" for stdin): YAML documents separated by "---", as "kubeup get
+-o yaml" prints them.
+
+- A file with a Cluster creates that cluster, with the file's InstanceGroups; a cluster of that name that exists
+  already is refused.
+- A file of InstanceGroups alone adds them to the cluster they name with metadata.labels[kubeup.dev/cluster]
+  (or to --name CLUSTER); a group of a name the cluster has already is refused.
+
+Every document is checked first and the cluster's whole spec validated, then written in one conditional write:
+an invalid document changes nothing, and the error names the file, the document (its number and line, or its
+kind and name: instancegroup/NAME), the field path and the fix. The cloud is not changed until "kubeup update
+cluster NAME --yes".`,
+		Example: `  kubeup create -f demo.yaml
+  kubeup get ig nodes --name demo.example.com -o yaml | sed 's/name: nodes/name: nodes-2/' | kubeup create -f -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			if file == "" {
+				return fmt.Errorf("%s needs a subcommand (%s) or -f FILE (see `%s --help`)", cmd.CommandPath(), subcommandList(cmd), cmd.CommandPath())
+			}
+			return createFromFile(cmd, g, file, name.flag)
+		},
 	}
-	create.AddCommand(newCreateClusterCommand(g))
+	name.addFlag(create, g)
+	create.Flags().Lookup("name").Usage = "with -f: the cluster of the file's InstanceGroups when they do not name it (the file's documents must be of this cluster)"
+	create.Flags().StringVarP(&file, "filename", "f", "", "create what FILE holds: a Cluster with its InstanceGroups, or InstanceGroups of an existing cluster (\"-\" for stdin)")
+	create.AddCommand(newCreateClusterCommand(g), newCreateInstanceGroupCommand(g))
 	return create
+}
+
+// createFromFile is create -f: a cluster with its instance groups, or instance groups of a cluster that exists.
+func createFromFile(cmd *cobra.Command, g *globals, file, cluster string) error {
+	ctx := cmd.Context()
+	source, data, err := readSpec(cmd, file)
+	if err != nil {
+		return err
+	}
+	objs, err := model.Decode(source, data)
+	if err != nil {
+		return err
+	}
+	name, err := cloudup.ClusterOf(source, objs, cluster)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if objs.Cluster != nil {
+		cs, err := g.clustersToCreate(ctx)
+		if err != nil {
+			return err
+		}
+		if err := cs.Create(ctx, source, objs.Cluster, objs.InstanceGroups); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Created cluster %s in %s with %d instance groups.\n", name, cs.Store.URL(), len(objs.InstanceGroups))
+		reviewHint(out, name)
+		warn(cmd, objs.Cluster)
+		return nil
+	}
+	cs, err := g.clusters(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CreateInstanceGroups(ctx, source, name, objs.InstanceGroups, true); err != nil {
+		return err
+	}
+	var names []string
+	for _, ig := range objs.InstanceGroups {
+		names = append(names, ig.Metadata.Name)
+	}
+	fmt.Fprintf(out, "Created instance groups %s in cluster %s.\n", strings.Join(names, ", "), name)
+	reviewHint(out, name)
+	return nil
+}
+
+// reviewHint tells what to run after a change of a cluster's spec.
+func reviewHint(out io.Writer, cluster string) {
+	fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", cluster)
+	fmt.Fprintf(out, "  Apply them:         kubeup update cluster %s --yes\n", cluster)
 }
 
 func newCreateClusterCommand(g *globals) *cobra.Command {
@@ -84,8 +168,7 @@ refused.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Created cluster %s in %s with %d instance groups.\n", o.Name, cs.Store.URL(), len(igs))
-			fmt.Fprintf(out, "  Review the changes: kubeup update cluster %s\n", o.Name)
-			fmt.Fprintf(out, "  Apply them:         kubeup update cluster %s --yes\n", o.Name)
+			reviewHint(out, o.Name)
 			return nil
 		},
 	}

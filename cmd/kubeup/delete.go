@@ -9,7 +9,7 @@ import (
 func newDeleteCommand(g *globals) *cobra.Command {
 	del := &cobra.Command{
 		Use:   "delete",
-		Short: "Delete a resource: a cluster",
+		Short: "Delete a resource: a cluster or an instance group",
 	}
 	var o cloudup.DeleteOptions
 	var name clusterName
@@ -43,6 +43,6 @@ is deleted. The report says which.`,
 	name.addFlag(cmd, g)
 	cmd.Flags().BoolVarP(&o.Apply, "yes", "y", false, "delete (without it, only list what would be deleted)")
 	lockFlags(cmd, &o.Lock)
-	del.AddCommand(cmd)
+	del.AddCommand(cmd, newDeleteInstanceGroupCommand(g))
 	return del
 }

@@ -6,12 +6,14 @@ import (
 	"os/exec"
 
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/cloudup"
 )
 
 func newEditCommand(g *globals) *cobra.Command {
 	edit := &cobra.Command{
 		Use:   "edit",
-		Short: "Edit a resource in your editor: a cluster",
+		Short: "Edit a resource in your editor: a cluster or an instance group",
 	}
 	var name clusterName
 	cmd := &cobra.Command{
@@ -34,26 +36,32 @@ changed until "kubeup update cluster NAME --yes".`,
 				return err
 			}
 			changed, kept, err := cs.Edit(ctx, n, runEditor)
-			if err != nil {
-				if kept != "" {
-					return fmt.Errorf("%w\nthe cluster was not changed; your edit is kept in %s", err, kept)
-				}
-				return err
-			}
-			if !changed {
-				fmt.Fprintln(cmd.OutOrStdout(), "Edit cancelled: no changes made.")
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Updated the spec of cluster %s. Review the changes: kubeup update cluster %s\n", n, n)
-			if s, err := cs.Get(ctx, n); err == nil {
-				warn(cmd, s.Cluster)
-			}
-			return nil
+			return editResult(cmd, cs, n, "the spec of cluster "+n, changed, kept, err)
 		},
 	}
 	name.addFlag(cmd, g)
-	edit.AddCommand(cmd)
+	edit.AddCommand(cmd, newEditInstanceGroupCommand(g))
 	return edit
+}
+
+// editResult reports the end of an edit of what (in cluster): refused (and where the edit is kept), cancelled,
+// or written, with the cluster's warnings.
+func editResult(cmd *cobra.Command, cs *cloudup.Clusters, cluster, what string, changed bool, kept string, err error) error {
+	if err != nil {
+		if kept != "" {
+			return fmt.Errorf("%w\nthe cluster was not changed; your edit is kept in %s (fix it and run `kubeup replace -f %s`)", err, kept, kept)
+		}
+		return err
+	}
+	if !changed {
+		fmt.Fprintln(cmd.OutOrStdout(), "Edit cancelled: no changes made.")
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Updated %s. Review the changes: kubeup update cluster %s\n", what, cluster)
+	if s, err := cs.Get(cmd.Context(), cluster); err == nil {
+		warn(cmd, s.Cluster)
+	}
+	return nil
 }
 
 // runEditor runs the user's editor on path. The editor variable may hold arguments ("code --wait").

@@ -102,16 +102,21 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 	var full bool
 	var cluster clusterName
 	cmd := &cobra.Command{
-		Use:     "instancegroups NAME",
+		Use:     "instancegroups [NAME...] --name CLUSTER",
 		Aliases: []string{"instancegroup", "ig"},
-		Short:   "List a cluster's instance groups",
-		Long:    `List the instance groups of the cluster NAME (or --name NAME), or show them with -o yaml or -o json.`,
-		Example: `  kubeup get instancegroups demo.example.com
-  kubeup get ig --name demo.example.com -o yaml`,
-		Args: cluster.args,
+		Short:   "List a cluster's instance groups, or show some",
+		Long: `List the instance groups of cluster CLUSTER, or those named NAME: a table (NAME ROLE MACHINETYPE MIN MAX ZONES,
+as the spec has them: "-" for a value it leaves to its default), or the groups with -o yaml or -o json (a JSON
+list, or one object for one NAME). --full shows the complete groups, every default filled in.
+
+Each group is printed with metadata.labels[kubeup.dev/cluster], the cluster it belongs to, and
+metadata.resourceVersion, the version of the cluster's spec it was read at: "kubeup replace -f" and "kubeup
+create -f" read both. A cluster name (it has a dot) given as NAME is taken as --name, as an older kubeup took it.`,
+		Example: `  kubeup get instancegroups --name demo.example.com
+  kubeup get ig nodes --name demo.example.com -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			name, err := cluster.required(cmd, args)
+			name, groups, err := groupsArgs(cmd, cluster.flag, args)
 			if err != nil {
 				return err
 			}
@@ -132,27 +137,59 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			igs = withResourceVersion(s, igs)
+			if igs, err = selectGroups(name, igs, groups); err != nil {
+				return err
+			}
+			igs = withClusterLabel(name, withResourceVersion(s, igs))
 			if full {
 				for _, ig := range igs {
 					ig.Metadata.Annotations = model.MarkedComplete(ig.Metadata.Annotations)
 				}
 			}
 			if output != "table" {
-				return printObjects(cmd.OutOrStdout(), output, false, objects(nil, igs)...)
+				return printObjects(cmd.OutOrStdout(), output, len(groups) == 1, objects(nil, igs)...)
 			}
 			var rows [][]string
 			for _, ig := range igs {
-				rows = append(rows, []string{ig.Metadata.Name, ig.Spec.Role, ig.Spec.MachineType,
-					size(ig.Spec.MinSize), size(ig.Spec.MaxSize), strings.Join(ig.Spec.Zones, ",")})
+				machineType := ig.Spec.MachineType
+				if machineType == "" {
+					machineType = "-"
+				}
+				zones := strings.Join(ig.Spec.Zones, ",")
+				if zones == "" {
+					zones = "-"
+				}
+				rows = append(rows, []string{ig.Metadata.Name, ig.Spec.Role, machineType, size(ig.Spec.MinSize), size(ig.Spec.MaxSize), zones})
 			}
 			return table(cmd.OutOrStdout(), []string{"NAME", "ROLE", "MACHINETYPE", "MIN", "MAX", "ZONES"}, rows)
 		},
 	}
 	cluster.addFlag(cmd, g)
+	cmd.Flags().Lookup("name").Usage = "the instance groups' cluster (required)"
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete specs, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd
+}
+
+// groupsArgs splits the arguments of get instancegroups: the cluster (--name, or an argument with a dot, which
+// an instance group's name never has), and the names of the groups to show.
+func groupsArgs(cmd *cobra.Command, flag string, args []string) (cluster string, groups []string, err error) {
+	cluster = flag
+	for _, a := range args {
+		if !strings.Contains(a, ".") {
+			groups = append(groups, a)
+			continue
+		}
+		if cluster != "" && cluster != a {
+			return "", nil, fmt.Errorf("%s: %q and %q name different clusters: give the cluster once, with --name CLUSTER", cmd.CommandPath(), cluster, a)
+		}
+		cluster = a
+	}
+	if cluster == "" {
+		return "", nil, fmt.Errorf("%s needs the cluster's name: %s --name CLUSTER (list the clusters with `kubeup get clusters`)",
+			cmd.CommandPath(), cmd.CommandPath())
+	}
+	return cluster, groups, nil
 }
 
 // getCluster reads one cluster: its spec (the complete one with full) as get prints it, with the

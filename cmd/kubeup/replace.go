@@ -18,10 +18,16 @@ func newReplaceCommand(g *globals) *cobra.Command {
 	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "replace -f FILE [NAME]",
-		Short: "Replace a cluster's spec (and instance groups) with those in a file",
-		Long: `Replace a cluster's spec with the Cluster in FILE ("-" for stdin), and each InstanceGroup the file holds;
-instance groups the file does not hold are kept. The whole result is validated first, and written in one
-piece: every problem is listed with its field path, and nothing is written. FILE may hold at most 1 MiB.
+		Short: "Replace a cluster's spec, its instance groups, or both, with those in a file",
+		Long: `Replace what FILE ("-" for stdin) holds: YAML documents separated by "---", any mix of one Cluster and
+InstanceGroups, as "kubeup get -o yaml" prints them. The Cluster, when the file holds one, replaces the
+cluster's spec; each InstanceGroup replaces the group of its name, or is added; instance groups the file does
+not hold are kept. A file of InstanceGroups alone is for the cluster they name with
+metadata.labels[kubeup.dev/cluster] ("kubeup get instancegroups" prints it), or for NAME. The whole result is
+validated first, and written in one piece: every problem is listed with its field path (an instance group's
+prefixed instancegroup/NAME, a document's that does not decode with its number and line), and nothing is
+written. FILE may hold at most 1 MiB. Once the cluster was applied, a file of InstanceGroups alone that would
+add or remove etcd members (a ControlPlane group added, or a role changed) is refused.
 
 A spec printed by "kubeup get" carries metadata.resourceVersion, the version of the cluster's spec it was
 read at. When the cluster has changed since (someone ran edit or replace), replace refuses rather than
@@ -38,10 +44,13 @@ stored, with a warning on stderr.
 A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) can be replaced too; then
 nothing of the stored spec is kept. The cloud is not changed until "kubeup update cluster NAME --yes".
 
-NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or nothing is written.`,
+NAME (or --name NAME) is optional: when given, FILE must hold that cluster's documents, or nothing is written.`,
 		Example: `  kubeup get cluster demo.example.com -o yaml > demo.yaml
   $EDITOR demo.yaml
-  kubeup replace -f demo.yaml`,
+  kubeup replace -f demo.yaml
+  kubeup get ig nodes --name demo.example.com -o yaml > nodes.yaml
+  $EDITOR nodes.yaml
+  kubeup replace -f nodes.yaml`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -56,9 +65,7 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or n
 			if err != nil {
 				return err
 			}
-			if n := name.optional(args); n != "" && objs.Cluster != nil && objs.Cluster.Metadata.Name != n {
-				return fmt.Errorf("%s holds cluster %q, not %q: nothing was written", source, objs.Cluster.Metadata.Name, n)
-			}
+			o.Cluster = name.optional(args)
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err
@@ -67,8 +74,15 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or n
 			if err != nil {
 				return err
 			}
-			out, cluster := cmd.OutOrStdout(), objs.Cluster.Metadata.Name
-			fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", cluster)
+			out, cluster := cmd.OutOrStdout(), r.Cluster
+			if objs.Cluster != nil {
+				fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", cluster)
+			} else {
+				fmt.Fprintf(out, "Replaced instance groups of cluster %s: %s.\n", cluster, strings.Join(groupNames(objs.InstanceGroups), ", "))
+			}
+			if len(r.Added) > 0 {
+				fmt.Fprintf(out, "  Added the instance groups the cluster did not have: %s\n", strings.Join(r.Added, ", "))
+			}
 			if r.Unreadable != nil {
 				fmt.Fprintf(out, "  Its stored spec could not be read, and nothing of it was kept: %v\n", r.Unreadable)
 			}
@@ -81,9 +95,17 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster, or n
 		},
 	}
 	name.addFlag(cmd, g)
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Cluster and InstanceGroups (\"-\" for stdin)")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding a Cluster, InstanceGroups, or both (\"-\" for stdin)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if the cluster changed since FILE's metadata.resourceVersion, overwriting that change")
 	return cmd
+}
+
+func groupNames(igs []*model.InstanceGroup) []string {
+	names := make([]string, len(igs))
+	for i, ig := range igs {
+		names[i] = ig.Metadata.Name
+	}
+	return names
 }
 
 // readSpec reads at most model.MaxSpecBytes of the file ("-": stdin), and returns the name to give it in

@@ -1,0 +1,193 @@
+package cloudup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"kubeup.dev/kubeup/model"
+)
+
+// Instance groups are parts of their cluster's spec (see Clusters): creating, changing or deleting one is a
+// change of that spec, validated whole and written in one conditional write, as every other change.
+
+// CreateInstanceGroups adds igs to the stored cluster named cluster. A group whose name the cluster has already
+// is refused, and so is a change of the etcd membership of a cluster that was applied (checkEtcdMembership).
+// The cluster's spec with the new groups is validated (every problem at once, naming source) and, with apply,
+// written on the condition that the cluster is still as it was read; without apply nothing is written. It
+// returns the cluster as stored (or as it would be).
+func (cs *Clusters) CreateInstanceGroups(ctx context.Context, source, cluster string, igs []*model.InstanceGroup, apply bool) (*Stored, error) {
+	s, err := cs.Get(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if err := duplicateGroups(source, igs); err != nil {
+		return nil, err
+	}
+	for _, ig := range igs {
+		if findGroup(s.InstanceGroups, ig.Metadata.Name) != nil {
+			return nil, fmt.Errorf("%s: instance group %q already exists in cluster %s: nothing was written; change it with `kubeup edit instancegroup %s --name %s` or `kubeup replace -f FILE`",
+				source, ig.Metadata.Name, cluster, ig.Metadata.Name, cluster)
+		}
+	}
+	all := append(slices.Clone(s.InstanceGroups), igs...)
+	if err := cs.checkEtcdMembership(ctx, source, s, s.Cluster, all); err != nil {
+		return nil, err
+	}
+	if !apply {
+		c, checked, err := cs.check(source, s.Cluster, all)
+		if err != nil {
+			return nil, err
+		}
+		return &Stored{Cluster: c, InstanceGroups: checked, Generation: s.Generation}, nil
+	}
+	return cs.writeOver(ctx, source, s, s.Cluster, all)
+}
+
+// EtcdMembersError says an instance group cannot be deleted: its node runs etcd members.
+type EtcdMembersError struct {
+	Cluster, Group string
+	// Members are the etcd members the group runs, and what deleting it would do to each etcd cluster.
+	Members []string
+}
+
+func (e *EtcdMembersError) Error() string {
+	return fmt.Sprintf("instance group %s of cluster %s runs etcd members, and deleting it would take them down: %s. Nothing was written. "+
+		"kubeup does not remove members from a running etcd cluster (the others would go on counting the missing member in their quorum); "+
+		"keep the group, or to run a smaller control plane create a new cluster with --control-plane-count",
+		e.Group, e.Cluster, strings.Join(e.Members, "; "))
+}
+
+// DeleteInstanceGroup removes the instance group named group from the stored cluster named cluster, and returns
+// it. A group whose node runs etcd members (in the complete spec) is refused with an *EtcdMembersError that says
+// which, and what it would break. The spec without the group is validated; with apply it is written on the
+// condition that the cluster is still as it was read, without apply nothing is written. The cloud is not
+// changed: `kubeup update cluster` does that.
+func (cs *Clusters) DeleteInstanceGroup(ctx context.Context, cluster, group string, apply bool) (*model.InstanceGroup, error) {
+	s, err := cs.Get(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	ig := findGroup(s.InstanceGroups, group)
+	if ig == nil {
+		return nil, fmt.Errorf("cluster %s has no instance group %q: it has %s (list them with `kubeup get instancegroups --name %s`)",
+			cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), cluster)
+	}
+	full, _ := model.Complete(s.Cluster, s.InstanceGroups)
+	if held := heldMembers(full, group); len(held) > 0 {
+		return nil, &EtcdMembersError{Cluster: cluster, Group: group, Members: held}
+	}
+	rest := slices.DeleteFunc(slices.Clone(s.InstanceGroups), func(g *model.InstanceGroup) bool { return g.Metadata.Name == group })
+	source := fmt.Sprintf("delete instancegroup %s", group)
+	if !apply {
+		_, _, err := cs.check(source, s.Cluster, rest)
+		return ig, err
+	}
+	_, err = cs.writeOver(ctx, source, s, s.Cluster, rest)
+	return ig, err
+}
+
+// heldMembers describes the etcd members of a complete spec that run on group's node, and what losing them does
+// to their etcd cluster's quorum.
+func heldMembers(c *model.Cluster, group string) []string {
+	var held []string
+	for _, e := range c.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			if m.InstanceGroup != group {
+				continue
+			}
+			n := len(e.Members)
+			quorum := n/2 + 1
+			what := fmt.Sprintf("member %s of etcd cluster %s (%d members, quorum %d): ", m.Name, e.Name, n, quorum)
+			switch left := n - 1; {
+			case left == 0:
+				what += "its only member, so the cluster's API stops and its data is left on a volume no node runs"
+			case left >= quorum:
+				what += fmt.Sprintf("%d members would be left to keep the quorum of %d, so it would survive %d more failures instead of %d",
+					left, quorum, left-quorum, n-quorum)
+			default:
+				what += fmt.Sprintf("%d members would be left, fewer than the quorum of %d: the cluster's API stops", left, quorum)
+			}
+			held = append(held, what)
+		}
+	}
+	return held
+}
+
+// checkEtcdMembership refuses a change of a cluster's instance groups (s's, to igs) that changes which etcd
+// members there are or which groups run them (a ControlPlane group added, or turned into a Node group), once
+// the cluster was applied: its etcd members started knowing each other (--initial-cluster), and kubeup does not
+// add members to, or remove them from, a running etcd cluster. Before the first apply, nothing runs yet.
+func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) error {
+	before, _ := model.Complete(s.Cluster, s.InstanceGroups)
+	after, _ := model.Complete(c, igs)
+	added, removed := memberChanges(before, after)
+	if len(added) == 0 && len(removed) == 0 {
+		return nil
+	}
+	name := s.Cluster.Metadata.Name
+	_, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // never applied: no etcd runs
+	}
+	if err != nil {
+		return err
+	}
+	var what []string
+	if len(added) > 0 {
+		what = append(what, "add "+strings.Join(added, ", "))
+	}
+	if len(removed) > 0 {
+		what = append(what, "remove "+strings.Join(removed, ", "))
+	}
+	return fmt.Errorf("%s: this change of the instance groups of cluster %s would %s; the cluster was applied, and kubeup does not change the membership of a running etcd cluster "+
+		"(its members started knowing each other): nothing was written. Add Node groups freely; keep the ControlPlane groups as they are",
+		source, name, strings.Join(what, " and "))
+}
+
+// memberChanges lists the etcd members of after that before does not have, and those of before that after does
+// not, as "member a of etcd main (instance group control-plane-a)".
+func memberChanges(before, after *model.Cluster) (added, removed []string) {
+	members := func(c *model.Cluster) []string {
+		var out []string
+		for _, e := range c.Spec.EtcdClusters {
+			for _, m := range e.Members {
+				out = append(out, fmt.Sprintf("member %s of etcd %s (instance group %s)", m.Name, e.Name, m.InstanceGroup))
+			}
+		}
+		return out
+	}
+	b, a := members(before), members(after)
+	for _, m := range a {
+		if !slices.Contains(b, m) {
+			added = append(added, m)
+		}
+	}
+	for _, m := range b {
+		if !slices.Contains(a, m) {
+			removed = append(removed, m)
+		}
+	}
+	return added, removed
+}
+
+// findGroup returns the instance group of igs named name, or nil.
+func findGroup(igs []*model.InstanceGroup, name string) *model.InstanceGroup {
+	for _, ig := range igs {
+		if ig.Metadata.Name == name {
+			return ig
+		}
+	}
+	return nil
+}
+
+func groupNames(igs []*model.InstanceGroup) []string {
+	names := make([]string, len(igs))
+	for i, ig := range igs {
+		names[i] = ig.Metadata.Name
+	}
+	return names
+}
