@@ -8,7 +8,8 @@
 // wrapper around the handlers (server.go, faults.go), not sprinkled through them.
 //
 // Control endpoints, beside the APIs: GET /__fake/calls returns per-operation call counts as a JSON object
-// ({"DescribeVolumes": 3, ...}); POST /__fake/reset-calls zeroes them; POST /__fake/faults sets the fault
+// ({"DescribeVolumes": 3, ...}), and under "__throttled" how many of them were answered with a throttling error
+// when any were (Server.Throttled); POST /__fake/reset-calls zeroes them; POST /__fake/faults sets the fault
 // injection (a JSON Faults); POST /__fake/imds-instance?id=i-... chooses the instance IMDS answers for.
 //
 // Runnable standalone: go run ./internal/fakeaws/cmd/fakeaws --listen 127.0.0.1:PORT.

@@ -28,6 +28,11 @@ type Faults struct {
 	// TemplateInvisibleCalls: a new launch template is unknown to this many Auto Scaling calls that name it
 	// (CreateAutoScalingGroup, UpdateAutoScalingGroup: ValidationError "... does not exist").
 	TemplateInvisibleCalls int `json:"templateInvisibleCalls,omitempty"`
+	// MaxConcurrent, when positive, refuses a call that arrives while this many calls of the account (of the
+	// services below) are already being answered, with the service's throttling error, before doing any of its
+	// work: an API that throttles above a concurrency, as AWS's token buckets do to a burst. A refused call is
+	// not in flight itself, and is delayed by LatencyMillis like any other (the round trip).
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
 	// Services are the services the failures and latency apply to, by SigV4 name (ec2, autoscaling, iam,
 	// route53, s3); empty: ec2, autoscaling, iam and route53 (not the state store's S3).
 	Services []string `json:"services,omitempty"`
@@ -41,9 +46,10 @@ func (s *Server) SetFaults(f Faults) error {
 		return fmt.Errorf("faults: throttleRate %v and serverErrorRate %v must be shares between 0 and 1, together at most 1",
 			f.ThrottleRate, f.ServerErrorRate)
 	}
-	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 || f.GroupInvisibleCalls < 0 || f.TemplateInvisibleCalls < 0 {
-		return fmt.Errorf("faults: latencyMillis, volumeInvisibleCalls, attachingPolls, groupInvisibleCalls and templateInvisibleCalls " +
-			"cannot be negative")
+	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 || f.GroupInvisibleCalls < 0 || f.TemplateInvisibleCalls < 0 ||
+		f.MaxConcurrent < 0 {
+		return fmt.Errorf("faults: latencyMillis, volumeInvisibleCalls, attachingPolls, groupInvisibleCalls, templateInvisibleCalls " +
+			"and maxConcurrent cannot be negative")
 	}
 	for _, svc := range f.Services {
 		if !slices.Contains([]string{svcEC2, svcAutoScaling, svcIAM, svcRoute53, svcS3}, svc) {
@@ -61,16 +67,26 @@ func (s *Server) SetFaults(f Faults) error {
 	return nil
 }
 
+// faulted reports whether the fault injection applies to service.
+func (f *Faults) faulted(service string) bool {
+	return !(len(f.Services) == 0 && service == svcS3 || len(f.Services) > 0 && !slices.Contains(f.Services, service))
+}
+
 // fault decides the fate of one call of service: its latency, and the error it is answered with (nil: none).
-// Call it with s.mu held.
+// A throttled call is counted in s.throttled. Call it with s.mu held.
 func (s *Server) fault(service string) (time.Duration, *Error) {
 	f := s.faults
-	if len(f.Services) == 0 && service == svcS3 || len(f.Services) > 0 && !slices.Contains(f.Services, service) {
+	if !f.faulted(service) {
 		return 0, nil
 	}
 	latency := time.Duration(f.LatencyMillis) * time.Millisecond
+	if f.MaxConcurrent > 0 && s.inFlight >= f.MaxConcurrent {
+		s.throttled++
+		return latency, throttled(service)
+	}
 	switch p := s.rng.Float64(); {
 	case p < f.ThrottleRate:
+		s.throttled++
 		return latency, throttled(service)
 	case p < f.ThrottleRate+f.ServerErrorRate:
 		return latency, &Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "fakeaws: an injected server error"}
@@ -87,4 +103,9 @@ func throttled(service string) *Error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: "SlowDown", Message: "Please reduce your request rate."}
 	}
 	return &Error{Status: http.StatusBadRequest, Code: "Throttling", Message: "Rate exceeded"}
+}
+
+// isThrottle reports whether e is a throttling answer (throttled).
+func isThrottle(e *Error) bool {
+	return e.Code == "RequestLimitExceeded" || e.Code == "Throttling" || e.Code == "SlowDown"
 }

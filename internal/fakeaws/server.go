@@ -20,10 +20,17 @@ import (
 type Server struct {
 	mu sync.Mutex // guards everything below, and every service's state
 	// calls counts API calls by operation name ("DescribeVolumes", "ChangeResourceRecordSets", "PutObject").
-	calls  map[string]int
-	faults Faults
-	rng    *rand.Rand
-	nextID uint64
+	calls map[string]int
+	// throttled counts the calls answered with a throttling error (Faults.ThrottleRate, Faults.MaxConcurrent);
+	// inFlight is how many calls subject to the faults are being answered now (Faults.MaxConcurrent).
+	throttled, inFlight int
+	// observe, when set (Observe), sees every API call.
+	observe func(Call)
+	// holdInFlight, when set (by tests), is called by every call counted in inFlight before it is answered.
+	holdInFlight func()
+	faults       Faults
+	rng          *rand.Rand
+	nextID       uint64
 	// imdsInstance is the instance IMDS answers for on the main address ("" until chosen: the newest instance).
 	imdsInstance string
 
@@ -75,17 +82,51 @@ func (s *Server) Calls() map[string]int {
 	return maps.Clone(s.calls)
 }
 
-// ResetCalls zeroes the call counts.
+// Throttled returns how many calls were answered with a throttling error (Faults.ThrottleRate and
+// Faults.MaxConcurrent) since New or ResetCalls. They are counted in Calls too: every attempt is a call.
+func (s *Server) Throttled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.throttled
+}
+
+// Call is one API call as the fake received it, for an observer (Observe).
+type Call struct {
+	// Service is the service, by its SigV4 name (ec2, autoscaling, iam, route53, s3); Region the signed region.
+	Service, Region string
+	// Op is the operation, as Calls counts it ("DescribeVolumes").
+	Op string
+	// Params are the parameters of an EC2, Auto Scaling or IAM (Query) call; nil for Route53 and S3. They must
+	// not be changed.
+	Params url.Values
+	// Throttled says it was answered with a throttling error (Faults).
+	Throttled bool
+}
+
+// Observe makes fn see every API call the fake receives (nil: none), as it arrives, from the goroutine that
+// answers it and without the fake's lock held: fn must be safe for concurrent use and may call the fake.
+func (s *Server) Observe(fn func(Call)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observe = fn
+}
+
+// ResetCalls zeroes the call counts and the count of throttled calls.
 func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = map[string]int{}
+	s.throttled = 0
 }
 
+// throttledKey is the key of GET /__fake/calls's answer that holds Throttled, when it is not 0: no operation is
+// named so, and Mutating says it is not one.
+const throttledKey = "__throttled"
+
 // Mutating reports whether an operation changes something: every one that is not Describe*, List*, Get* or
-// Head*.
+// Head* (nor a count of /__fake/calls that is not an operation's, such as "__throttled").
 func Mutating(op string) bool {
-	for _, p := range []string{"Describe", "List", "Get", "Head"} {
+	for _, p := range []string{"Describe", "List", "Get", "Head", "__"} {
 		if strings.HasPrefix(op, p) {
 			return false
 		}
@@ -117,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveIMDS(w, r, "")
 		return
 	case strings.HasPrefix(r.URL.Path, "/2013-04-01/"):
-		s.serveAPI(w, r, svcRoute53, route53Operation(r), func(region string) { s.serveRoute53(w, r) })
+		s.serveAPI(w, r, svcRoute53, route53Operation(r), nil, func(region string) { s.serveRoute53(w, r) })
 		return
 	}
 	service, region := svcS3, "us-east-1"
@@ -140,7 +181,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			form[k] = append(form[k], vs...)
 		}
 		action := form.Get("Action")
-		s.serveAPI(w, r, service, action, func(region string) {
+		s.serveAPI(w, r, service, action, form, func(region string) {
 			var result any
 			var err error
 			switch service {
@@ -159,13 +200,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		_ = region
 	default:
-		s.serveAPI(w, r, svcS3, s3Operation(r), func(string) { s.s3.ServeHTTP(w, r) })
+		s.serveAPI(w, r, svcS3, s3Operation(r), nil, func(string) { s.s3.ServeHTTP(w, r) })
 	}
 }
 
 // serveAPI counts the call, applies the fault injection, and runs handle with s.mu held (S3's own handler runs
 // without it: gofakes3 has its own locking).
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, service, op string, handle func(region string)) {
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, service, op string, params url.Values, handle func(region string)) {
 	region := "us-east-1"
 	if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
 		region = m[1]
@@ -173,7 +214,25 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, service, op st
 	s.mu.Lock()
 	s.calls[op]++
 	latency, fault := s.fault(service)
+	counted := fault == nil && s.faults.faulted(service)
+	hold, observe := s.holdInFlight, s.observe
+	if counted {
+		s.inFlight++
+	}
 	s.mu.Unlock()
+	if observe != nil {
+		observe(Call{Service: service, Region: region, Op: op, Params: params, Throttled: fault != nil && isThrottle(fault)})
+	}
+	if counted {
+		defer func() {
+			s.mu.Lock()
+			s.inFlight--
+			s.mu.Unlock()
+		}()
+	}
+	if counted && hold != nil {
+		hold()
+	}
 	if latency > 0 {
 		time.Sleep(latency)
 	}
@@ -288,8 +347,12 @@ func esc(s string) string {
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/__fake/calls" && r.Method == http.MethodGet:
+		calls := s.Calls()
+		if n := s.Throttled(); n > 0 {
+			calls[throttledKey] = n
+		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.Calls())
+		json.NewEncoder(w).Encode(calls)
 	case r.URL.Path == "/__fake/reset-calls" && r.Method == http.MethodPost:
 		s.ResetCalls()
 		w.WriteHeader(http.StatusNoContent)

@@ -30,6 +30,8 @@ type Server struct {
 	ops map[string]*operation
 	// instanceOrder is the order instances were made in, as selfLinks (the newest last).
 	instanceOrder []string
+	// observe, when set (Observe), sees every API call.
+	observe func(Call)
 	// serviceAccounts are the service accounts AddServiceAccount made: their project by email (iam.go).
 	serviceAccounts map[string]string
 }
@@ -76,6 +78,25 @@ func (s *Server) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.calls)
+}
+
+// Call is one API call as the fake received it, for an observer (Observe).
+type Call struct {
+	// Op is the operation, as Calls counts it ("compute.disks.list").
+	Op string
+	// Scope is the first element of a Compute Engine path after the project: "zones", "regions", "global" or
+	// "aggregated"; "" for Cloud DNS, IAM and the project itself. Where is the zone or region it names.
+	Scope, Where string
+	// RateLimited says it was answered 429 rateLimitExceeded (Faults).
+	RateLimited bool
+}
+
+// Observe makes fn see every API call the fake receives (nil: none), as it arrives, from the goroutine that
+// answers it and without the fake's lock held: fn must be safe for concurrent use and may call the fake.
+func (s *Server) Observe(fn func(Call)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observe = fn
 }
 
 // ResetCalls zeroes the call counts.
@@ -200,7 +221,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, r
 	s.mu.Lock()
 	s.calls[rt.op]++
 	latency, fault := s.fault()
+	observe := s.observe
 	s.mu.Unlock()
+	if observe != nil {
+		observe(Call{Op: rt.op, Scope: c.scope, Where: c.where, RateLimited: fault != nil && fault.Reason == "rateLimitExceeded"})
+	}
 	if latency > 0 {
 		time.Sleep(latency)
 	}
