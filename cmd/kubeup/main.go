@@ -138,6 +138,8 @@ it first.`,
 		newDeleteCommand(g),
 		newGraphCommand(g),
 		newExportCommand(g),
+		newValidateCommand(g),
+		newRollingUpdateCommand(g),
 		version.Command("kubeup"),
 	)
 	// Made now rather than by Execute, so that requireSubcommand covers it too. Its commands keep the writer

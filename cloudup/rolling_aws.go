@@ -1,0 +1,176 @@
+package cloudup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/awstasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// awsRolling replaces the machines of an aws cluster through their Auto Scaling groups, and tells, from what
+// the cloud shows, whether they serve and where etcd's members are (the Health of --cloudonly).
+type awsRolling struct {
+	cloud *awstasks.Cloud
+	spec  *model.Cluster
+	igs   []*model.InstanceGroup // all of the cluster's
+}
+
+var (
+	_ rollingCloud = (*awsRolling)(nil)
+	_ Health       = (*awsRolling)(nil)
+)
+
+// Groups reads the Auto Scaling group of each instance group: a machine needs an update when it was launched
+// from another launch template, or another version of it, than the one its group launches now (`kubeup update
+// cluster --yes` makes a new version for every change of an instance group and points the group at it).
+func (a *awsRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]RollingGroup, error) {
+	names := make([]string, len(igs))
+	for k, ig := range igs {
+		names[k] = model.LaunchTemplateName(a.spec.Metadata.Name, ig.Metadata.Name)
+	}
+	states, err := a.cloud.Groups(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, s := range states {
+		for _, i := range s.Instances {
+			ids = append(ids, i.ID)
+		}
+	}
+	addrs, err := a.cloud.InstanceAddresses(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RollingGroup, 0, len(igs))
+	for k, ig := range igs {
+		s, ok := states[names[k]]
+		if !ok {
+			return nil, fmt.Errorf("instance group %s has no Auto Scaling group %s: run `kubeup update cluster %s --yes` first",
+				ig.Metadata.Name, names[k], a.spec.Metadata.Name)
+		}
+		g := RollingGroup{Name: ig.Metadata.Name, ControlPlane: ig.Spec.Role == model.RoleControlPlane,
+			Min: s.Min, Target: s.Desired, Max: s.Max}
+		for _, i := range s.Instances {
+			ri := RollingInstance{Group: g.Name, ControlPlane: g.ControlPlane, ID: i.ID, Zone: i.Zone, Ready: i.InService(), Addresses: addrs[i.ID]}
+			switch {
+			case i.Template != s.Template:
+				ri.NeedsUpdate = true
+				ri.Reason = fmt.Sprintf("launched from launch template %s, the group launches %s", i.Template, s.Template)
+			case i.Version != s.Version:
+				ri.NeedsUpdate = true
+				ri.Reason = fmt.Sprintf("launch template version %s (%s), the group launches version %s", i.Version, i.InstanceType, s.Version)
+			}
+			g.Instances = append(g.Instances, ri)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// Replace terminates the machine in its Auto Scaling group without lowering the group's desired capacity: the
+// group launches its replacement from the current template version.
+func (a *awsRolling) Replace(ctx context.Context, i RollingInstance) error {
+	return a.cloud.TerminateInGroup(ctx, i.ID)
+}
+
+// Basis says what the cloud's checks are.
+func (a *awsRolling) Basis() string {
+	return "the cloud (--cloudonly): an etcd member counts as healthy when its EBS volume is attached to an in-service instance of the cluster (what protokube claims), not by etcd's own /health"
+}
+
+// inService returns the ids of the cluster's machines Auto Scaling counts in service, and the groups.
+func (a *awsRolling) inService(ctx context.Context) (map[string]bool, []RollingGroup, error) {
+	groups, err := a.Groups(ctx, a.igs)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := map[string]bool{}
+	for _, g := range groups {
+		for _, i := range g.Instances {
+			if i.Ready {
+				ids[i.ID] = true
+			}
+		}
+	}
+	return ids, groups, nil
+}
+
+// Etcd reports each member of the spec by its EBS volume (tag k8s.io/etcd/<etcd cluster>=<member>/...): held by
+// the instance it is attached to, healthy when that instance is in service.
+func (a *awsRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
+	live, _, err := a.inService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.members(ctx, live)
+}
+
+func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]MemberHealth, error) {
+	vols, err := awstasks.NewVolumes(a.cloud.EC2, volumetasks.Holder{}, "", awstasks.VolumesOptions{}).List(ctx, map[string]string{
+		awstasks.ClusterTag(a.spec.Metadata.Name): "owned",
+		model.TagControlPlane:                     "1",
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []MemberHealth
+	for _, e := range a.spec.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: "no EBS volume carries its tag " + model.EtcdTagKey(e.Name)}
+			for _, v := range vols {
+				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
+					continue
+				}
+				switch {
+				case v.Holder == nil:
+					mh.Why = "its volume " + v.ID + " is attached to no instance"
+				case !live[v.Holder.NodeID]:
+					mh.Holder = v.Holder.NodeID
+					mh.Why = "its volume " + v.ID + " is attached to " + v.Holder.NodeID + ", which is not in service"
+				default:
+					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
+				}
+				break
+			}
+			out = append(out, mh)
+		}
+	}
+	return out, nil
+}
+
+// Validate checks, from the cloud, that every group has its target of machines in service and every etcd member's
+// volume is attached to one of them.
+func (a *awsRolling) Validate(ctx context.Context) ([]string, error) {
+	live, groups, err := a.inService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for _, g := range groups {
+		ready := 0
+		for _, i := range g.Instances {
+			if i.Ready {
+				ready++
+			} else {
+				problems = append(problems, fmt.Sprintf("instance %s (instance group %s): not in service", i.ID, g.Name))
+			}
+		}
+		if int32(ready) < g.Target {
+			problems = append(problems, fmt.Sprintf("instance group %s: %d of its %d machines in service", g.Name, ready, g.Target))
+		}
+	}
+	members, err := a.members(ctx, live)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if !m.Healthy {
+			problems = append(problems, fmt.Sprintf("etcd member %s: %s", m, m.Why))
+		}
+	}
+	return problems, nil
+}
