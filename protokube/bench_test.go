@@ -43,8 +43,10 @@ import (
 //     allocs/op are per round (an upper bound: they include the fake's own work for the round's calls);
 //     mutating-calls, list-calls-max-per-type (the most Describe*/List* calls of one operation) and
 //     calls-per-round are what the fake counted, per round. Every round must change nothing.
-//   - the protokube binary runs rounds every 50 ms: cpu-ms is its user + system time per round (from
-//     /proc/PID/stat, over idleRounds rounds after warm-up), rss-mb and hwm-mb its VmRSS and VmHWM after them:
+//   - the protokube binary runs rounds every 100 ms: cpu-ms is the user + system time per round of the process
+//     and of the children it waited for (blkid: each FormatAndMount probes its device every round), cpu-ms-self
+//     of the process alone (from /proc/PID/stat, over idleRounds rounds after warm-up); rss-mb and hwm-mb are
+//     its VmRSS and VmHWM after them, heap-live-mb the most live heap a GC saw meanwhile (GODEBUG=gctrace=1):
 //     the cost of the process alone, without the test harness or the fake.
 //
 // Needs root and loop devices (mounts): behind the e2e build tag.
@@ -99,6 +101,8 @@ func BenchmarkProtokubeIdleRound(b *testing.B) {
 		b.ReportMetric(per(maxList), "list-calls-max-per-type")
 		b.ReportMetric(per(total), "calls-per-round")
 		b.ReportMetric(proc.cpuMs, "cpu-ms")
+		b.ReportMetric(proc.cpuMsSelf, "cpu-ms-self")
+		b.ReportMetric(proc.heapMB, "heap-live-mb")
 		b.ReportMetric(proc.rssMB, "rss-mb")
 		b.ReportMetric(proc.hwmMB, "hwm-mb")
 	})
@@ -257,22 +261,24 @@ func (n *benchNode) protokube(args ...string) (string, error) {
 
 // processCost is what one protokube process costs, doing idle rounds.
 type processCost struct {
-	cpuMs        float64 // user + system CPU time per round
-	rssMB, hwmMB float64 // VmRSS and VmHWM after the rounds
+	cpuMs, cpuMsSelf float64 // user + system CPU time per round, with and without the children it waited for
+	rssMB, hwmMB     float64 // VmRSS and VmHWM after the rounds
+	heapMB           float64 // the most live heap a GC reported during the rounds
 }
 
 const (
 	warmupRounds = 5   // rounds before the CPU time is read: the first identifies the instance
-	idleRounds   = 100 // rounds the CPU time is measured over
+	idleRounds   = 60  // rounds the CPU time is measured over
 	clockTicks   = 100 // USER_HZ: the unit of utime and stime in /proc/PID/stat on Linux
 )
 
-// measureProtokubeProcess runs the protokube binary on n with --interval=50ms, and reads its CPU time over
-// idleRounds rounds and its memory after them from /proc. Every round it logs must have changed nothing.
+// measureProtokubeProcess runs the protokube binary on n with --interval=100ms, and reads its CPU time over
+// idleRounds rounds and its memory after them from /proc, and the live heap from the runtime's GC trace. Every
+// round it logs must have changed nothing.
 func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	tb.Helper()
-	cmd := exec.Command(n.bin, "--conf="+n.conf, "--root="+n.root, "--interval=50ms")
-	cmd.Env = append(os.Environ(), n.env...)
+	cmd := exec.Command(n.bin, "--conf="+n.conf, "--root="+n.root, "--interval=100ms")
+	cmd.Env = append(append(os.Environ(), n.env...), "GODEBUG=gctrace=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -294,13 +300,18 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	defer hung.Stop()
 
 	var cost processCost
-	var startTicks uint64
+	var startAll, startSelf uint64
+	gcLine := regexp.MustCompile(`^gc \d+ .* \d+->\d+->(\d+) MB`)
 	var log []string
 	sc := bufio.NewScanner(stderr)
 	rounds := 0
 	for rounds < warmupRounds+idleRounds && sc.Scan() {
 		line := sc.Text()
 		log = append(log, line)
+		if m := gcLine.FindStringSubmatch(line); m != nil && rounds >= warmupRounds {
+			live, _ := strconv.ParseFloat(m[1], 64)
+			cost.heapMB = max(cost.heapMB, live)
+		}
 		if !strings.Contains(line, "msg=round ") {
 			continue
 		}
@@ -310,10 +321,11 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 		rounds++
 		switch rounds {
 		case warmupRounds:
-			startTicks = cpuTicks(tb, pid)
+			startAll, startSelf = cpuTicks(tb, pid)
 		case warmupRounds + idleRounds:
-			ticks := cpuTicks(tb, pid) - startTicks
-			cost.cpuMs = float64(ticks) * 1000 / clockTicks / idleRounds
+			all, self := cpuTicks(tb, pid)
+			cost.cpuMs = float64(all-startAll) * 1000 / clockTicks / idleRounds
+			cost.cpuMsSelf = float64(self-startSelf) * 1000 / clockTicks / idleRounds
 			cost.rssMB, cost.hwmMB = statusMB(tb, pid, "VmRSS"), statusMB(tb, pid, "VmHWM")
 		}
 	}
@@ -325,8 +337,9 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	return cost
 }
 
-// cpuTicks is the user + system time of process pid, in clock ticks (/proc/PID/stat fields 14 and 15).
-func cpuTicks(tb testing.TB, pid int) uint64 {
+// cpuTicks is the user + system time of process pid, in clock ticks, with the children it waited for (all:
+// /proc/PID/stat fields 14 to 17) and without (self: fields 14 and 15).
+func cpuTicks(tb testing.TB, pid int) (all, self uint64) {
 	tb.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -335,15 +348,18 @@ func cpuTicks(tb testing.TB, pid int) uint64 {
 	// The command name (field 2) is in parentheses and may hold spaces: count the fields after its ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	fields := strings.Fields(string(b)[i+1:]) // fields[0] is field 3 (state)
-	if len(fields) < 13 {
+	if len(fields) < 15 {
 		tb.Fatalf("/proc/%d/stat: %q: too few fields", pid, b)
 	}
-	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
-	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("/proc/%d/stat: utime %q, stime %q: not numbers", pid, fields[11], fields[12])
+	var t [4]uint64 // utime, stime, cutime, cstime
+	for i := range t {
+		v, err := strconv.ParseUint(fields[11+i], 10, 64)
+		if err != nil {
+			tb.Fatalf("/proc/%d/stat: field %d %q: %v", pid, 14+i, fields[11+i], err)
+		}
+		t[i] = v
 	}
-	return utime + stime
+	return t[0] + t[1] + t[2] + t[3], t[0] + t[1]
 }
 
 // statusMB is the field key ("VmRSS", "VmHWM", in kB) of /proc/PID/status, in MB.

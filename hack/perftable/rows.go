@@ -199,8 +199,10 @@ func rows() []row {
 		What:  "protokube round with nothing to do (AWS fake): CPU, memory",
 		Bench: "BenchmarkProtokubeIdleRound/aws",
 		Figure: func(r *result) string {
-			return fmt.Sprintf("%s ms CPU per round, RSS %s MB (peak %s MB); %s and %s allocs per round",
-				num(r.Metrics["cpu-ms"]), num(r.Metrics["rss-mb"]), num(r.Metrics["hwm-mb"]), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
+			return fmt.Sprintf("%s ms CPU per round (%s ms in protokube itself, the rest in the processes it runs); "+
+				"RSS %s MB (peak %s MB, live heap %s MB); %s wall, %s and %s allocs per round",
+				metric(r, "cpu-ms"), metric(r, "cpu-ms-self"), metric(r, "rss-mb"), metric(r, "hwm-mb"), metric(r, "heap-live-mb"),
+				ms(r.Metrics["ns/op"]), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
 		},
 		Goal: "under 10 ms CPU per round; RSS under 40 MB",
 		Met: func(r *result, _ *results) string {
