@@ -37,11 +37,12 @@ cluster NAME --yes".`,
 				return unknownCommand(cmd, args[0])
 			}
 			if file == "" {
-				return fmt.Errorf("%s needs a subcommand (%s) or -f FILE (see `%s --help`)", cmd.CommandPath(), subcommandList(cmd), cmd.CommandPath())
+				return fmt.Errorf("%s needs a subcommand: %s (see `%s --help`), or -f FILE", cmd.CommandPath(), subcommandList(cmd), cmd.CommandPath())
 			}
 			return createFromFile(cmd, g, file, name.flag)
 		},
 	}
+	create.SuggestionsMinimumDistance = 2 // as requireSubcommand does for the commands that only group others
 	name.addFlag(create, g)
 	create.Flags().Lookup("name").Usage = "with -f: the cluster of the file's InstanceGroups when they do not name it (the file's documents must be of this cluster)"
 	create.Flags().StringVarP(&file, "filename", "f", "", "create what FILE holds: a Cluster with its InstanceGroups, or InstanceGroups of an existing cluster (\"-\" for stdin)")

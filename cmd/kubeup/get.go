@@ -180,8 +180,11 @@ func groupsArgs(cmd *cobra.Command, flag string, args []string) (cluster string,
 			groups = append(groups, a)
 			continue
 		}
-		if cluster != "" && cluster != a {
-			return "", nil, fmt.Errorf("%s: %q and %q name different clusters: give the cluster once, with --name CLUSTER", cmd.CommandPath(), cluster, a)
+		switch {
+		case flag != "" && a != flag:
+			return "", nil, fmt.Errorf("%s: NAME %q and --name %q name different clusters: give one of them", cmd.CommandPath(), a, flag)
+		case cluster != "" && a != cluster:
+			return "", nil, fmt.Errorf("%s: %q and %q name different clusters: give one of them", cmd.CommandPath(), cluster, a)
 		}
 		cluster = a
 	}

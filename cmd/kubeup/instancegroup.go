@@ -132,8 +132,11 @@ With --dry-run, print the group (-o yaml or json) instead of writing it. The clo
 	f := cmd.Flags()
 	f.StringVar(&role, "role", model.RoleNode, "the group's role: Node or ControlPlane")
 	f.StringSliceVar(&zones, "zones", nil, "zones of the group's machines, comma-separated, each one of the cluster's (default: a Node group all of them; a ControlPlane group needs exactly one)")
-	f.Int32Var(&minSize, "min", 1, "the group's smallest size (spec.minSize)")
-	f.Int32Var(&maxSize, "max", 1, "the group's largest size (spec.maxSize; default: --min)")
+	f.Int32Var(&minSize, "min", 0, "the group's smallest size (spec.minSize; left out: 1)")
+	f.Int32Var(&maxSize, "max", 0, "the group's largest size (spec.maxSize; left out: the smallest size)")
+	for _, n := range []string{"min", "max"} {
+		f.Lookup(n).DefValue = "" // only a size given is written into the spec: the default is the spec's
+	}
 	f.StringVar(&machineType, "machine-type", "", "the machine type (spec.machineType; default: the cloud's: t3.medium, e2-standard-2, local)")
 	f.StringVar(&image, "image", "", "the machine image (spec.image; default: the cloud's Debian 12)")
 	f.BoolVar(&dryRun, "dry-run", false, "validate and print the group instead of writing it")

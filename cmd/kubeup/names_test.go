@@ -123,7 +123,11 @@ func TestClusterName(t *testing.T) {
 		if tc.cmd[0] == "get" && tc.cmd[1] == "cluster" || tc.cmd[0] == "replace" {
 			continue // without a name: every cluster, or the file's
 		}
-		if _, _, err := kubeup(t, state, tc.cmd...); err == nil || !strings.Contains(err.Error(), "needs the cluster's name: kubeup "+strings.Join(tc.cmd, " ")+" NAME, or --name NAME") {
+		wantHow := "needs the cluster's name: kubeup " + strings.Join(tc.cmd, " ") + " NAME, or --name NAME"
+		if tc.cmd[0] == "get" && tc.cmd[1] == "instancegroups" { // NAME is a group's, the cluster's is --name
+			wantHow = "needs the cluster's name: kubeup get instancegroups --name CLUSTER"
+		}
+		if _, _, err := kubeup(t, state, tc.cmd...); err == nil || !strings.Contains(err.Error(), wantHow) {
 			t.Errorf("kubeup %s: %v, want to be told to give NAME or --name", strings.Join(tc.cmd, " "), err)
 		}
 	}
