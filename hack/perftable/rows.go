@@ -231,13 +231,19 @@ func rows() []row {
 	})
 	rs = append(rs, row{
 		What:  "nodeup re-run with nothing to do, control-plane graph (--root, unit files only)",
-		Bench: "BenchmarkNodeupNoop",
+		Bench: "BenchmarkNodeupNoop/control-plane",
+		Alt:   "BenchmarkNodeupNoop",
 		Figure: func(r *result) string {
-			return fmt.Sprintf("%s ms; %s and %s allocs per run", num(r.Metrics["ms-wall"]), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
+			return fmt.Sprintf("%s ms for the binary (process start included); %s ms in process, %s and %s allocs per run",
+				metric(r, "ms-wall-binary"), metric(r, "ms-wall"), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
 		},
 		Goal: "under 200 ms",
 		Met: func(r *result, _ *results) string {
-			return less(r.Metrics["ms-wall"], 200, func(v float64) string { return num(v) + " ms" })
+			v, ok := r.Metrics["ms-wall-binary"]
+			if !ok {
+				v = r.Metrics["ms-wall"]
+			}
+			return less(v, 200, func(v float64) string { return num(v) + " ms" })
 		},
 		Anchor: func(*results) string {
 			return "none published: kops runs nodeup once at boot and publishes no figure for a re-run"
