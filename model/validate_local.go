@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/base64"
 	"net"
 	"regexp"
 	"slices"
@@ -83,6 +84,10 @@ func validateLocalDNS(ps *problems, d *LocalDNSSpec) {
 		case !strings.HasPrefix(d.TSIGSecretFile, "/"):
 			// Not quoted: it may be the secret itself, which must not reach a log.
 			ps.add(p+".tsigSecretFile", "is not an absolute path: give the path of a file on the control-plane nodes that holds the base64 secret, never the secret itself (the spec is stored, printed and copied to every node)")
+		case pathProblem(d.TSIGSecretFile) != "" && isBase64(d.TSIGSecretFile):
+			// Not quoted either: a base64 secret may start with '/' (and end in '=', which no path holds).
+			ps.add(p+".tsigSecretFile", "is not a clean absolute path of letters, digits and %s (not shown: it may be the secret itself): give the path of a file on the control-plane nodes that holds the base64 secret, never the secret itself",
+				strings.Join(strings.Split(pathChars, ""), " "))
 		default:
 			validatePath(ps, p+".tsigSecretFile", d.TSIGSecretFile, true)
 		}
@@ -124,4 +129,10 @@ func tsigKeyNameProblem(name string) string {
 		}
 	}
 	return ""
+}
+
+// isBase64 reports whether s decodes as standard base64, as a TSIG secret does.
+func isBase64(s string) bool {
+	_, err := base64.StdEncoding.DecodeString(s)
+	return err == nil
 }
