@@ -233,7 +233,7 @@ func (a *account) create(ctx context.Context, url string, sh shape, o model.NewC
 		size := int32(1)
 		igs = append(igs, &model.InstanceGroup{APIVersion: model.APIVersion, Kind: model.KindInstanceGroup,
 			Metadata: model.ObjectMeta{Name: fmt.Sprintf("nodes-%02d", i+1)},
-			Spec: model.InstanceGroupSpec{Role: model.RoleNode, Zones: []string{o.Zones[i%len(o.Zones)]}, MinSize: &size, MaxSize: &size}})
+			Spec:     model.InstanceGroupSpec{Role: model.RoleNode, Zones: []string{o.Zones[i%len(o.Zones)]}, MinSize: &size, MaxSize: &size}})
 	}
 	if err := a.cs.Create(ctx, "bench", c, igs); err != nil {
 		tb.Fatal(err)
