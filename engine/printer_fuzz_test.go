@@ -147,9 +147,9 @@ func FuzzPrinter(f *testing.F) {
 		if plan.APIVersion != PlanAPIVersion || plan.Summary.Create != 1 || plan.Summary.Modify != 1 || len(plan.Changes) != 2 {
 			t.Fatalf("the JSON plan's apiVersion %q, summary %+v, %d changes", plan.APIVersion, plan.Summary, len(plan.Changes))
 		}
-		created := plan.Changes[0]
-		if created.Key != "Created/"+name {
-			created = plan.Changes[1]
+		created := plan.Changes[0] // in the plan's order
+		if want := string([]rune("Created/" + name)); created.Key != want {
+			t.Fatalf("the JSON plan's first change is %q, want %q", created.Key, want)
 		}
 		for _, f := range created.Fields {
 			var got any
