@@ -60,6 +60,7 @@ type machine struct {
 	Cores int
 	Go    string
 	Date  string
+	Load  string // /proc/loadavg's first three fields
 }
 
 // readMachine reads the CPU model from the benchmark output (or /proc/cpuinfo), the cores from /proc/cpuinfo,
@@ -73,6 +74,11 @@ func readMachine(rs *results) machine {
 			m.CPU = model
 		}
 		m.Cores = cores
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.Load = strings.Join(f[:3], ", ")
+		}
 	}
 	if m.Cores == 0 {
 		m.Cores = runtime.NumCPU()
@@ -144,7 +150,11 @@ or documented, with its source. A row whose benchmark did not run says "not meas
 
 `)
 	fmt.Fprintf(&b, "Machine: %s, %d cores (`/proc/cpuinfo`); %s; %s/%s; run on %s (UTC). Wall-clock figures\n", m.CPU, m.Cores, m.Go, rs.GOOS, rs.GOARCH, m.Date)
-	b.WriteString("depend on the machine and on what else runs on it; call counts do not.\n\n")
+	b.WriteString("depend on the machine and on what else runs on it; call counts do not.")
+	if m.Load != "" {
+		fmt.Fprintf(&b, " Load average (1, 5, 15 minutes) when the table was made: %s.", m.Load)
+	}
+	b.WriteString("\n\n")
 	b.WriteString(table)
 	b.WriteString("\nSources of the anchors:\n\n")
 	for _, s := range allSources {
