@@ -100,7 +100,7 @@ the others as usual; the command then fails with the reason.`,
 func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 	var output string
 	var full bool
-	var cluster clusterName
+	var a groupArgs
 	cmd := &cobra.Command{
 		Use:     "instancegroups [NAME...] --name CLUSTER",
 		Aliases: []string{"instancegroup", "ig"},
@@ -116,7 +116,7 @@ create -f" read both. A cluster name (it has a dot) given as NAME is taken as --
   kubeup get ig nodes --name demo.example.com -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			name, groups, err := groupsArgs(cmd, cluster.flag, args)
+			name, groups, err := groupsArgs(cmd, a.cluster.flag, args)
 			if err != nil {
 				return err
 			}
@@ -164,7 +164,7 @@ create -f" read both. A cluster name (it has a dot) given as NAME is taken as --
 			return table(cmd.OutOrStdout(), []string{"NAME", "ROLE", "MACHINETYPE", "MIN", "MAX", "ZONES"}, rows)
 		},
 	}
-	cluster.addFlag(cmd, g)
+	a.addFlags(cmd, g)
 	cmd.Flags().Lookup("name").Usage = "the instance groups' cluster (required)"
 	cmd.Flags().BoolVar(&full, "full", false, "show the complete specs, with every default filled in")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")

@@ -22,7 +22,7 @@ func (a *groupArgs) addFlags(cmd *cobra.Command, g *globals) {
 	a.cluster.addFlag(cmd, g)
 	cmd.Flags().Lookup("name").Usage = "the instance group's cluster (required)"
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 || a.cluster.flag == "" {
+		if (len(args) > 0 && cmd.Args != nil) || a.cluster.flag == "" { // get instancegroups (no Args) takes several
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		cs, err := g.clusters(cmd.Context())

@@ -154,6 +154,23 @@ func TestInstanceGroupFiles(t *testing.T) {
 		t.Errorf("the stored spec holds what is never stored:\n%s", stored)
 	}
 
+	// create instancegroup --dry-run prints the group, labelled with its cluster, and writes nothing.
+	before := treeSums(t, state)
+	dry := mustKubeup(t, state, "create", "ig", "spare", "--name", name, "--role", "node", "--zones", "a", "--max", "3", "--dry-run", "-o", "yaml")
+	if want := "apiVersion: kubeup.dev/v1alpha1\nkind: InstanceGroup\nmetadata:\n  labels:\n    kubeup.dev/cluster: demo.example.com\n  name: spare\nspec:\n" +
+		"  maxSize: 3\n  role: Node\n  zones:\n  - a\n"; dry != want {
+		t.Errorf("create ig --dry-run printed:\n%s\nwant:\n%s", dry, want)
+	}
+	if !sameSums(before, treeSums(t, state)) {
+		t.Error("create ig --dry-run changed the store")
+	}
+
+	for _, args := range [][]string{{"__complete", "get", "ig", "--name", name, ""}, {"__complete", "edit", "ig", "--name", name, "n"}, {"__complete", "delete", "ig", "--name", name, ""}} {
+		if out := mustKubeup(t, state, args...); !strings.Contains(out, "\nnodes\n") || !strings.Contains(out, "control-plane-a\n") || !strings.Contains(out, ":4\n") {
+			t.Errorf("kubeup %s completes to\n%s\nwant the cluster's groups, and no files", strings.Join(args, " "), out)
+		}
+	}
+
 	// A whole cluster from a file: the Cluster and its groups, as get prints them.
 	whole := strings.ReplaceAll(mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")+"---\n"+mustKubeup(t, state, "get", "ig", "--name", name, "-o", "yaml"),
 		name, "copy.example.com")
