@@ -278,6 +278,9 @@ func ClusterOf(source string, objs *model.Objects, want string) (string, error) 
 	case name != "" && want != "" && name != want:
 		return "", fmt.Errorf("%s holds cluster %q, not %q: nothing was written", source, name, want)
 	case name != "":
+		if err := checkName(name); err != nil {
+			return "", fmt.Errorf("%s: metadata.labels[%s] (or the Cluster's metadata.name): %w", source, model.LabelCluster, err)
+		}
 		return name, nil
 	case want != "":
 		return want, nil

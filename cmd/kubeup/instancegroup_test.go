@@ -263,6 +263,8 @@ func TestInstanceGroupRefusals(t *testing.T) {
 			want: []string{`typo.yaml: document 2 (line 10): spec.minsize: unknown field: did you mean "minSize"?`}},
 		{name: "replace: a control plane that would add etcd members", args: []string{"replace", "-f", write("cp.yaml", group("control-plane-d", ours, "  role: ControlPlane\n  zones: [a]\n"))},
 			want: []string{"cp.yaml: this change of the instance groups of cluster demo.example.com would add member d of etcd main"}},
+		{name: "replace: a label that is not a cluster name", args: []string{"replace", "-f", write("label.yaml", group("nodes", "  labels:\n    kubeup.dev/cluster: Demo\n", "  role: Node\n"))},
+			want: []string{`label.yaml: metadata.labels[kubeup.dev/cluster] (or the Cluster's metadata.name): "Demo" is not a cluster name`}},
 		{name: "create -f: a group the cluster has", args: []string{"create", "-f", write("again.yaml", group("nodes", ours, "  role: Node\n"))},
 			want: []string{`again.yaml: instance group "nodes" already exists in cluster demo.example.com`}},
 		{name: "create -f: a cluster that exists", args: []string{"create", "-f", write("cluster.yaml", "apiVersion: kubeup.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: demo.example.com\nspec:\n  cloudProvider: local\n  zones: [a]\n---\n"+
