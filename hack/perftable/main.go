@@ -118,6 +118,9 @@ func renderTable(rs *results) string {
 			name, res = r.Alt, rs.get(r.Alt)
 		}
 		figure, met := "not measured (`"+r.Bench+"` is not in the input)", "not measured"
+		if rs.failed[r.Bench] || rs.failed[r.Alt] || rs.failed[strings.SplitN(r.Bench, "/", 2)[0]] {
+			figure = "not measured: `" + r.Bench + "` failed (see bench.out)"
+		}
 		if res != nil {
 			figure = r.Figure(res) + " (`" + name + "`)"
 			met = "n/a (no goal)"

@@ -22,8 +22,9 @@ type result struct {
 // results are the benchmarks of `go test -bench` output, by name, and what the output says of the machine.
 type results struct {
 	byName map[string]*result
-	order  []string // names in input order
-	CPU    string   // the "cpu:" line, if any
+	order  []string        // names in input order
+	failed map[string]bool // benchmarks with a "--- FAIL:" line
+	CPU    string          // the "cpu:" line, if any
 	GOOS   string
 	GOARCH string
 }
@@ -43,13 +44,17 @@ var procsSuffix = regexp.MustCompile(`-\d+$`)
 // say which benchmark is whose). Lines that are not benchmark results (PASS, ok, logs) are skipped. A result
 // line whose name was printed on a line of its own before (a benchmark that logged) is joined to it.
 func parse(r io.Reader) (*results, error) {
-	rs := &results{byName: map[string]*result{}}
+	rs := &results{byName: map[string]*result{}, failed: map[string]bool{}}
 	sums := map[string]map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	pkg, pending := "", ""
 	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := strings.TrimRight(sc.Text(), " \t\r")
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok && strings.HasPrefix(name, "Benchmark") {
+			rs.failed[procsSuffix.ReplaceAllString(strings.Fields(name)[0], "")] = true
+			continue
+		}
 		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "Benchmark") {
 			switch k {
 			case "pkg":
