@@ -52,6 +52,12 @@ type RollingInstance struct {
 	Reason      string
 	// Ready says the cloud counts the machine as serving (AWS: InService and Healthy; GCE: RUNNING).
 	Ready bool
+	// UID identifies this incarnation of the machine when ID does not (GCE recreates an instance under its
+	// name, with a new numeric id); "" when ID does.
+	UID string
+
+	// zone, group and url are where the cloud's Replace finds the machine (GCE).
+	zone, group, url string
 }
 
 // RollingGroup is one instance group's machines.
@@ -92,12 +98,13 @@ type Health interface {
 // MemberHealth is one etcd member as a Health sees it.
 type MemberHealth struct {
 	// EtcdCluster and Member name the member (main, a).
-	EtcdCluster, Member string
+	EtcdCluster string `json:"etcdCluster"`
+	Member      string `json:"member"`
 	// Holder is the machine that runs it, by id or address; "" when none does.
-	Holder string
+	Holder string `json:"holder,omitempty"`
 	// Healthy says it answers as healthy; Why says why not.
-	Healthy bool
-	Why     string
+	Healthy bool   `json:"healthy"`
+	Why     string `json:"why,omitempty"`
 }
 
 func (m MemberHealth) String() string { return m.EtcdCluster + "/" + m.Member }
@@ -306,6 +313,14 @@ func (r *roller) quorum(ctx context.Context, i RollingInstance, log *slog.Logger
 		}
 		byCluster[m.EtcdCluster] = append(byCluster[m.EtcdCluster], m)
 	}
+	known := len(i.Addresses) > 0
+	for _, m := range members {
+		known = known || i.holds(m.Holder)
+	}
+	if !known && len(members) > 0 {
+		return fmt.Errorf("%s (%s) is not taken down: the cloud gives no address of it, so which etcd members it runs cannot be told (checks based on %s)",
+			i.ID, i.Group, r.health.Basis())
+	}
 	var problems []string
 	for _, ec := range clusters {
 		ms := byCluster[ec]
@@ -376,7 +391,7 @@ func (r *roller) replaced(ctx context.Context, ig *model.InstanceGroup, old Roll
 	g := groups[0]
 	ready := 0
 	for _, i := range g.Instances {
-		if i.ID == old.ID {
+		if i.ID == old.ID && i.UID == old.UID {
 			return false, fmt.Sprintf("%s is still in group %s", old.ID, g.Name), nil
 		}
 		if i.Ready {
@@ -418,8 +433,14 @@ func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*mo
 			return nil, err
 		}
 		return &awsRolling{cloud: cloud, spec: c, igs: igs}, nil
+	case model.CloudGCE:
+		cloud, err := openGCE(ctx, c, cs)
+		if err != nil {
+			return nil, err
+		}
+		return &gceRolling{cloud: cloud, spec: c}, nil
 	default:
-		return nil, fmt.Errorf("cluster %s: cloudProvider %s: rolling-update replaces machines through the groups of aws only in this kubeup; on %s, run nodeup and protokube again on each machine (see docs/operations.md)",
+		return nil, fmt.Errorf("cluster %s: cloudProvider %s: rolling-update replaces machines through the groups of aws and gce only in this kubeup; on %s, run nodeup and protokube again on each machine (see docs/operations.md)",
 			c.Metadata.Name, c.Spec.CloudProvider, c.Spec.CloudProvider)
 	}
 }

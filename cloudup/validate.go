@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"kubeup.dev/kubeup/model"
@@ -28,7 +29,7 @@ type ValidateOptions struct {
 	// the cluster is used.
 	Kubeconfig string
 	// Resolver resolves the cluster's DNS names (nil: the system's).
-	Resolver *net.Resolver
+	Resolver hostResolver
 }
 
 // Validation is what ValidateCluster found. Healthy is true when there is no failure.
@@ -64,7 +65,7 @@ type validator struct {
 	igs  []*model.InstanceGroup
 	api  *apiClient
 	etcd *http.Client
-	dns  *net.Resolver
+	dns  hostResolver
 }
 
 // ValidateCluster checks a running cluster through its API, with the credentials of the exported kubeconfig,
@@ -103,10 +104,11 @@ func (cs *Clusters) newValidator(ctx context.Context, name string, o ValidateOpt
 	if err != nil {
 		return nil, err
 	}
-	dns := o.Resolver
-	if dns == nil {
-		dns = net.DefaultResolver
+	var dns hostResolver = net.DefaultResolver
+	if o.Resolver != nil {
+		dns = o.Resolver
 	}
+	api.resolver = dns
 	return &validator{c: c, igs: igs, api: api, etcd: etcd, dns: dns}, nil
 }
 
@@ -116,10 +118,12 @@ func (v *validator) validate(ctx context.Context) *Validation {
 		out.Failures = append(out.Failures, ValidationFailure{Kind: kind, Name: name, Message: fmt.Sprintf(format, args...)})
 	}
 	nodes, err := v.api.nodes(ctx)
+	apiOK := err == nil
 	if err != nil {
 		fail("API", v.api.server, "%v", err)
 	}
 	pods, err := v.api.kubeSystemPods(ctx)
+	podsOK := err == nil
 	if err != nil {
 		fail("API", v.api.server, "%v", err)
 	}
@@ -155,6 +159,9 @@ func (v *validator) validate(ctx context.Context) *Validation {
 		}
 	}
 	for _, ig := range v.igs {
+		if !apiOK {
+			break // the nodes are not known: the API's failure says why
+		}
 		want, ready := int32(1), int32(0)
 		if ig.Spec.MinSize != nil {
 			want = *ig.Spec.MinSize
@@ -175,6 +182,9 @@ func (v *validator) validate(ctx context.Context) *Validation {
 		}
 	}
 	checkPod := func(pod, node string) {
+		if !podsOK {
+			return // the pods are not known: the API's failure says why
+		}
 		name := pod + "-" + node
 		p, ok := mirror[name]
 		switch {
@@ -227,6 +237,9 @@ func (v *validator) validate(ctx context.Context) *Validation {
 		slices.Sort(addrs)
 		for _, a := range addrs {
 			n, ok := byAddress[a]
+			if !ok && !apiOK {
+				continue // the nodes are not known
+			}
 			if !ok {
 				fail("DNSRecord", r.name, "points at %s, which is not the address of a Ready control-plane node", a)
 				continue
@@ -290,10 +303,12 @@ func etcdHealth(ctx context.Context, client *http.Client, endpoint string) error
 // WriteText writes the validation as kops does: the nodes, then each failure on one line, then the verdict.
 func (val *Validation) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "Validating cluster %s\n\n", val.Cluster)
-	fmt.Fprintln(w, "NODE\tINSTANCE GROUP\tROLE\tREADY")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tINSTANCE GROUP\tROLE\tREADY")
 	for _, n := range val.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\n", n.Name, n.InstanceGroup, n.Role, n.Ready)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\n", n.Name, n.InstanceGroup, n.Role, n.Ready)
 	}
+	tw.Flush()
 	fmt.Fprintln(w)
 	for _, m := range val.Etcd {
 		state := "healthy"

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,9 +23,21 @@ import (
 
 // apiClient talks to a cluster's API with the credentials of a kubeconfig: net/http and the kubeconfig's TLS
 // material, for the few reads validation makes (client-go would bring a large tree of modules for two GETs).
+//
+// The API's name resolves to every control-plane node (there is no load balancer in front of them): a request
+// goes to each address in turn until one answers, so that one node whose kube-apiserver hangs (its etcd member
+// down) does not hide the others.
 type apiClient struct {
-	server string
-	http   *http.Client
+	server   string // the kubeconfig's: https://host[:port]
+	host     string
+	port     string
+	http     *http.Client
+	resolver hostResolver
+}
+
+// hostResolver resolves names: *net.Resolver, or a test's.
+type hostResolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
 // newAPIClient reads the kubeconfig file path ("" is KubeconfigPath()'s) and returns a client of its context
@@ -95,8 +109,18 @@ func newAPIClient(path, cluster string) (*apiClient, error) {
 		return nil, fmt.Errorf("kubeconfig %s: context %s: the admin certificate ended at %s: %s", path, cluster,
 			pair.Leaf.NotAfter.UTC().Format(time.RFC3339), fix)
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}
-	return &apiClient{server: strings.TrimRight(server, "/"), http: &http.Client{Transport: tr, Timeout: 20 * time.Second}}, nil
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return nil, fmt.Errorf("kubeconfig %s: context %s: server %q is not an https:// URL: %s", path, cluster, server, fix)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+		ServerName: u.Hostname()}}
+	return &apiClient{server: strings.TrimRight(server, "/"), host: u.Hostname(), port: port,
+		http: &http.Client{Transport: tr, Timeout: 10 * time.Second}, resolver: net.DefaultResolver}, nil
 }
 
 // namedEntry is the entry of a kubeconfig list whose name is name, or nil.
@@ -110,27 +134,47 @@ func namedEntry(cfg map[string]any, list, name string) map[string]any {
 	return nil
 }
 
-// get reads path of the API as JSON into v.
+// get reads path of the API as JSON into v, from the first of the API's addresses that answers.
 func (c *apiClient) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+path, nil)
+	addrs := []string{c.host}
+	if net.ParseIP(c.host) == nil {
+		var err error
+		if addrs, err = c.resolver.LookupHost(ctx, c.host); err != nil {
+			return fmt.Errorf("reading %s from the API: %w", path, err)
+		}
+	}
+	var errs []error
+	for _, a := range addrs {
+		err := c.getFrom(ctx, a, path, v)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *apiClient) getFrom(ctx context.Context, addr, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(addr, c.port)+path, nil)
 	if err != nil {
 		return err
 	}
+	req.Host = net.JoinHostPort(c.host, c.port)
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("reading %s from the API: %w", path, err)
+		return fmt.Errorf("reading %s from the API at %s (%s): %w", path, c.host, addr, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("reading %s from the API: %w", path, err)
+		return fmt.Errorf("reading %s from the API at %s (%s): %w", path, c.host, addr, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reading %s from the API: %s: %s", path, resp.Status, strings.TrimSpace(string(body[:min(len(body), 300)])))
+		return fmt.Errorf("reading %s from the API at %s (%s): %s: %s", path, c.host, addr, resp.Status, strings.TrimSpace(string(body[:min(len(body), 300)])))
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("reading %s from the API: %w", path, err)
+		return fmt.Errorf("reading %s from the API at %s (%s): %w", path, c.host, addr, err)
 	}
 	return nil
 }
