@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/smithy-go/middleware"
 
@@ -81,8 +82,9 @@ func attributeCalls(counter *callCounter) func(*middleware.Stack) error {
 
 // criticalPath runs update --yes of a's cluster (an aws one, nothing of it in the cloud yet) as cloudup.Update
 // does, counting each task's calls, and returns the calls of the dry run's and the apply's longest dependency
-// paths together, and the calls no task made.
-func criticalPath(tb testing.TB, a *account) (path, unattributed int) {
+// paths together, the calls no task made, and how long the two runs took (milliseconds: the update's wall time
+// without latency, which is mostly CPU).
+func criticalPath(tb testing.TB, a *account) (path, unattributed int, ms float64) {
 	tb.Helper()
 	ctx := context.Background()
 	stored, err := a.cs.Get(ctx, a.name)
@@ -97,6 +99,7 @@ func criticalPath(tb testing.TB, a *account) (path, unattributed int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	start := time.Now()
 	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
 		counter := newCallCounter()
 		cfg := cfg.Copy()
@@ -113,7 +116,7 @@ func criticalPath(tb testing.TB, a *account) (path, unattributed int) {
 		path += longestPath(g.Tasks(), counter.calls)
 		unattributed += counter.calls[""]
 	}
-	return path, unattributed
+	return path, unattributed, since(start)
 }
 
 // longestPath returns the most calls along one dependency path of tasks, a task weighing calls[its key].

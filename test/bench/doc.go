@@ -18,6 +18,7 @@
 //	    ms-critical-path   the bound: the longest chain of sequential API calls along the graph's dependencies,
 //	                       dry run then apply, times 50 ms (see criticalPath)
 //	    x-critical-path    ms-wall / ms-critical-path
+//	    ms-wall-no-latency the same update's wall time without latency (the calibration's): mostly CPU
 //	BenchmarkThrottle/aws/50-ig/{adaptive,fixed-64,fixed-10}
 //	    update --yes of a new 50-instance-group cluster, AWS refusing calls above 20 at once, every call 20 ms:
 //	    throttled-calls   calls answered with a throttling error

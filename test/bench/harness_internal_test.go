@@ -19,7 +19,7 @@ func TestHarness(t *testing.T) {
 	ctx := context.Background()
 	t.Run("aws/critical-path-then-noop", func(t *testing.T) {
 		a := newAccount(t, "aws", threeMembers)
-		path, unattributed := criticalPath(t, a)
+		path, unattributed, _ := criticalPath(t, a)
 		made := statsOf(a.rec.take())
 		if path <= 0 || path >= made.total || made.mutating == 0 {
 			t.Errorf("critical path %d calls of %d (%d mutating): want some, and fewer than all", path, made.total, made.mutating)
