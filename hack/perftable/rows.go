@@ -308,9 +308,9 @@ func msAndBytes(r *result) string {
 	return fmt.Sprintf("%s, %s B/task", ms(r.Metrics["ns/op"]), num(r.Metrics["B/task"]))
 }
 
-// ms formats nanoseconds as milliseconds (or seconds past 10 s), to 3 significant digits.
+// ms formats nanoseconds as milliseconds (or seconds from 1 s), to 3 significant digits.
 func ms(ns float64) string {
-	if ns >= 10e9 {
+	if ns >= 1e9 {
 		return num(ns/1e9) + " s"
 	}
 	return num(ns/1e6) + " ms"
