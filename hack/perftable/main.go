@@ -167,15 +167,20 @@ or documented, with its source. A row whose benchmark did not run says "not meas
 How the figures are taken:
 
 - engine rows: ` + "`go test -bench` of `engine`" + `; time per run of validating and running the graph (building it is
-  not timed); B/task is the bytes allocated per task. The anchor runs the same graphs of the same tasks.
+  not timed); B/task is the bytes allocated per task. The anchors run the same graphs of the same tasks (Find and a
+  comparison each) without kops' per-wave log line, reflection-based diff and retries, which flatters them. A
+  verdict on a wall time within a few percent of its bar flips with the machine's load.
 - API calls: counted by the fakes (` + "`internal/fakeaws`, `internal/fakegce`" + `) on a no-op run after an apply; a list
   call is a Describe*/List* (or the GCE list methods).
-- protokube: one process of the ` + "`protokube`" + ` binary doing rounds against the AWS fake on a converged node (its
-  volumes attached and mounted from loop devices, manifests written, records published); CPU is its user + system
-  time from ` + "`/proc/PID/stat`" + ` over many rounds, RSS its ` + "`VmRSS`" + ` (peak ` + "`VmHWM`" + `) from ` + "`/proc/PID/status`" + `
-  after them. Allocations and API calls are of rounds run in the benchmark's process.
-- nodeup: ` + "`nodeup.Run`" + ` in the benchmark's process on a root a first apply converged, without systemd (unit files
-  only).
+- protokube: kubeup makes a 3-instance cluster in the AWS fake, whose etcd volumes show on loop devices, and
+  protokube converges the instances. Then the ` + "`protokube`" + ` binary of the first instance runs rounds every 100 ms:
+  CPU is the user + system time per round of the process and of the children it waited for (it runs ` + "`blkid -p`" + `
+  on each volume every round), from ` + "`/proc/PID/stat`" + ` over 60 rounds; RSS is its ` + "`VmRSS`" + ` (peak ` + "`VmHWM`" + `)
+  from ` + "`/proc/PID/status`" + ` after them, and the live heap is the most a GC reported (` + "`GODEBUG=gctrace=1`" + `).
+  Wall time, allocations and API calls are of rounds run in the benchmark's process (allocations include the
+  in-process fake's own, an upper bound).
+- nodeup: a root a first apply converged, without systemd (unit files only); the binary's wall and CPU time per
+  re-run (the mean of 10), and ` + "`nodeup.Run`" + ` in the benchmark's process for its time and allocations.
 `)
 	return b.String()
 }
