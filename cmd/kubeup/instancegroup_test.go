@@ -46,12 +46,12 @@ func TestInstanceGroupLifecycle(t *testing.T) {
 	base := t.TempDir()
 	state := filepath.Join(base, "s")
 	const name = "demo.example.com"
-	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a,b,c", "--control-plane-count", "3")
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a,b,c")
 	converge(t, state, name)
 
 	// Add.
 	out := mustKubeup(t, state, "create", "instancegroup", "gpu", "--name", name, "--role", "Node", "--zones", "a,b", "--min", "2", "--max", "3")
-	if !strings.Contains(out, "Created instance group gpu in cluster demo.example.com (5 instance groups).") {
+	if !strings.Contains(out, "Created instance group gpu in cluster demo.example.com (3 instance groups).") {
 		t.Errorf("create instancegroup printed:\n%s", out)
 	}
 	table := mustKubeup(t, state, "get", "instancegroups", "--name", name)
