@@ -106,8 +106,8 @@ func newGetInstanceGroupsCommand(g *globals) *cobra.Command {
 		Aliases: []string{"instancegroup", "ig"},
 		Short:   "List a cluster's instance groups, or show some",
 		Long: `List the instance groups of cluster CLUSTER, or those named NAME: a table (NAME ROLE MACHINETYPE MIN MAX ZONES,
-as the spec has them: "-" for a value it leaves to its default), or the groups with -o yaml or -o json (a JSON
-list, or one object for one NAME). --full shows the complete groups, every default filled in.
+as the cluster runs them: the values the spec leaves out are shown defaulted), or the groups' specs with -o yaml
+or -o json (a JSON list, or one object for one NAME). --full shows the complete groups, every default filled in.
 
 Each group is printed with metadata.labels[kubeup.dev/cluster], the cluster it belongs to, and
 metadata.resourceVersion, the version of the cluster's spec it was read at: "kubeup replace -f" and "kubeup
@@ -149,17 +149,15 @@ create -f" read both. A cluster name (it has a dot) given as NAME is taken as --
 			if output != "table" {
 				return printObjects(cmd.OutOrStdout(), output, len(groups) == 1, objects(nil, igs)...)
 			}
+			// The table shows the groups as the cluster runs them: the complete spec's values, defaulted where the
+			// spec leaves them out.
+			_, complete := model.Complete(s.Cluster, s.InstanceGroups)
 			var rows [][]string
 			for _, ig := range igs {
-				machineType := ig.Spec.MachineType
-				if machineType == "" {
-					machineType = "-"
+				if c := findGroup(complete, ig.Metadata.Name); c != nil {
+					ig = c
 				}
-				zones := strings.Join(ig.Spec.Zones, ",")
-				if zones == "" {
-					zones = "-"
-				}
-				rows = append(rows, []string{ig.Metadata.Name, ig.Spec.Role, machineType, size(ig.Spec.MinSize), size(ig.Spec.MaxSize), zones})
+				rows = append(rows, []string{ig.Metadata.Name, ig.Spec.Role, ig.Spec.MachineType, size(ig.Spec.MinSize), size(ig.Spec.MaxSize), strings.Join(ig.Spec.Zones, ",")})
 			}
 			return table(cmd.OutOrStdout(), []string{"NAME", "ROLE", "MACHINETYPE", "MIN", "MAX", "ZONES"}, rows)
 		},

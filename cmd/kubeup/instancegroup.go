@@ -253,6 +253,16 @@ func withClusterLabel(cluster string, igs []*model.InstanceGroup) []*model.Insta
 	return out
 }
 
+// findGroup returns the instance group of igs named name, or nil.
+func findGroup(igs []*model.InstanceGroup, name string) *model.InstanceGroup {
+	for _, ig := range igs {
+		if ig.Metadata.Name == name {
+			return ig
+		}
+	}
+	return nil
+}
+
 // selectGroups returns the groups of igs named in names (all of them when names is empty), in the order of
 // names, or an error naming those the cluster does not have.
 func selectGroups(cluster string, igs []*model.InstanceGroup, names []string) ([]*model.InstanceGroup, error) {

@@ -56,7 +56,8 @@ func TestInstanceGroupLifecycle(t *testing.T) {
 	}
 	table := mustKubeup(t, state, "get", "instancegroups", "--name", name)
 	if !strings.Contains(table, "NAME             ROLE          MACHINETYPE  MIN  MAX  ZONES\n") ||
-		!strings.Contains(table, "\ngpu              Node          -            2    3    a,b\n") {
+		!strings.Contains(table, "\ngpu              Node          local        2    3    a,b\n") ||
+		!strings.Contains(table, "\nnodes            Node          local        1    1    a,b,c\n") {
 		t.Errorf("get instancegroups printed:\n%s", table)
 	}
 	planShows(t, state, name, []string{
@@ -137,7 +138,7 @@ func TestInstanceGroupFiles(t *testing.T) {
 	if !strings.Contains(out, "Replaced instance groups of cluster demo.example.com: nodes.\n") {
 		t.Errorf("replace -f of a group printed:\n%s", out)
 	}
-	if out := mustKubeup(t, state, "get", "ig", "--name", name); !strings.Contains(out, "\nnodes            Node          -            1    4    a,b\n") {
+	if out := mustKubeup(t, state, "get", "ig", "--name", name); !strings.Contains(out, "\nnodes            Node          local        1    4    a,b\n") {
 		t.Errorf("after the replace:\n%s", out)
 	}
 	// The group without its cluster: --name says which.
