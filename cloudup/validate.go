@@ -100,15 +100,15 @@ func (cs *Clusters) newValidator(ctx context.Context, name string, o ValidateOpt
 	if err != nil {
 		return nil, err
 	}
-	etcd, err := cs.etcdClient(ctx, name)
-	if err != nil {
-		return nil, err
-	}
 	var dns hostResolver = net.DefaultResolver
 	if o.Resolver != nil {
 		dns = o.Resolver
 	}
 	api.resolver = dns
+	etcd, err := cs.etcdClient(ctx, name, dns)
+	if err != nil {
+		return nil, err
+	}
 	return &validator{c: c, igs: igs, api: api, etcd: etcd, dns: dns}, nil
 }
 
@@ -192,6 +192,8 @@ func (v *validator) validate(ctx context.Context) *Validation {
 			fail("Pod", "kube-system/"+name, "%s does not run on control-plane node %s: no mirror pod", pod, node)
 		case p.Spec.NodeName != node:
 			fail("Pod", "kube-system/"+name, "is on node %q, not %s", p.Spec.NodeName, node)
+		case p.Metadata.DeletionTimestamp != nil:
+			fail("Pod", "kube-system/"+name, "is being deleted (since %s)", *p.Metadata.DeletionTimestamp)
 		case p.Status.Phase != "Running":
 			fail("Pod", "kube-system/"+name, "is %s, not Running", p.Status.Phase)
 		default:

@@ -196,8 +196,9 @@ type (
 	}
 	apiPod struct {
 		Metadata struct {
-			Name        string            `json:"name"`
-			Annotations map[string]string `json:"annotations"`
+			Name              string            `json:"name"`
+			Annotations       map[string]string `json:"annotations"`
+			DeletionTimestamp *string           `json:"deletionTimestamp"`
 		} `json:"metadata"`
 		Spec struct {
 			NodeName string `json:"nodeName"`
@@ -242,8 +243,9 @@ func (c *apiClient) kubeSystemPods(ctx context.Context) ([]apiPod, error) {
 }
 
 // etcdClient returns an HTTP client for the etcd members' client port: kube-apiserver's etcd client
-// certificate (kube-apiserver-etcd-client), and trust in the etcd clients CA, both read from the keystore.
-func (cs *Clusters) etcdClient(ctx context.Context, cluster string) (*http.Client, error) {
+// certificate (kube-apiserver-etcd-client), and trust in the etcd clients CA, both read from the keystore. It
+// resolves the members' names with dns.
+func (cs *Clusters) etcdClient(ctx context.Context, cluster string, dns hostResolver) (*http.Client, error) {
 	read := func(name string) (*pkitasks.Issued, error) {
 		p := model.KeypairPath(cluster, name)
 		obj, err := cs.Store.ReadFile(ctx, p)
@@ -277,6 +279,33 @@ func (cs *Clusters) etcdClient(ctx context.Context, cluster string) (*http.Clien
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		DialContext: dialVia(dns)}
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
+}
+
+// dialVia dials host:port at the addresses dns resolves host to, in turn.
+func dialVia(dns hostResolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		addrs := []string{host}
+		if net.ParseIP(host) == nil {
+			if addrs, err = dns.LookupHost(ctx, host); err != nil {
+				return nil, err
+			}
+		}
+		var errs []error
+		for _, a := range addrs {
+			conn, err := d.DialContext(ctx, network, net.JoinHostPort(a, port))
+			if err == nil {
+				return conn, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
 }
