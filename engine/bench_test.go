@@ -218,11 +218,12 @@ func (t *reportTask) Find(ctx context.Context, w *reportWorld) (*reportTask, err
 
 func (t *reportTask) CheckChanges(actual, expected, changes *reportTask) error { return nil }
 
-// fileContent is a 30-line text, different for each task.
+// fileContent is a 30-line text, different for each task: not YAML (the plan would show a YAML text's change by
+// field path), so the report shows its change by line.
 func fileContent(i int) string {
 	var sb strings.Builder
 	for l := 0; l < 30; l++ {
-		fmt.Fprintf(&sb, "line %d of file %d: some configuration value\n", l, i)
+		fmt.Fprintf(&sb, "line %d of file %d = some configuration value\n", l, i)
 	}
 	return sb.String()
 }
@@ -248,8 +249,8 @@ func BenchmarkReport(b *testing.B) {
 		b.Fatalf("WriteText: %v", err)
 	}
 	text := out.String()
-	for _, want := range []string{"Will create resources:", "Will modify resources:", "- line 10 (old) of file 2:",
-		"+ line 10 of file 2:", "SizeGB    5 -> 11"} {
+	for _, want := range []string{"Will create resources:", "Will modify resources:", "- line 10 (old) of file 2 =",
+		"+ line 10 of file 2 =", "SizeGB    5 -> 11"} {
 		if !strings.Contains(text, want) {
 			b.Fatalf("report lacks %q", want)
 		}
