@@ -94,12 +94,24 @@ func TestProtokubeChaos(t *testing.T) {
 	c.checkKeys("the first start")
 	t.Logf("the cluster came up in %s", time.Since(start).Round(time.Millisecond))
 
-	for i := range events {
+	for i := 0; i < events; i++ {
 		start := time.Now()
 		what := c.event()
 		c.history = append(c.history, what)
 		c.checkSafety(what + ", at once")
 		c.wake()
+		// Now and then the next event comes while the cluster is still busy with this one (a volume changing
+		// hands, etcd restarting): at a random moment of the next 3s, before it settles.
+		for i+1 < events && c.r.IntN(3) == 0 {
+			time.Sleep(time.Duration(c.r.Int64N(int64(3 * time.Second))))
+			c.checkSafety(what + ", unsettled")
+			i++
+			next := c.event()
+			c.history = append(c.history, next+" (unsettled)")
+			what += ", then " + next + " before it settled"
+			c.checkSafety(what + ", at once")
+			c.wake()
+		}
 		c.settle(what)
 		c.checkSafety(what + ", settled")
 		c.checkKeys(what)
@@ -259,8 +271,11 @@ func (c *chaosRun) event() string {
 				running = append(running, n)
 			}
 		}
-		if len(running) == 0 {
-			t.Fatal("no etcd runs on a live node")
+		if len(running) == 0 { // the cluster has not settled: none runs at this moment
+			n := alive[c.r.IntN(len(alive))]
+			n.proc.Kill()
+			c.startProtokube(n)
+			return "SIGKILL of " + n.id + "'s protokube (no etcd ran), restarted"
 		}
 		n := running[c.r.IntN(len(running))]
 		p, _ := n.kubelet.Pod("etcd-main.manifest")

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +60,8 @@ func TestProtokubeSIGKILLMidRound(t *testing.T) {
 	// A clean run first: how long the rounds that bring the node up take (the window the kills land in), and
 	// the manifests a clean run writes, for each address.
 	want := map[string]map[string]string{}
-	start := time.Now()
+	window := f.cleanWindow(t, ips[0])
 	f.converge(t, ips[0], data)
-	window := time.Since(start)
 	want[ips[0]] = f.manifests(t)
 	f.check(t, ips[0], want[ips[0]], data)
 	t.Logf("a clean run converges in %s: the kills land in that window", window.Round(time.Millisecond))
@@ -71,15 +71,23 @@ func TestProtokubeSIGKILLMidRound(t *testing.T) {
 		ip := ips[(i+1)%len(ips)]
 		blank := i%3 == 0 // the volumes are new again: the kill may land in mkfs
 		f.reset(t, blank, data)
-		at := time.Duration(r.Float64() * float64(window))
+		// Spread over the window, kill after kill, each at a random point of its own slice of it.
+		at := time.Duration((float64(i) + r.Float64()) / float64(kills) * float64(window))
+		trigger := "at a random moment"
+		started := time.Now()
 		p := f.start(t, ip, fmt.Sprintf("kill-%d", i))
-		time.Sleep(at)
+		if blank && r.IntN(2) == 0 {
+			// Right in mkfs: once protokube runs it, within 150ms.
+			at = f.waitChild(t, p, "mkfs.ext4", started) + time.Duration(r.Int64N(int64(150*time.Millisecond)))
+			trigger = "in mkfs"
+		}
+		time.Sleep(at - time.Since(started))
 		if err := p.Kill(); err != nil && !strings.Contains(err.Error(), "signal: killed") {
 			t.Logf("kill %d: protokube: %v", i, err)
 		}
 		stage := f.stage(t)
 		stages[stage]++
-		t.Logf("kill %d: SIGKILL %s after start (address %s, blank volumes %v): it had %s", i, at.Round(time.Millisecond), ip, blank, stage)
+		t.Logf("kill %d: SIGKILL %s, %s after start (address %s, blank volumes %v): it had %s", i, trigger, at.Round(time.Millisecond), ip, blank, stage)
 		f.checkNotTorn(t)
 		if t.Failed() {
 			t.Fatalf("kill %d: %s", i, e2e.Tail(p.Log, 30))
@@ -147,6 +155,55 @@ func (f *killFixture) start(t *testing.T, ip, name string) *e2e.Process {
 	return e2e.StartProcess(t, cmd, filepath.Join(t.TempDir(), name+".log"))
 }
 
+// cleanWindow runs the protokube daemon on the node, as it is, until its second round ended (the first claims,
+// attaches, formats and mounts; the second, which follows at once, writes the manifests and publishes the
+// members' names), stops it, and returns how long that took: the window the kills land in.
+func (f *killFixture) cleanWindow(t *testing.T, ip string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p := f.start(t, ip, "clean")
+	for {
+		b, _ := os.ReadFile(p.Log)
+		if strings.Count(string(b), " msg=round ") >= 2 {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("a clean run did not end two rounds in 2 minutes:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	window := time.Since(start)
+	p.Stop(10 * time.Second)
+	return window
+}
+
+// waitChild waits until a process named comm runs in p's process group, and returns when that was, from p's
+// start (started); up to 2 minutes.
+func (f *killFixture) waitChild(t *testing.T, p *e2e.Process, comm string, started time.Time) time.Duration {
+	t.Helper()
+	pgid := p.Cmd.Process.Pid
+	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(2 * time.Millisecond) {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid pgrp ...
+			open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+			if open < 0 || close < open {
+				continue
+			}
+			fields := strings.Fields(string(b[close+1:]))
+			if string(b[open+1:close]) == comm && len(fields) > 2 && fields[2] == strconv.Itoa(pgid) {
+				return time.Since(started)
+			}
+		}
+	}
+	t.Fatalf("protokube ran no %s in 2 minutes", comm)
+	return 0
+}
+
 // converge re-runs protokube (--once, as many rounds as it takes, at most 8) until a round changes nothing, then
 // records the data of the volumes it mounted.
 func (f *killFixture) converge(t *testing.T, ip string, data *volumeData) {
@@ -169,13 +226,16 @@ func (f *killFixture) converge(t *testing.T, ip string, data *volumeData) {
 func (f *killFixture) stage(t *testing.T) string {
 	t.Helper()
 	claims, _ := filepath.Glob(filepath.Join(f.pool, "*.claim"))
-	loops := 0
+	loops, formatted := 0, 0
 	for _, img := range f.images {
 		loops += len(boundLoops(t, img))
+		if out, err := exec.Command("blkid", "-p", "-s", "UUID", "-o", "value", img).Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+			formatted++
+		}
 	}
 	manifests, _ := filepath.Glob(filepath.Join(f.root, manifests, "etcd-*.manifest"))
-	return fmt.Sprintf("%d claims, %d loop devices, %d mounts, %d etcd manifests",
-		len(claims), loops, len(e2e.MountsUnder(filepath.Join(f.root, "mnt"))), len(manifests))
+	return fmt.Sprintf("%d claims, %d loop devices, %d formatted, %d mounts, %d etcd manifests",
+		len(claims), loops, formatted, len(e2e.MountsUnder(filepath.Join(f.root, "mnt"))), len(manifests))
 }
 
 // claimFile is the part of a claim file the test reads.
