@@ -86,6 +86,9 @@ func toAny(docs []map[string]any) []any {
 
 // parseDocs splits a text into YAML documents and decodes each; numbers stay as written (json.Number).
 func parseDocs(text string) ([]map[string]any, bool) {
+	if !mayBeMap(text) {
+		return nil, false
+	}
 	var docs []map[string]any
 	for _, doc := range splitDocs(text) {
 		js, err := yaml.YAMLToJSON([]byte(doc))
@@ -108,6 +111,23 @@ func parseDocs(text string) ([]map[string]any, bool) {
 		docs = append(docs, m)
 	}
 	return docs, len(docs) > 0
+}
+
+// mayBeMap is false for a text that cannot be a YAML or JSON map, cheaply: its first line that is not blank, a
+// comment or a document marker has no ':' (and no '?' of a complex key). Most files that are not YAML (units,
+// scripts, flag files) fail it, so a plan need not parse them.
+func mayBeMap(text string) bool {
+	for len(text) > 0 {
+		line, rest, _ := strings.Cut(text, "\n")
+		text = rest
+		l := strings.TrimSpace(line)
+		if l == "" || l[0] == '#' || l[0] == '%' || l == "---" || l == "..." {
+			continue
+		}
+		l = strings.TrimSpace(strings.TrimPrefix(l, "--- "))
+		return strings.ContainsAny(l, ":?")
+	}
+	return true // only blanks and comments: parseDocs decides
 }
 
 func splitDocs(text string) []string {

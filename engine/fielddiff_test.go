@@ -108,3 +108,25 @@ func TestPathChangeText(t *testing.T) {
 		}
 	}
 }
+
+func TestMayBeMap(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"apiVersion: v1\nkind: Pod\n", true},
+		{"# a comment\n\n---\nkind: Pod\n", true},
+		{"--- kind: Pod\n", true},
+		{`{"a": 1}`, true},
+		{"? complex key\n: value\n", true},
+		{"", true},
+		{"[Unit]\nDescription=kubelet\n", false},
+		{"#!/bin/sh\nexec nodeup\n", false},
+		{"line 0 of file 0 = value\nkey: value\n", false},
+		{"- a\n- b\n", false}, // a list: never a map
+	} {
+		if got := mayBeMap(tc.text); got != tc.want {
+			t.Errorf("mayBeMap(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
