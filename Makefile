@@ -20,7 +20,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl npm-deps
+.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl npm-deps
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -64,9 +64,20 @@ build:
 	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
 	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
-## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root)
+## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), then every fuzz target for FUZZTIME (10s) each
 test: lint e2e-deps
-	$(GO) test -count=1 -race -tags e2e ./...
+	$(GO) test -count=1 -race -tags e2e -timeout 30m ./...
+	@$(MAKE) --no-print-directory fuzz
+
+## fuzz: every fuzz target (hack/fuzz.sh) for FUZZTIME each (default 10s; make fuzz FUZZTIME=5m); a crasher fails it, named
+FUZZTIME ?= 10s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash hack/fuzz.sh
+
+## soak: the long reliability suite (KUBEUP_SOAK=1: the whole fault matrix, 200 protokube chaos events, more SIGKILLs) and every fuzz target for 5 minutes (root; hours)
+soak: e2e-deps
+	KUBEUP_SOAK=1 $(GO) test -count=1 -race -tags e2e -timeout 12h -run 'FaultMatrix|Killed|Chaos|SIGKILL' ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5m
 
 ## lint: go.mod and go.sum tidy, gofmt, go vet and staticcheck, with and without the e2e build tag
 lint: $(STATICCHECK)
@@ -153,9 +164,15 @@ npm-deps:
 	(cd "$$tmp" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); \
 	rm -rf '$(KUBEUP_NPM_CACHE)'; mv -T "$$tmp" '$(KUBEUP_NPM_CACHE)'
 
-## bench: the engine's benchmarks (select with BENCH=regexp, BENCHTIME=1s|100x), also saved to bench.out
-bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./engine/ | tee $(BENCH_OUT)
+## bench: every benchmark (the engine with its kops/Terraform anchors, nodeup, protokube (e2e: root), the cloud pipelines on the fakes) into bench.out, then docs/performance.md from it; the table is printed (about 10 minutes)
+# hack/perftable runs even when a benchmark failed (its row says so); the target fails then.
+bench: e2e-packages
+	@fail=0; { \
+	  $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./engine/ ./nodeup/ || fail=1; \
+	  $(GO) test -tags e2e -run '^$$' -bench '$(BENCH)' -benchmem -benchtime=20x ./protokube/ || fail=1; \
+	  $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime=1x ./test/bench/ || fail=1; \
+	  exit $$fail; } 2>&1 | tee $(BENCH_OUT) || fail=1; \
+	$(GO) run ./hack/perftable -o docs/performance.md <$(BENCH_OUT); exit $$fail
 
 ## update-golden: rewrite the golden files of every package whose tests use internal/golden
 update-golden:
