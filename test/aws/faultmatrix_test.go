@@ -411,13 +411,14 @@ func (a *account) storeObjects(t *testing.T, name string) map[string][]byte {
 	return objs
 }
 
-// checkStore fails the test unless every object of the cluster's state is whole (checkStateObjects); it logs
+// checkStore fails the test unless every object of the cluster's state is whole, after a run that ended
+// (checkStateObjects); it logs
 // the objects' names.
 func (a *account) checkStore(t *testing.T, name string) {
 	t.Helper()
 	objs := a.storeObjects(t, name)
 	t.Logf("the state of %s: %v", name, slices.Sorted(maps.Keys(objs)))
-	for _, problem := range checkStateObjects("s3://"+bucket+"/clusters/"+name, objs) {
+	for _, problem := range checkStateObjects("s3://"+bucket+"/clusters/"+name, objs, true) {
 		t.Error(problem)
 	}
 }
@@ -425,8 +426,8 @@ func (a *account) checkStore(t *testing.T, name string) {
 // checkStateObjects returns what is wrong with the objects of one cluster's state (keys relative to its
 // directory, at url): a temporary object (a segment starting with a dot, or named like a temporary file), an
 // empty one, a spec that does not decode, a node configuration whose content does not match its sha256, a PEM
-// object that does not decode whole, a lock left behind by a run that ended.
-func checkStateObjects(url string, objs map[string][]byte) []string {
+// object that does not decode whole, and, when the last run ended (rather than was killed), a lock left behind.
+func checkStateObjects(url string, objs map[string][]byte, ended bool) []string {
 	var problems []string
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		data := objs[key]
@@ -435,10 +436,11 @@ func checkStateObjects(url string, objs map[string][]byte) []string {
 		case slices.ContainsFunc(strings.Split(key, "/"), func(s string) bool { return strings.HasPrefix(s, ".") }) ||
 			strings.Contains(base, ".tmp") || strings.HasSuffix(base, "~"):
 			problems = append(problems, where+": a temporary object left behind")
+		case key == "lock" && ended:
+			problems = append(problems, where+": the lock is still there after the run ended")
+		case key == "lock": // a killed run's: the next run takes it over
 		case len(data) == 0:
 			problems = append(problems, where+": empty")
-		case key == "lock":
-			problems = append(problems, where+": the lock is still there after the run ended")
 		case key == "config":
 			if _, err := model.Decode(where, data); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: does not decode: %v", where, err))

@@ -48,17 +48,24 @@ type account struct {
 	env     []string
 	compute *compute.Service
 	dns     *dns.Service
+	gcs     *fakegcs.Server // the state store's bucket
+	gcsURL  string
 }
 
 // newAccount returns a fake project with a network, a subnetwork in us-central1 and a managed zone for
 // example.com, made by Google's Node.js clients, and the state bucket.
-func newAccount(t testing.TB) *account {
+func newAccount(t testing.TB) *account { return newProject(t, true) }
+
+// newProject is newAccount, with the network, subnetwork and managed zone made by Google's Node.js clients
+// withNode, else by its Go clients (a Node.js process takes seconds of CPU: the fault matrix makes 16 projects).
+func newProject(t testing.TB, withNode bool) *account {
 	t.Helper()
 	ctx := context.Background()
 	fake := fakegce.New()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	gcs := httptest.NewServer(fakegcs.New(bucket))
+	store := fakegcs.New(bucket)
+	gcs := httptest.NewServer(store)
 	t.Cleanup(gcs.Close)
 	home := t.TempDir()
 	var env []string
@@ -73,7 +80,7 @@ func newAccount(t testing.TB) *account {
 	endpoint := srv.URL + "/"
 	env = append(env, "HOME="+home, "KUBEUP_GCE_ENDPOINT="+endpoint, "STORAGE_EMULATOR_HOST="+gcs.URL,
 		"GCE_METADATA_HOST=127.0.0.1:1", "KUBEUP_STATE_STORE=gs://"+bucket+"/clusters")
-	a := &account{t: t, fake: fake, env: env}
+	a := &account{t: t, fake: fake, env: env, gcs: store, gcsURL: gcs.URL}
 	var err error
 	if a.compute, err = compute.NewService(ctx, option.WithEndpoint(endpoint+"compute/v1/"), option.WithoutAuthentication()); err != nil {
 		t.Fatal(err)
@@ -81,8 +88,26 @@ func newAccount(t testing.TB) *account {
 	if a.dns, err = dns.NewService(ctx, option.WithEndpoint(endpoint+"dns/v1/"), option.WithoutAuthentication()); err != nil {
 		t.Fatal(err)
 	}
-	a.nodeSetUp(srv.URL)
+	if withNode {
+		a.nodeSetUp(srv.URL)
+	} else {
+		a.goSetUp()
+	}
 	return a
+}
+
+// goSetUp makes what nodeSetUp makes, with Google's Go clients.
+func (a *account) goSetUp() {
+	a.t.Helper()
+	if _, err := a.compute.Networks.Insert(project, &compute.Network{Name: network, AutoCreateSubnetworks: false, ForceSendFields: []string{"AutoCreateSubnetworks"}}).Do(); err != nil {
+		a.t.Fatal(err)
+	}
+	if _, err := a.compute.Subnetworks.Insert(project, region, &compute.Subnetwork{Name: subnet, Network: "projects/" + project + "/global/networks/" + network, IpCidrRange: "10.1.0.0/16"}).Do(); err != nil {
+		a.t.Fatal(err)
+	}
+	if _, err := a.dns.ManagedZones.Create(project, &dns.ManagedZone{Name: "example-com", DnsName: "example.com.", Description: "the acceptance zone"}).Do(); err != nil {
+		a.t.Fatal(err)
+	}
 }
 
 // nodeSetUp makes the network, the subnetwork and the managed zone with Google's Node.js clients
