@@ -62,7 +62,7 @@ func (e *EtcdMembersError) Error() string {
 }
 
 // DeleteInstanceGroup removes the instance group named group from the stored cluster named cluster, and returns
-// it. A group whose node runs etcd members (in the complete spec) is refused with an *EtcdMembersError that says
+// it as the cluster ran it (its complete spec). A group whose node runs etcd members (in the complete spec) is refused with an *EtcdMembersError that says
 // which, and what it would break. The spec without the group is validated; with apply it is written on the
 // condition that the cluster is still as it was read, without apply nothing is written. The cloud is not
 // changed: `kubeup update cluster` does that.
@@ -76,7 +76,10 @@ func (cs *Clusters) DeleteInstanceGroup(ctx context.Context, cluster, group stri
 		return nil, fmt.Errorf("cluster %s has no instance group %q: it has %s (list them with `kubeup get instancegroups --name %s`)",
 			cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), cluster)
 	}
-	full, _ := model.Complete(s.Cluster, s.InstanceGroups)
+	full, fullIGs := model.Complete(s.Cluster, s.InstanceGroups)
+	if c := findGroup(fullIGs, group); c != nil {
+		ig = c
+	}
 	if held := heldMembers(full, group); len(held) > 0 {
 		return nil, &EtcdMembersError{Cluster: cluster, Group: group, Members: held}
 	}

@@ -305,3 +305,17 @@ func TestInstanceGroupRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteInstanceGroupOnAWS: on aws, delete instancegroup --yes says what update leaves in the cloud.
+func TestDeleteInstanceGroupOnAWS(t *testing.T) {
+	state := s3State(t)
+	withState := func(args ...string) []string { return append([]string{"--state", state}, args...) }
+	mustKubeup(t, "", withState(awsCreate("--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256)...)...)
+	mustKubeup(t, "", withState("create", "ig", "batch", "--name", "aws.example.com", "--zones", "us-east-1b", "--machine-type", "m5.large")...)
+	out, stderr, err := kubeup(t, "", withState("delete", "ig", "batch", "--name", "aws.example.com", "--yes")...)
+	if err != nil || !strings.Contains(out, "Deleted instance group batch (role Node, zones us-east-1b, size 1-1)") ||
+		!strings.Contains(stderr, "Warning: cluster aws.example.com: `kubeup update cluster --yes` does not delete what an instance group removed from the spec leaves in the cloud: "+
+			"the Auto Scaling group (and its machines) and the launch template of batch stay") {
+		t.Errorf("delete ig --yes on aws: %v, printed\n%s\nand on stderr\n%s", err, out, stderr)
+	}
+}
