@@ -50,124 +50,9 @@ type node struct {
 // new ServiceAccount's token is accepted. One node dies; kubectl still works through the name and the ConfigMap
 // reads back. No private key appears in anything the programs printed.
 func TestControlPlaneAnswersKubectl(t *testing.T) {
-	e2e.RequireRoot(t)
-	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
-	kubeBins := e2e.KubeBinaries(t)
-	kubectlBin := e2e.Kubectl(t)
-	ctx := context.Background()
-	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
-	nw := e2e.Network(t)
-	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
-
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	var printed strings.Builder // everything kubeup and nodeup printed, for the sentinel check
-	kubeup := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(bin, "kubeup"), append(args, "--state", "file://"+state)...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
-		out, err := cmd.CombinedOutput()
-		printed.Write(out)
-		if err != nil {
-			t.Fatalf("kubeup %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
-	specFile := filepath.Join(dir, "spec.yaml")
-	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
-	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
-	kubeup("replace", "-f", specFile)
-	kubeup("update", "cluster", cluster, "-o", "json")
-	kubeup("update", "cluster", cluster, "--yes")
-	if out := kubeup("update", "cluster", cluster); !strings.Contains(out, "No changes") {
-		t.Errorf("a second update after the apply reports changes:\n%s", out)
-	}
-	kubeup("update", "cluster", cluster, "-o", "json")
-	kubeup("get", "cluster", cluster, "--full", "-o", "yaml")
-
-	pool := state + "-local/volumes"
-	images, err := filepath.Glob(filepath.Join(pool, "*.img"))
-	if err != nil || len(images) != 6 {
-		t.Fatalf("the pool holds %v (%v), want 6 volumes", images, err)
-	}
-	for _, img := range images {
-		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
-	}
-
-	// nodeup converges a scratch root from a control-plane configuration: its output is checked too.
-	nodeupOut, err := exec.Command(filepath.Join(bin, "nodeup"), "--conf="+filepath.Join(state, cluster, "nodeup", "control-plane-a-1"),
-		"--root="+filepath.Join(dir, "scratch")).CombinedOutput()
-	printed.Write(nodeupOut)
-	if err != nil {
-		t.Fatalf("nodeup on a scratch root: %v\n%s", err, nodeupOut)
-	}
-	if mode := fileMode(t, filepath.Join(dir, "scratch/srv/kubernetes/server.key")); mode != 0o600 {
-		t.Errorf("nodeup wrote kube-apiserver's key with mode %o, want 600", mode)
-	}
-
-	onlyComponents := func(c *staticpods.Config) {
-		c.Only = func(manifest string) bool { return !strings.HasPrefix(manifest, "kube-proxy") } // no kube-proxy here
-	}
-	var nodes []*node
-	for i := 1; i <= 3; i++ {
-		n := &node{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
-		n.net = nw.Node(t, n.id)
-		n.net.SetResolver(nw.Gateway)
-		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))
-		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
-		for _, img := range images {
-			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
-		}
-		nodes = append(nodes, n)
-	}
-	client := nw.Node(t, "client")
-	client.SetResolver(nw.Gateway)
-	t.Cleanup(func() { // registered after the processes' own cleanups: runs before them
-		if !t.Failed() {
-			return
-		}
-		for _, n := range nodes {
-			if n.proc != nil {
-				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 30))
-			}
-			if n.kubelet != nil {
-				for _, p := range n.kubelet.Pods() {
-					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
-				}
-			}
-		}
-	})
-	for _, n := range nodes {
-		n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests, e2e.WithBinaries(kubeBins), onlyComponents)
-		n.start(t, bin)
-	}
-
-	kubeup("export", "kubeconfig", cluster)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	kubectl := func(args ...string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		cmd := client.Command(cctx, kubectlBin, append([]string{"--kubeconfig=" + kubeconfig, "--request-timeout=20s"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	mustKubectl := func(args ...string) string {
-		t.Helper()
-		out, err := kubectl(args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
-
-	e2e.WaitFor(t, 5*time.Minute, "the API to be ready through api."+cluster, func() (string, bool) {
-		out, err := kubectl("get", "--raw", "/readyz")
-		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
-	})
-	if out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
-		t.Errorf("api.%s: %q, %v; want the three nodes' addresses", cluster, out, err)
-	}
+	cp := startControlPlane(t)
+	ctx, dir, state, client, nodes, kubectlBin := context.Background(), cp.dir, cp.state, cp.client, cp.nodes, cp.kubectlBin
+	kubectl, mustKubectl, printed := cp.kubectl, cp.mustKubectl, cp.printed
 	mustKubectl("create", "namespace", "kubeup-e2e")
 	mustKubectl("create", "configmap", "survivor", "-n", "kubeup-e2e", "--from-literal=answer=42")
 	t.Logf("namespaces:\n%s", mustKubectl("get", "namespaces"))
@@ -308,4 +193,143 @@ func fileMode(t *testing.T, path string) os.FileMode {
 		t.Fatal(err)
 	}
 	return st.Mode().Perm()
+}
+
+// controlPlane is the cluster of startControlPlane: three control-plane nodes serving the API through
+// api.<cluster>, and what the tests reach it with.
+type controlPlane struct {
+	dir, state, bin, kubeconfig, kubectlBin string
+	nodes                                   []*node
+	client                                  *e2e.NetNode     // a network namespace on the bridge, resolving through BIND
+	printed                                 *strings.Builder // everything kubeup and nodeup printed, for the sentinel check
+	kubeup                                  func(args ...string) string
+	kubectl                                 func(args ...string) (string, error)
+	mustKubectl                             func(args ...string) string
+}
+
+// startControlPlane makes the cluster of TestControlPlaneAnswersKubectl, up to the API answering /readyz through
+// api.<cluster>: kubeup makes the keystore and node configurations, nodeup converges a scratch root, and on three
+// network namespaces protokube and the stand-in for kubelet run etcd and the real control plane. Everything it
+// starts stops in t.Cleanup.
+func startControlPlane(t *testing.T) *controlPlane {
+	e2e.RequireRoot(t)
+	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
+	kubeBins := e2e.KubeBinaries(t)
+	kubectlBin := e2e.Kubectl(t)
+	ctx := context.Background()
+	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
+	nw := e2e.Network(t)
+	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
+
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	printed := &strings.Builder{} // everything kubeup and nodeup printed, for the sentinel check
+	kubeup := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "kubeup"), append(args, "--state", "file://"+state)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		printed.Write(out)
+		if err != nil {
+			t.Fatalf("kubeup %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
+	specFile := filepath.Join(dir, "spec.yaml")
+	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
+	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
+	kubeup("replace", "-f", specFile)
+	kubeup("update", "cluster", cluster, "-o", "json")
+	kubeup("update", "cluster", cluster, "--yes")
+	if out := kubeup("update", "cluster", cluster); !strings.Contains(out, "No changes") {
+		t.Errorf("a second update after the apply reports changes:\n%s", out)
+	}
+	kubeup("update", "cluster", cluster, "-o", "json")
+	kubeup("get", "cluster", cluster, "--full", "-o", "yaml")
+
+	pool := state + "-local/volumes"
+	images, err := filepath.Glob(filepath.Join(pool, "*.img"))
+	if err != nil || len(images) != 6 {
+		t.Fatalf("the pool holds %v (%v), want 6 volumes", images, err)
+	}
+	for _, img := range images {
+		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
+	}
+
+	// nodeup converges a scratch root from a control-plane configuration: its output is checked too.
+	nodeupOut, err := exec.Command(filepath.Join(bin, "nodeup"), "--conf="+filepath.Join(state, cluster, "nodeup", "control-plane-a-1"),
+		"--root="+filepath.Join(dir, "scratch")).CombinedOutput()
+	printed.Write(nodeupOut)
+	if err != nil {
+		t.Fatalf("nodeup on a scratch root: %v\n%s", err, nodeupOut)
+	}
+	if mode := fileMode(t, filepath.Join(dir, "scratch/srv/kubernetes/server.key")); mode != 0o600 {
+		t.Errorf("nodeup wrote kube-apiserver's key with mode %o, want 600", mode)
+	}
+
+	onlyComponents := func(c *staticpods.Config) {
+		c.Only = func(manifest string) bool { return !strings.HasPrefix(manifest, "kube-proxy") } // no kube-proxy here
+	}
+	var nodes []*node
+	for i := 1; i <= 3; i++ {
+		n := &node{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
+		n.net = nw.Node(t, n.id)
+		n.net.SetResolver(nw.Gateway)
+		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))
+		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
+		for _, img := range images {
+			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
+		}
+		nodes = append(nodes, n)
+	}
+	client := nw.Node(t, "client")
+	client.SetResolver(nw.Gateway)
+	t.Cleanup(func() { // registered after the processes' own cleanups: runs before them
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			if n.proc != nil {
+				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 30))
+			}
+			if n.kubelet != nil {
+				for _, p := range n.kubelet.Pods() {
+					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
+				}
+			}
+		}
+	})
+	for _, n := range nodes {
+		n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests, e2e.WithBinaries(kubeBins), onlyComponents)
+		n.start(t, bin)
+	}
+
+	kubeup("export", "kubeconfig", cluster)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kubectl := func(args ...string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := client.Command(cctx, kubectlBin, append([]string{"--kubeconfig=" + kubeconfig, "--request-timeout=20s"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustKubectl := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+
+	e2e.WaitFor(t, 5*time.Minute, "the API to be ready through api."+cluster, func() (string, bool) {
+		out, err := kubectl("get", "--raw", "/readyz")
+		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
+	})
+	if out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
+		t.Errorf("api.%s: %q, %v; want the three nodes' addresses", cluster, out, err)
+	}
+	return &controlPlane{dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
+		printed: printed, kubeup: kubeup, kubectl: kubectl, mustKubectl: mustKubectl}
 }
