@@ -182,7 +182,9 @@ func (v *Volumes) free(ctx context.Context, id, img string, c *claimRecord, doin
 }
 
 // Attached returns the device volume id is attached as (a loop device, or a device volume's own device), when
-// this node holds its claim and its lease has not expired; "" otherwise (then Attach renews or takes the claim).
+// this node holds its claim, its lease has not expired and, for an image, the claim names a loop device bound to
+// it; "" otherwise (then Attach renews or takes the claim, or completes it: a node killed between its losetup
+// and the claim that records the device left the image bound and the claim without a device).
 func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	img, err := v.pool.ImagePath(id)
 	if err != nil {
@@ -210,7 +212,7 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	if slices.Contains(bound, c.Device) {
 		return c.Device, nil
 	}
-	return bound[0], nil
+	return "", nil
 }
 
 // Detach unbinds the loop devices of volume id and removes this node's claim. A volume whose claim is not this
