@@ -20,7 +20,7 @@
 //	    x-critical-path    ms-wall / ms-critical-path
 //	    ms-wall-no-latency the same update's wall time without latency (the calibration's): mostly CPU
 //	BenchmarkThrottle/aws/50-ig/{adaptive,fixed-64,fixed-10}
-//	    update --yes of a new 50-instance-group cluster, AWS refusing calls above 20 at once, every call 20 ms:
+//	    update --yes of a new 50-instance-group cluster, AWS refusing calls above 20 at once, every call 100 ms:
 //	    throttled-calls   calls answered with a throttling error
 //	    ms-wall           its wall time
 //	    calls-total       every cloud API call, refused ones included
