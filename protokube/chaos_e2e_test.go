@@ -224,10 +224,14 @@ func (c *chaosRun) startProtokube(n *chaosNode) {
 	n.proc = n.net.Start(c.t, cmd, filepath.Join(c.t.TempDir(), n.id+"-protokube.log"))
 }
 
-// wake starts a round at once on every live node (SIGHUP).
+// wake starts a round at once (SIGHUP) on every live node whose protokube has logged (a SIGHUP before the Go
+// runtime installed its handler would end the process; a protokube that just started runs a round anyway).
 func (c *chaosRun) wake() {
 	for _, n := range c.nodes {
-		if n.alive {
+		if !n.alive {
+			continue
+		}
+		if st, err := os.Stat(n.proc.Log); err == nil && st.Size() > 0 {
 			syscall.Kill(n.proc.Cmd.Process.Pid, syscall.SIGHUP)
 		}
 	}
@@ -389,6 +393,13 @@ func (c *chaosRun) settled() string {
 	byID := map[string]*chaosNode{}
 	for _, n := range alive {
 		byID[n.id] = n
+	}
+	for _, n := range alive {
+		select {
+		case <-n.proc.Done():
+			t.Fatalf("%s's protokube exited: %v\n%s", n.id, n.proc.Err(), e2e.Tail(n.proc.Log, 30))
+		default:
+		}
 	}
 	held := holdersOf(t, c.vols)
 	count := map[string]int{}
