@@ -110,8 +110,9 @@ as the cluster runs them: the values the spec leaves out are shown defaulted), o
 or -o json (a JSON list, or one object for one NAME). --full shows the complete groups, every default filled in.
 
 Each group is printed with metadata.labels[kubeup.dev/cluster], the cluster it belongs to, and
-metadata.resourceVersion, the version of the cluster's spec it was read at: "kubeup replace -f" and "kubeup
-create -f" read both. A cluster name (it has a dot) given as NAME is taken as --name, as an older kubeup took it.`,
+metadata.resourceVersion, the version of the cluster's spec it was read at: "kubeup replace -f" reads both
+(and refuses groups read before the cluster's last change), "kubeup create -f" the label. A cluster name (it
+has a dot) given as NAME is taken as --name, as an older kubeup took it.`,
 		Example: `  kubeup get instancegroups --name demo.example.com
   kubeup get ig nodes --name demo.example.com -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
