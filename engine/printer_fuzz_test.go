@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -115,7 +117,9 @@ func FuzzPrinter(f *testing.F) {
 		if err := p.WriteJSON(&js); err != nil {
 			t.Fatalf("WriteJSON: %v", err)
 		}
-		for what, out := range map[string]string{"text plan": text.String(), "JSON plan": js.String()} {
+		// fmt too, as a log line or an error that holds a task would print it: unexported fields included.
+		printed := fmt.Sprintf("%v %+v %#v", secrets, &secrets, secrets)
+		for what, out := range map[string]string{"text plan": text.String(), "JSON plan": js.String(), "fmt": printed} {
 			for _, m := range markForms {
 				if strings.Contains(strings.ToLower(out), strings.ToLower(m)) {
 					t.Fatalf("the %s shows a piece of a secret (%q):\n%s", what, m, out)
@@ -189,5 +193,30 @@ func TestWriteJSONValuesWithoutJSONForm(t *testing.T) {
 		if !strings.Contains(js.String(), want) {
 			t.Errorf("the JSON plan lacks %s:\n%s", want, js.String())
 		}
+	}
+}
+
+// TestSecretInUnexportedField: fmt prints a struct's unexported fields without calling their methods, so a Secret
+// held in one (a provider's TSIG secret) was printed as {value}. It holds a pointer, which fmt prints as an address.
+func TestSecretInUnexportedField(t *testing.T) {
+	type provider struct {
+		server string
+		secret Secret
+		all    []Secret
+	}
+	const value = "c2VudGluZWwtc2VjcmV0"
+	p := provider{server: "ns1", secret: NewSecret(value), all: []Secret{NewSecret(value)}}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X"} {
+		if out := fmt.Sprintf(format, p) + fmt.Sprintf(format, &p); strings.Contains(out, value) ||
+			strings.Contains(out, fmt.Sprintf("%x", value)) || strings.Contains(out, fmt.Sprintf("%X", value)) {
+			t.Errorf("%s shows the secret: %s", format, out)
+		}
+	}
+	if !NewSecret(value).Equal(NewSecret(value)) || !reflect.DeepEqual(NewSecret(value), NewSecret(value)) ||
+		NewSecret(value).Equal(NewSecret(value+"x")) || !reflect.DeepEqual(NewSecret(""), Secret{}) {
+		t.Error("secrets do not compare by value")
+	}
+	if NewSecret(value).Reveal() != value || (Secret{}).Reveal() != "" {
+		t.Error("Reveal does not return the value")
 	}
 }

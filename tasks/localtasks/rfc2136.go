@@ -34,11 +34,11 @@ import (
 // A server ignores an update that would give a name a CNAME and other records (RFC 2136, section 3.4.2.2) without
 // saying so: Upsert reads the record set back, and reports such a silent refusal as an error.
 type RFC2136 struct {
-	server    string // host:port
-	zone      string // canonical
-	keyName   string // fully qualified, lowercase: "kubeup."
-	algorithm string // as miekg/dns names it: dns.HmacSHA256
-	secret    string // base64
+	server    string        // host:port
+	zone      string        // canonical
+	keyName   string        // fully qualified, lowercase: "kubeup."
+	algorithm string        // as miekg/dns names it: dns.HmacSHA256
+	secret    engine.Secret // base64; a Secret, so that the provider printed or logged never shows it
 	timeout   time.Duration
 }
 
@@ -107,7 +107,7 @@ func NewRFC2136(server, zone, keyName, algorithm, secret string) (*RFC2136, erro
 	if _, err := base64.StdEncoding.DecodeString(secret); err != nil {
 		return nil, fmt.Errorf("DNS zone %s on %s: the secret of TSIG key %s is not base64, as tsig-keygen prints it: %w", z, addr, keyName, err)
 	}
-	r.secret = secret
+	r.secret = engine.NewSecret(secret)
 	return r, nil
 }
 
@@ -256,7 +256,7 @@ func (r *RFC2136) update(name, rrtype string) *dns.Msg {
 
 // client returns a TCP client that signs with the key and verifies the server's signatures.
 func (r *RFC2136) client() *dns.Client {
-	return &dns.Client{Net: "tcp", Timeout: r.timeout, TsigSecret: map[string]string{r.keyName: r.secret}}
+	return &dns.Client{Net: "tcp", Timeout: r.timeout, TsigSecret: map[string]string{r.keyName: r.secret.Reveal()}}
 }
 
 // exchange signs m, sends it, and returns the answer when its code is NOERROR or, for a query, NXDOMAIN; any other
@@ -346,7 +346,7 @@ func (r *RFC2136) transfer(ctx context.Context) ([]dns.RR, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	tr := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, ReadTimeout: r.timeout, TsigSecret: map[string]string{r.keyName: r.secret}}
+	tr := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, ReadTimeout: r.timeout, TsigSecret: map[string]string{r.keyName: r.secret.Reveal()}}
 	m := new(dns.Msg)
 	m.SetAxfr(r.zone + ".")
 	m.SetTsig(r.keyName, r.algorithm, tsigFudge, time.Now().Unix())
