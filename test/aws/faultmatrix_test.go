@@ -205,7 +205,8 @@ func (a *account) claimMemberVolumes(t *testing.T) {
 	start := time.Now()
 	filter := map[string]string{"kubernetes.io/cluster/" + cluster: "owned"}
 
-	groups, err := a.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+	// The test's own read, through the faults: with awstasks' retries.
+	groups, err := autoscaling.NewFromConfig(a.sdkConfig()).DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
