@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // staticDNS resolves the names it holds.
@@ -197,5 +198,31 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Healthy %t with %d failures", val.Healthy, len(got))
 			}
 		})
+	}
+}
+
+// TestNodeLabelIsNodeups: the label validation counts nodes by is the one nodeup gives kubelet (--node-labels in
+// kubelet's environment file), for every instance group.
+func TestNodeLabelIsNodeups(t *testing.T) {
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, igs = model.Complete(c, igs)
+	for _, ig := range igs {
+		g, err := model.BuildNodeGraph(model.NewNodeConfig(c, ig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := NodeLabelInstanceGroup + "=" + ig.Metadata.Name
+		found := false
+		for _, task := range g.Tasks() {
+			if f, ok := task.(*nodetasks.File); ok && f.Contents != nil && strings.Contains(*f.Contents, "--node-labels=") {
+				found = found || strings.Contains(*f.Contents, want)
+			}
+		}
+		if !found {
+			t.Errorf("instance group %s: no file of its node sets kubelet's --node-labels with %s", ig.Metadata.Name, want)
+		}
 	}
 }
