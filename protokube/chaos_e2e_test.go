@@ -84,7 +84,9 @@ func TestProtokubeChaos(t *testing.T) {
 	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "debugfs", "ip", "unshare")
 	c := &chaosRun{t: t, r: e2e.ChaosRand(t), keys: map[string]string{}}
 	events := e2e.ChaosCount(t, chaosEventsEnv, chaosEventsBounded, chaosEventsSoak)
+	begin := time.Now()
 	c.setup()
+	t.Logf("set up (binaries, BIND, the cluster's volumes, five network namespaces) in %s", time.Since(begin).Round(time.Millisecond))
 	for _, n := range c.nodes {
 		c.startNode(n)
 	}
