@@ -1,6 +1,7 @@
 package nodeup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,12 @@ type confSource struct {
 	file string
 	// storeURL and object locate the configuration in a state store (s3://, gs://).
 	storeURL, object string
+
+	// store is the state store once opened: its client (credentials, the AWS configuration) is set up once.
+	store statestore.Store
+	// last is the stored object nc was decoded from: the same bytes read again are not decoded again.
+	last []byte
+	nc   *model.NodeConfig
 }
 
 // parseConf checks --conf: a path (relative to the working directory), file:///abs/path, s3://bucket/key or
@@ -107,6 +114,33 @@ func LoadConfig(ctx context.Context, conf string, o Options) (*model.NodeConfig,
 	return src.load(ctx, &o)
 }
 
+// ConfigReader reads one node configuration again and again, with LoadConfig's checks, for a process that reads it
+// periodically (protokube, every round): the state store's client is set up on the first read and kept, and the
+// configuration is decoded (sha256 checked, validated) only when the stored object's bytes are not those it last
+// decoded. Load then returns the same *model.NodeConfig, which callers must not modify.
+type ConfigReader struct {
+	src *confSource
+	o   Options
+}
+
+// NewConfigReader checks conf and o.ConfSHA256 as LoadConfig does; it reads nothing yet.
+func NewConfigReader(conf string, o Options) (*ConfigReader, error) {
+	o.defaults()
+	src, err := parseConf(conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkConfSHA256(); err != nil {
+		return nil, err
+	}
+	return &ConfigReader{src: src, o: o}, nil
+}
+
+// Load reads the configuration again, as LoadConfig.
+func (r *ConfigReader) Load(ctx context.Context) (*model.NodeConfig, error) {
+	return r.src.load(ctx, &r.o)
+}
+
 // load reads the configuration, verifies it against the sha256 on its first line, decodes and validates it. A
 // configuration whose content does not match its sha256 (a copy still being written, a truncated or damaged one)
 // is read again every o.ConfigPollInterval for up to o.ConfigWait, then refused. A missing, damaged, undecodable
@@ -119,6 +153,9 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 		if err != nil {
 			return nil, err
 		}
+		if src.nc != nil && bytes.Equal(data, src.last) {
+			return src.nc, nil // decoded, checked and pinned already
+		}
 		nc, err := model.DecodeNodeConfigObject(src.name, data)
 		var sumErr *model.NodeConfigSumError
 		switch {
@@ -126,6 +163,7 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 			if err := o.pinned(src, data); err != nil {
 				return nil, err
 			}
+			src.last, src.nc = data, nc
 			return nc, nil
 		case !errors.As(err, &sumErr):
 			// The object is whole (or not one of ours at all): reading it again will not help.
@@ -201,11 +239,14 @@ func (src *confSource) read(ctx context.Context) ([]byte, error) {
 		}
 		return data, nil
 	}
-	store, err := statestore.Open(ctx, src.storeURL)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("--conf %q: %w", src.raw, err)}
+	if src.store == nil {
+		store, err := statestore.Open(ctx, src.storeURL)
+		if err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("--conf %q: %w", src.raw, err)}
+		}
+		src.store = store
 	}
-	data, err := store.ReadFile(ctx, src.object)
+	data, err := src.store.ReadFile(ctx, src.object)
 	if err != nil {
 		return nil, src.readError(err)
 	}

@@ -70,6 +70,7 @@ func (c *awsCloud) providers(pc *model.ProtokubeConfig, root string, me volumeta
 	if c.dns == nil || c.dnsZone != pc.DNSZone {
 		c.dns, c.dnsZone = awstasks.NewRoute53(c.route53, pc.DNSZone), pc.DNSZone
 	}
+	c.volumes.NewRun()
 	c.dns.NewRun()
 	return c.volumes, c.dns, nil
 }

@@ -52,6 +52,8 @@ type Options struct {
 	// identified says that Node was completed with what the cloud says; flags is Node as the flags gave it.
 	identified bool
 	flags      *volumetasks.Holder
+	// conf reads Conf each round; it keeps the state store's client and what it decoded across rounds.
+	conf *nodeup.ConfigReader
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -137,7 +139,12 @@ func Run(ctx context.Context, o Options) error {
 // attached or mounted a volume.
 func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	start := time.Now()
-	nc, err := nodeup.LoadConfig(ctx, o.Conf, nodeup.Options{Err: o.Err, Logger: o.Logger})
+	if o.conf == nil {
+		if o.conf, err = nodeup.NewConfigReader(o.Conf, nodeup.Options{Err: o.Err, Logger: o.Logger}); err != nil {
+			return false, err
+		}
+	}
+	nc, err := o.conf.Load(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,6 +44,13 @@ type Volumes struct {
 	// attaching serialises the choice of device names on this instance (a semaphore, so that a waiter can give
 	// up when its context ends).
 	attaching chan struct{}
+
+	// listed is each volume as the last List read it, kept until Attached takes it: the Finds of a protokube
+	// round read the volumes the round began by listing (one DescribeVolumes for the round) rather than ask EC2
+	// once more each. An entry serves one Attached only, so that a Find the engine runs again (a retry) asks EC2;
+	// Attach and Detach always ask EC2, and drop the volume's entry. NewRun forgets them all.
+	mu     sync.Mutex
+	listed map[string]types.Volume
 }
 
 var _ volumetasks.Provider = (*Volumes)(nil)
@@ -80,6 +88,29 @@ func NewVolumes(client *ec2.Client, me volumetasks.Holder, zone string, o Volume
 // Node returns this instance.
 func (v *Volumes) Node() volumetasks.Holder { return v.me }
 
+// NewRun forgets what the former run listed: protokube calls it at the start of each round.
+func (v *Volumes) NewRun() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.listed = nil
+}
+
+// take returns volume id as the last List read it, once, and forgets it.
+func (v *Volumes) take(id string) (types.Volume, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	vol, ok := v.listed[id]
+	delete(v.listed, id)
+	return vol, ok
+}
+
+// forget drops what the last List read of volume id: it is about to change.
+func (v *Volumes) forget(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.listed, id)
+}
+
 // List returns the volumes of the region that carry every tag of filter (any value where the filter's is ""),
 // sorted by id, each with its zone and the instance it is attached to (attaching, attached or detaching) as its
 // holder.
@@ -92,6 +123,7 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 			filters = append(filters, types.Filter{Name: aws.String("tag:" + k), Values: []string{val}})
 		}
 	}
+	v.NewRun()
 	var found []types.Volume
 	p := ec2.NewDescribeVolumesPaginator(v.client, &ec2.DescribeVolumesInput{Filters: filters})
 	for p.HasMorePages() {
@@ -124,6 +156,13 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 		vols = append(vols, out)
 	}
 	slices.SortFunc(vols, func(a, b volumetasks.Volume) int { return strings.Compare(a.ID, b.ID) })
+	listed := make(map[string]types.Volume, len(found))
+	for _, vol := range found {
+		listed[aws.ToString(vol.VolumeId)] = vol
+	}
+	v.mu.Lock()
+	v.listed = listed
+	v.mu.Unlock()
 	return vols, nil
 }
 
@@ -192,6 +231,7 @@ func (v *Volumes) describe(ctx context.Context, id, doing string) (types.Volume,
 // volume attached to another instance is a *volumetasks.HeldError.
 func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("attaching EBS volume %s to instance %s", id, v.me.NodeID)
+	v.forget(id)
 	vol, err := v.describe(ctx, id, doing)
 	if err != nil {
 		return "", err
@@ -366,12 +406,16 @@ func (v *Volumes) device(id, name, doing string) (string, error) {
 }
 
 // Attached returns the device of volume id when it is attached to this instance; "" when it is not (or still
-// attaching). Attached here but without its device on this machine yet is not ready.
+// attaching). Attached here but without its device on this machine yet is not ready. The volume is as the last
+// List read it when that has not served an Attached yet (see listed), else as EC2 describes it now.
 func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("looking for EBS volume %s on instance %s", id, v.me.NodeID)
-	vol, err := v.describe(ctx, id, doing)
-	if err != nil {
-		return "", err
+	vol, ok := v.take(id)
+	if !ok {
+		var err error
+		if vol, err = v.describe(ctx, id, doing); err != nil {
+			return "", err
+		}
 	}
 	a := holding(vol)
 	if a == nil || aws.ToString(a.InstanceId) != v.me.NodeID || a.State != types.VolumeAttachmentStateAttached {
@@ -384,6 +428,7 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 // elsewhere, or nowhere, is left alone.
 func (v *Volumes) Detach(ctx context.Context, id string) error {
 	doing := fmt.Sprintf("detaching EBS volume %s from instance %s", id, v.me.NodeID)
+	v.forget(id)
 	vol, err := v.describe(ctx, id, doing)
 	if err != nil {
 		return err

@@ -139,6 +139,52 @@ func TestVolumesList(t *testing.T) {
 	}
 }
 
+// TestVolumesAttachedReadsTheList: after a List, the Attached of each listed volume (the Finds of a protokube
+// round) answers from what List read, with no DescribeVolumes of its own, once; a second Attached of the same
+// volume (a retried Find), one of a volume List did not read, and any after NewRun or an Attach ask EC2.
+func TestVolumesAttachedReadsTheList(t *testing.T) {
+	ctx := context.Background()
+	f := newEC2Fixture(t)
+	me := f.instance(t, zoneA)
+	tags := map[string]string{"kubernetes.io/cluster/c": "owned"}
+	mine, free, unlisted := f.volume(t, zoneA, tags), f.volume(t, zoneA, tags), f.volume(t, zoneA, nil)
+	p := f.provider(t, me, zoneA)
+	dev := nvme(t, p, mine)
+	if _, err := p.Attach(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		do       func() (string, error)
+		want     string
+		describe int // DescribeVolumes calls the step makes
+	}
+	attached := func(id string) func() (string, error) { return func() (string, error) { return p.Attached(ctx, id) } }
+	list := func() (string, error) { _, err := p.List(ctx, tags); return "", err }
+	newRun := func() (string, error) { p.NewRun(); return "", nil }
+	for i, s := range []step{
+		{do: list, describe: 1},
+		{do: attached(mine), want: dev},
+		{do: attached(free)},
+		{do: attached(mine), want: dev, describe: 1}, // taken already: asks EC2
+		{do: attached(unlisted), describe: 1},
+		{do: list, describe: 1},
+		{do: newRun},
+		{do: attached(mine), want: dev, describe: 1},
+		{do: list, describe: 1},
+		{do: func() (string, error) { return p.Attach(ctx, mine) }, want: dev, describe: 2}, // its own read, and the wait's
+		{do: attached(mine), want: dev, describe: 1},                                        // Attach dropped the listed one
+	} {
+		f.s.ResetCalls()
+		got, err := s.do()
+		if err != nil || got != s.want {
+			t.Errorf("step %d = %q, %v, want %q", i, got, err, s.want)
+		}
+		if n := f.s.Calls()["DescribeVolumes"]; n != s.describe {
+			t.Errorf("step %d called DescribeVolumes %d times, want %d", i, n, s.describe)
+		}
+	}
+}
+
 func TestVolumesAttach(t *testing.T) {
 	ctx := context.Background()
 	f := newEC2Fixture(t)

@@ -119,6 +119,9 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	l := n.deviceLock(dev)
 	l.Lock()
 	defer l.Unlock()
+	if actual := m.findMounted(n, dev, devNum); actual != nil {
+		return actual, nil
+	}
 	pr, err := probeDevice(ctx, dev)
 	if err != nil {
 		return nil, err
@@ -156,6 +159,36 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 		actual.Device = mounted.source
 	}
 	return actual, nil
+}
+
+// findMounted is what Find sees of a device the kernel has mounted at the mount point already: the same device
+// number, the expected filesystem type (ext2, ext3 or ext4, whose UUID is read from the superblock). Such a
+// device holds that filesystem, and blkid's probe (a process, and reads of the device, every protokube round)
+// would tell nothing more. Any other case is nil, and Find probes as ever: a device not mounted there, another
+// type, a filesystem whose superblock does not read as ext. Nothing is formatted on what Find saw: Render probes
+// the device again, under its lock, before any mkfs.
+func (m *FormatAndMount) findMounted(n *Node, dev string, devNum uint64) *FormatAndMount {
+	switch *m.FSType {
+	case "ext2", "ext3", "ext4":
+	default:
+		return nil
+	}
+	dir, mp, err := n.openMountPoint(m.MountPoint, false)
+	if err != nil || dir == nil {
+		return nil
+	}
+	dir.Close()
+	mounted, err := mountAt(mp)
+	if err != nil || mounted == nil || mounted.dev != devNum || mounted.fsType != *m.FSType {
+		return nil
+	}
+	uuid, ok := extUUID(dev)
+	if !ok {
+		return nil
+	}
+	pr := probe{fsType: mounted.fsType, uuid: uuid}
+	return &FormatAndMount{MountPoint: m.MountPoint, Device: m.Device, FSType: &pr.fsType, UUID: &pr.uuid,
+		Options: presentOptions(m.Options, mounted), found: &pr}
 }
 
 // openMountPoint resolves the mount point inside the root, as every node path is (a symbolic link there is
