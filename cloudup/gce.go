@@ -28,12 +28,19 @@ func openGCE(ctx context.Context, c *model.Cluster, cs *Clusters) (*gcetasks.Clo
 // change makes a new template and points the groups at it), after an apply. It only reads when there are none.
 // It runs outside the engine, so it retries what the engine would (rate limits, server errors) itself, a few times
 // with backoff.
-func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateOptions) error {
+//
+// After an apply that changed nothing, the run's reads are still true: it reads only what the run did not (the
+// groups of the region's other zones), so that a no-op update lists each kind once per zone. It still deletes
+// what a killed run left.
+func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateOptions, changed bool) error {
 	const attempts = 6
 	backoff := 200 * time.Millisecond
 	for i := 1; ; i++ {
-		cloud.NewRun()
-		deleted, err := cloud.DeleteUnusedTemplates(ctx, true)
+		fresh := changed || i > 1
+		if fresh {
+			cloud.NewRun()
+		}
+		deleted, err := cloud.DeleteUnusedTemplates(ctx, true, fresh)
 		if o.Logger != nil {
 			for _, k := range deleted {
 				o.Logger.Info("deleted an instance template no group uses", "template", k)

@@ -97,7 +97,7 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return plan, err
 		}
 		// The templates the apply replaced: once the groups use the new ones, the old ones go.
-		if err := deleteUnusedTemplates(ctx, cloud, o); err != nil {
+		if err := deleteUnusedTemplates(ctx, cloud, o, !plan.Empty()); err != nil {
 			return nil, fmt.Errorf("cluster %s is up to date, but deleting the instance templates its groups no longer use failed: %w (the next update tries again)", name, err)
 		}
 		return plan, nil

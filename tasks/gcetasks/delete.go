@@ -23,7 +23,7 @@ import (
 // Region is "").
 func (c *Cloud) DeleteOwned(ctx context.Context, names []string, apply bool) ([]string, error) {
 	var done []string
-	groups, err := c.ownedGroups(ctx)
+	groups, err := c.ownedGroups(ctx, true)
 	if err != nil {
 		return done, err
 	}
@@ -140,7 +140,7 @@ func (c *Cloud) DeleteOwned(ctx context.Context, names []string, apply bool) ([]
 }
 
 // ownedGroups are the cluster's managed instance groups of the zones of c.Region (every zone when it is "").
-func (c *Cloud) ownedGroups(ctx context.Context) ([]*compute.InstanceGroupManager, error) {
+func (c *Cloud) ownedGroups(ctx context.Context, fresh bool) ([]*compute.InstanceGroupManager, error) {
 	var zones []string
 	if c.Region != "" {
 		r, err := c.Compute.Regions.Get(c.Project, c.Region).Context(ctx).Do()
@@ -163,7 +163,9 @@ func (c *Cloud) ownedGroups(ctx context.Context) ([]*compute.InstanceGroupManage
 	}
 	var out []*compute.InstanceGroupManager
 	for _, z := range zones {
-		c.reads.groups.Of(z).Forget()
+		if fresh {
+			c.reads.groups.Of(z).Forget()
+		}
 		all, err := c.groupManagers(ctx, z)
 		if err != nil {
 			return nil, err
@@ -212,8 +214,8 @@ func (c *Cloud) deleteRecords(ctx context.Context, names []string, apply bool) (
 // DeleteUnusedTemplates deletes the cluster's instance templates that no managed instance group of the cluster
 // uses, except the newest of each base name (a group may be about to use it): what template changes left
 // behind. cloudup runs it after an apply. It returns the keys of what it deleted (apply) or would delete.
-func (c *Cloud) DeleteUnusedTemplates(ctx context.Context, apply bool) ([]string, error) {
-	groups, err := c.ownedGroups(ctx)
+func (c *Cloud) DeleteUnusedTemplates(ctx context.Context, apply, fresh bool) ([]string, error) {
+	groups, err := c.ownedGroups(ctx, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +223,9 @@ func (c *Cloud) DeleteUnusedTemplates(ctx context.Context, apply bool) ([]string
 	for _, g := range groups {
 		used[lastSegment(g.InstanceTemplate)] = true
 	}
-	c.reads.templates.Forget()
+	if fresh {
+		c.reads.templates.Forget()
+	}
 	templates, err := c.instanceTemplates(ctx)
 	if err != nil {
 		return nil, err

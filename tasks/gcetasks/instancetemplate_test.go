@@ -47,7 +47,7 @@ func TestTemplateChangeMakesANewTemplateAndMovesTheGroups(t *testing.T) {
 		t.Fatalf("templates before %v, after %v: want one, then two", old, now)
 	}
 	srv.ResetCalls()
-	deleted, err := c.DeleteUnusedTemplates(ctx, true)
+	deleted, err := c.DeleteUnusedTemplates(ctx, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
