@@ -76,9 +76,10 @@ type chaosRun struct {
 // cloud detaches a dead machine's disks, or left to lapse; sometimes its network namespace deleted too, the
 // machine replaced by one with a new address and an empty disk), and a dead node's restart. After every event,
 // before and after the cluster settles: no volume mounted twice (on two nodes, at two points, through two loop
-// devices; a watch of the mount table also runs all along), no volume formatted that held data (the marker
-// written at its first mount reads back, its filesystem UUID is unchanged); once it settled, every key written
-// to etcd through the members' DNS names reads back, and a few more are written.
+// devices; a watch of the mount table also runs all along), no image bound to two loop devices, no volume
+// formatted that held data (the marker written at its first mount reads back, its filesystem UUID is unchanged);
+// once it settled, every key written to etcd through the members' DNS names reads back, and a few more are
+// written.
 func TestProtokubeChaos(t *testing.T) {
 	e2e.RequireRoot(t)
 	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "debugfs", "ip", "unshare")
@@ -353,12 +354,18 @@ func (c *chaosRun) die(n *chaosNode, release, gone bool) {
 	}
 }
 
-// checkSafety checks what must hold at every moment: no volume mounted twice, no volume formatted.
+// checkSafety checks what must hold at every moment: no volume mounted twice, no image bound to two loop
+// devices (a claimant unbinds the former holder's before it binds its own), no volume formatted.
 func (c *chaosRun) checkSafety(when string) {
 	t := c.t
 	t.Helper()
 	if err := e2e.VolumesMountedTwice(c.roots...); err != nil {
 		t.Errorf("%s: %v", when, err)
+	}
+	for _, img := range c.images {
+		if loops := boundLoops(t, img); len(loops) > 1 {
+			t.Errorf("%s: volume %s is bound to %d loop devices: %v", when, volumeOf(img), len(loops), loops)
+		}
 	}
 	c.data.check(t)
 }
