@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go"
@@ -25,13 +28,7 @@ const MaxAttempts = 10
 // AWS_ENDPOINT_URL_<SERVICE>) points every client at another endpoint, such as internal/fakeaws.
 func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
-		config.WithRetryer(func() aws.Retryer {
-			return pushbackRetryer{retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
-				o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
-					so.MaxAttempts = MaxAttempts
-				})
-			})}
-		}),
+		config.WithRetryer(func() aws.Retryer { return NewRetryer() }),
 	}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
@@ -51,6 +48,28 @@ var throttling = map[string]bool{
 	"Throttling": true, "ThrottlingException": true, "ThrottledException": true, "RequestThrottledException": true,
 	"TooManyRequestsException": true, "RequestLimitExceeded": true, "RequestThrottled": true, "SlowDown": true,
 	"PriorRequestNotComplete": true, "EC2ThrottledException": true, "BandwidthLimitExceeded": true,
+}
+
+// NewRetryer is the SDK's standard retryer, MaxAttempts attempts, with a short backoff (100 ms doubling, up to
+// 5 s, with jitter) and without the SDK's client-side rate limits (its retry quota, adaptive mode's token bucket):
+// the engine's windows are what slows kubeup down when AWS throttles (every throttle the retryer sees reaches the
+// engine, pushbackRetryer), so a retry need not wait the seconds the SDK's defaults wait.
+func NewRetryer() aws.RetryerV2 {
+	return pushbackRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = MaxAttempts
+		o.RateLimiter = ratelimit.None
+		o.Backoff = retry.BackoffDelayerFunc(backoff)
+	})}
+}
+
+// backoff is the delay before retry attempt: 100 ms doubling per attempt up to 5 s, between half and all of it.
+func backoff(attempt int, _ error) (time.Duration, error) {
+	d := 100 * time.Millisecond
+	for i := 1; i < attempt && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	d = min(d, 5*time.Second)
+	return d/2 + rand.N(d/2+1), nil
 }
 
 // pushbackRetryer is the SDK's retryer that also tells the engine when AWS throttled a call it is about to retry:
