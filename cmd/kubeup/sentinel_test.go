@@ -266,7 +266,11 @@ func keystoreKeys(t *testing.T, dir string) map[string][]string {
 		var d *big.Int
 		switch k := is.Key.(type) {
 		case *ecdsa.PrivateKey:
-			d = k.D
+			scalar, err := k.Bytes()
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			d = new(big.Int).SetBytes(scalar)
 		case *rsa.PrivateKey:
 			d = k.D
 		default:
