@@ -150,7 +150,7 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 		}
 		tags := owned(lt, map[string]string{TagInstanceGroup: ig.Metadata.Name, roleTag: "1"})
 		conf := common.nodeConfigs[ig.Metadata.Name]
-		ks := common.keystore
+		makeConf := common.nodeConfig[ig.Metadata.Name]
 		template := engine.Add(g, &awstasks.LaunchTemplate{
 			Name:             lt,
 			Image:            ptr(ig.Spec.Image),
@@ -163,7 +163,7 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 			// The user data pins the machines to the configuration the same maker writes (conf): made once the
 			// keystore's keypairs are found or issued, as conf's is.
 			MakeUserData: func() (string, error) {
-				obj, _, err := nodeConfigObject(c, ig, ks.issued())
+				obj, _, err := makeConf()
 				if err != nil {
 					return "", err
 				}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"path"
+	"sync"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/dnstasks"
@@ -80,6 +81,9 @@ type commonTasks[C storetasks.World] struct {
 	keystore keystore[C]
 	// nodeConfigs are the tasks that write each instance group's node configuration, by the group's name.
 	nodeConfigs map[string]*storetasks.SecretFile[C]
+	// nodeConfig makes a group's node configuration object, once per graph (by the group's name): the task that
+	// writes it and the templates that pin machines to its sha256 share one encoding.
+	nodeConfig map[string]func() (engine.Secret, string, error)
 }
 
 // addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
@@ -111,18 +115,32 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	if err != nil {
 		return nil, err
 	}
-	common := &commonTasks[C]{keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{}}
+	common := &commonTasks[C]{keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{},
+		nodeConfig: map[string]func() (engine.Secret, string, error){}}
 	for _, ig := range igs {
 		// One object per group, its sha256 on its first line: one atomic write, nothing to tear. It carries the
 		// keystore's files the group's role needs, made once the keypairs are found or issued.
+		once := sync.OnceValues(func() (nodeConfigMade, error) {
+			obj, shown, err := nodeConfigObject(c, ig, ks.issued())
+			return nodeConfigMade{obj, shown}, err
+		})
+		common.nodeConfig[ig.Metadata.Name] = func() (engine.Secret, string, error) {
+			m, err := once()
+			return m.obj, m.shown, err
+		}
 		common.nodeConfigs[ig.Metadata.Name] = engine.Add(g, &storetasks.SecretFile[C]{
 			Path:   NodeConfigPath(name, ig.Metadata.Name),
-			Make:   func() (engine.Secret, string, error) { return nodeConfigObject(c, ig, ks.issued()) },
+			Make:   common.nodeConfig[ig.Metadata.Name],
 			Redact: RedactNodeConfigObject,
 			After:  ks.tasks(),
 		})
 	}
 	return common, nil
+}
+
+type nodeConfigMade struct {
+	obj   engine.Secret
+	shown string
 }
 
 // nodeConfigObject is the stored node configuration of ig, carrying the keystore's files from ks, and how a plan

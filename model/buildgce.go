@@ -188,7 +188,7 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 		}
 		labels[LabelInstanceGroup] = gcetasks.LabelValue(ig.Metadata.Name)
 		conf := common.nodeConfigs[ig.Metadata.Name]
-		ks := common.keystore
+		makeConf := common.nodeConfig[ig.Metadata.Name]
 		templates := map[string]*gcetasks.InstanceTemplate{}
 		for _, region := range GCERegions(ig.Spec.Zones) {
 			sn := subnetworks[region]
@@ -208,7 +208,7 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 				// The startup script pins the machines to the configuration the same maker writes (conf): made
 				// once the keystore's keypairs are found or issued, as conf's is.
 				MakeStartupScript: func() (string, error) {
-					obj, _, err := nodeConfigObject(c, ig, ks.issued())
+					obj, _, err := makeConf()
 					if err != nil {
 						return "", err
 					}
