@@ -322,6 +322,9 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	if err := json.Unmarshal(js, &raw); err != nil {
 		return nil, fmt.Errorf("%s: malformed YAML: %w", source, err)
 	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, fmt.Errorf("%s: a node configuration is a mapping of apiVersion, kind, cluster and instanceGroup, not %s", source, jsonKind(raw))
+	}
 	var ps problems
 	checkShape("", "", raw, reflect.TypeOf(NodeConfig{}), &ps)
 	if err := ps.err(source); err != nil {

@@ -146,3 +146,17 @@ func checkRedacted(t *testing.T, obj []byte) {
 		}
 	}
 }
+
+// TestDecodeNodeConfigNotAMapping: a configuration whose YAML is a scalar or a list (found by FuzzNodeConfig) was
+// refused with a problem without a field path ("conf: must be a mapping, not the number 0"). It says what a node
+// configuration is.
+func TestDecodeNodeConfigNotAMapping(t *testing.T) {
+	for body, kind := range map[string]string{"0\n": "the number 0", "[a]\n": "a list", "": "null", "x\n": `the string "x"`} {
+		obj := []byte(nodeConfigSumPrefix + sha256Hex([]byte(body)) + "\n" + body)
+		_, err := DecodeNodeConfigObject("conf", obj)
+		want := "conf: a node configuration is a mapping of apiVersion, kind, cluster and instanceGroup, not " + kind
+		if err == nil || err.Error() != want {
+			t.Errorf("body %q: error %v, want %q", body, err, want)
+		}
+	}
+}
