@@ -344,4 +344,5 @@ var computeRoutes = []route{
 	{"POST", []string{"zones", "*", "instanceGroupManagers", "*", "resize"}, "compute.instanceGroupManagers.resize", resizeGroup},
 	{"POST", []string{"zones", "*", "instanceGroupManagers", "*", "setInstanceTemplate"}, "compute.instanceGroupManagers.setInstanceTemplate", setGroupTemplate},
 	{"POST", []string{"zones", "*", "instanceGroupManagers", "*", "listManagedInstances"}, "compute.instanceGroupManagers.listManagedInstances", listManagedInstances},
+	{"POST", []string{"zones", "*", "instanceGroupManagers", "*", "recreateInstances"}, "compute.instanceGroupManagers.recreateInstances", recreateInstances},
 }
