@@ -87,7 +87,8 @@ type commonTasks[C storetasks.World] struct {
 }
 
 // addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
-// complete spec (written after the tasks of specBefore) and node configurations in the state store.
+// complete spec (written after the tasks of specBefore) and node configurations in the state store, and the
+// deletion of the node configurations of groups no longer in the spec.
 func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
@@ -135,6 +136,14 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 			After:  ks.tasks(),
 		})
 	}
+	// The node configurations of groups removed from the spec are deleted, once the kept ones are written.
+	keep := make([]string, 0, len(igs))
+	after := make([]engine.Task, 0, len(igs))
+	for _, ig := range igs {
+		keep = append(keep, ig.Metadata.Name)
+		after = append(after, common.nodeConfigs[ig.Metadata.Name])
+	}
+	engine.Add(g, &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(name, "x")), Keep: keep, After: after})
 	return common, nil
 }
 
