@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -171,16 +170,12 @@ func runCell(t *testing.T, cell matrixCell, seed uint64) {
 	a.checkStore(t, cluster)
 }
 
-// sdkConfig is an SDK configuration for the fake with the retries protokube's client has (awstasks.LoadConfig:
-// adaptive mode, awstasks.MaxAttempts).
+// sdkConfig is an SDK configuration for the fake with the retries protokube's client has (awstasks.LoadConfig's
+// awstasks.NewRetryer).
 func (a *account) sdkConfig() aws.Config {
 	return aws.Config{
 		Region: region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(a.url),
-		Retryer: func() aws.Retryer {
-			return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
-				o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) { so.MaxAttempts = awstasks.MaxAttempts })
-			})
-		},
+		Retryer: func() aws.Retryer { return awstasks.NewRetryer() },
 	}
 }
 
@@ -233,7 +228,7 @@ func (a *account) claimMemberVolumes(t *testing.T) {
 			continue // one node per zone
 		}
 		root := t.TempDir()
-		// An instance's protokube has a client of its own (the adaptive retryer's rate is the client's).
+		// An instance's protokube has a client of its own.
 		c := &claimant{id: i.InstanceID, zone: i.Zone, controlPlane: cp, devices: map[string]string{},
 			vols: awstasks.NewVolumes(ec2.NewFromConfig(a.sdkConfig()), volumetasks.Holder{NodeID: i.InstanceID, InternalIP: i.PrivateIP}, i.Zone, awstasks.VolumesOptions{Root: root})}
 		for n, v := range all {
