@@ -438,7 +438,7 @@ func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*mo
 		if err != nil {
 			return nil, err
 		}
-		return &gceRolling{cloud: cloud, spec: c}, nil
+		return &gceRolling{cloud: cloud, spec: c, igs: igs}, nil
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: rolling-update replaces machines through the groups of aws and gce only in this kubeup; on %s, run nodeup and protokube again on each machine (see docs/operations.md)",
 			c.Metadata.Name, c.Spec.CloudProvider, c.Spec.CloudProvider)

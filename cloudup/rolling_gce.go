@@ -3,20 +3,26 @@ package cloudup
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
 // gceRolling replaces the instances of a gce cluster through their managed instance groups (one per zone of an
-// instance group). It cannot tell etcd's health from the cloud: a rolling update on gce takes its checks from the
-// API and etcd (no --cloudonly).
+// instance group), and tells, from what the cloud shows, whether they serve and where etcd's members are (the
+// Health of --cloudonly).
 type gceRolling struct {
 	cloud *gcetasks.Cloud
 	spec  *model.Cluster
+	igs   []*model.InstanceGroup // all of the cluster's
 }
 
-var _ rollingCloud = (*gceRolling)(nil)
+var (
+	_ rollingCloud = (*gceRolling)(nil)
+	_ Health       = (*gceRolling)(nil)
+)
 
 // Groups reads the managed instance group of each zone of each instance group: an instance needs an update when
 // it was made from another instance template than the one its group makes instances from now (`kubeup update
@@ -60,4 +66,117 @@ func (r *gceRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]
 // Replace has the instance's group recreate it from the group's current template (same name, new disk and id).
 func (r *gceRolling) Replace(ctx context.Context, i RollingInstance) error {
 	return r.cloud.RecreateInstance(ctx, i.zone, i.group, i.url)
+}
+
+// Basis says what the cloud's checks are.
+func (r *gceRolling) Basis() string {
+	return "the cloud (--cloudonly): an etcd member counts as healthy when its persistent disk is attached to a RUNNING instance of the cluster's managed instance groups (what protokube claims), not by etcd's own /health"
+}
+
+// running returns the names of the cluster's instances that run and that their groups do nothing with, and the
+// groups.
+func (r *gceRolling) running(ctx context.Context) (map[string]bool, []RollingGroup, error) {
+	groups, err := r.Groups(ctx, r.igs)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[string]bool{}
+	for _, g := range groups {
+		for _, i := range g.Instances {
+			if i.Ready {
+				names[i.ID] = true
+			}
+		}
+	}
+	return names, groups, nil
+}
+
+// Etcd reports each member of the spec by its persistent disk (label kubeup-etcd-<etcd cluster>=<member>_...): held
+// by the instance it is attached to, healthy when that instance runs in its group.
+func (r *gceRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
+	live, _, err := r.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.members(ctx, live)
+}
+
+// members reads the member disks of the cluster's region (that of its first control-plane zone).
+func (r *gceRolling) members(ctx context.Context, live map[string]bool) ([]MemberHealth, error) {
+	zone := ""
+	for _, ig := range r.igs {
+		if ig.Spec.Role == model.RoleControlPlane && len(ig.Spec.Zones) > 0 && zone == "" {
+			zone = ig.Spec.Zones[0]
+		}
+	}
+	if zone == "" {
+		return nil, fmt.Errorf("cluster %s has no control-plane instance group with a zone: its etcd members' disks cannot be looked for", r.spec.Metadata.Name)
+	}
+	vols, err := gcetasks.NewDisks(r.cloud.Compute, r.cloud.Project, zone, volumetasks.Holder{}, gcetasks.DisksOptions{}).List(ctx, map[string]string{
+		clusterTagPrefix + r.spec.Metadata.Name: "owned",
+		model.TagControlPlane:                   "1",
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []MemberHealth
+	for _, e := range r.spec.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: "no persistent disk carries its label " + gcetasks.EtcdLabelKey(e.Name)}
+			for _, v := range vols {
+				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
+					continue
+				}
+				switch {
+				case v.Holder == nil:
+					mh.Why = "its disk " + v.ID + " is attached to no instance"
+				case !live[v.Holder.NodeID]:
+					mh.Holder = v.Holder.NodeID
+					mh.Why = "its disk " + v.ID + " is attached to " + v.Holder.NodeID + ", which does not run in its group"
+				default:
+					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
+				}
+				break
+			}
+			out = append(out, mh)
+		}
+	}
+	return out, nil
+}
+
+// clusterTagPrefix is the key prefix of the cluster's ownership tag (kubernetes.io/cluster/<cluster>=owned), as
+// gcetasks encodes it into labels.
+const clusterTagPrefix = "kubernetes.io/cluster/"
+
+// Validate checks, from the cloud, that every group has its target of instances running and every etcd member's
+// disk is attached to one of them.
+func (r *gceRolling) Validate(ctx context.Context) ([]string, error) {
+	live, groups, err := r.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for _, g := range groups {
+		ready := 0
+		for _, i := range g.Instances {
+			if i.Ready {
+				ready++
+			} else {
+				problems = append(problems, fmt.Sprintf("instance %s (instance group %s, zone %s): not running, or its group is changing it", i.ID, g.Name, i.Zone))
+			}
+		}
+		if int32(ready) < g.Target {
+			problems = append(problems, fmt.Sprintf("instance group %s: %d of its %d instances running", g.Name, ready, g.Target))
+		}
+	}
+	members, err := r.members(ctx, live)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if !m.Healthy {
+			problems = append(problems, fmt.Sprintf("etcd member %s: %s", m, m.Why))
+		}
+	}
+	return problems, nil
 }
