@@ -143,7 +143,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 		keep = append(keep, ig.Metadata.Name)
 		after = append(after, common.nodeConfigs[ig.Metadata.Name])
 	}
-	engine.Add(g, &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(name, "x")), Keep: keep, After: after})
+	engine.Add(g, &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(name, "x")), Objects: keep, After: after})
 	return common, nil
 }
 

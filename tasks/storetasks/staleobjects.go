@@ -20,15 +20,15 @@ type ListDeleter interface {
 }
 
 // StaleObjects deletes the objects directly under the directory Prefix of the state store whose name is not one of
-// Keep: the node configurations (<cluster>/nodeup/<group>) of instance groups removed from the spec. Objects
+// Objects: the node configurations (<cluster>/nodeup/<group>) of instance groups removed from the spec. Objects
 // deeper under Prefix, and everything outside it, are never touched. It runs after the tasks of After (the
 // configurations it keeps are written first). Its key is "StoreStaleObjects/<Prefix>".
 type StaleObjects[C World] struct {
 	// Prefix is a directory of the store ("demo.example.com/nodeup"), and the task's name.
 	Prefix string
-	// Keep are the names (the last path element) of the objects under Prefix to keep. Found: the same, and the
+	// Objects are the names (the last path element) of the objects under Prefix to keep. Found: the same, and the
 	// names of the objects under Prefix that are not kept, which Render deletes (a plan shows them as removed).
-	Keep []string `kubeup:"set,nilempty"`
+	Objects []string `kubeup:"set,nilempty"`
 	// After lists tasks to run first: ordering only.
 	After []engine.Task `kubeup:"-"`
 
@@ -43,7 +43,7 @@ func (s *StaleObjects[C]) Deps() []engine.Task { return s.After }
 
 // Find lists Prefix. A store that cannot list (an in-memory test store) has nothing stale.
 func (s *StaleObjects[C]) Find(ctx context.Context, world C) (*StaleObjects[C], error) {
-	a := &StaleObjects[C]{Prefix: s.Prefix, Keep: slices.Clone(s.Keep)}
+	a := &StaleObjects[C]{Prefix: s.Prefix, Objects: slices.Clone(s.Objects)}
 	ld, ok := world.StateStore().(ListDeleter)
 	if !ok {
 		return a, nil
@@ -54,13 +54,13 @@ func (s *StaleObjects[C]) Find(ctx context.Context, world C) (*StaleObjects[C], 
 	}
 	for _, p := range paths {
 		name, ok := strings.CutPrefix(p, strings.TrimSuffix(s.Prefix, "/")+"/")
-		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(s.Keep, name) {
+		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(s.Objects, name) {
 			continue
 		}
 		a.stale = append(a.stale, name)
 	}
 	slices.Sort(a.stale)
-	a.Keep = append(a.Keep, a.stale...)
+	a.Objects = append(a.Objects, a.stale...)
 	return a, nil
 }
 
@@ -69,9 +69,9 @@ func (s *StaleObjects[C]) CheckChanges(actual, expected, changes *StaleObjects[C
 	if strings.Trim(expected.Prefix, "/") == "" {
 		return errors.New("store stale objects: field Prefix is required (a directory of the store, never its root)")
 	}
-	for _, k := range expected.Keep {
+	for _, k := range expected.Objects {
 		if k == "" || strings.Contains(k, "/") {
-			return fmt.Errorf("store stale objects %s: field Keep: %q is not an object's name", expected.Prefix, k)
+			return fmt.Errorf("store stale objects %s: field Objects: %q is not an object's name", expected.Prefix, k)
 		}
 	}
 	return nil

@@ -53,7 +53,7 @@ func TestStaleObjectsDeletesGroupsNoLongerInTheSpec(t *testing.T) {
 	build := func() *engine.Graph[*listingWorld] {
 		g := engine.NewGraph[*listingWorld]()
 		conf := engine.Add(g, &storetasks.File[*listingWorld]{Path: "c/nodeup/nodes", Contents: ptr("kept")})
-		engine.Add(g, &storetasks.StaleObjects[*listingWorld]{Prefix: "c/nodeup", Keep: []string{"nodes"}, After: []engine.Task{conf}})
+		engine.Add(g, &storetasks.StaleObjects[*listingWorld]{Prefix: "c/nodeup", Objects: []string{"nodes"}, After: []engine.Task{conf}})
 		return g
 	}
 	res, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.DryRun})
@@ -90,7 +90,7 @@ func TestStaleObjectsWithoutListingChangesNothing(t *testing.T) {
 	w := &world{store: &memStore{Objects: map[string]string{"c/nodeup/gone": "x"}}}
 	build := func() *engine.Graph[*world] {
 		g := engine.NewGraph[*world]()
-		engine.Add(g, &storetasks.StaleObjects[*world]{Prefix: "c/nodeup", Keep: []string{"nodes"}})
+		engine.Add(g, &storetasks.StaleObjects[*world]{Prefix: "c/nodeup", Objects: []string{"nodes"}})
 		return g
 	}
 	res, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.DryRun})
@@ -104,7 +104,7 @@ func TestStaleObjectsWithoutListingChangesNothing(t *testing.T) {
 }
 
 func TestStaleObjectsRefusesTheRoot(t *testing.T) {
-	s := &storetasks.StaleObjects[*world]{Prefix: "/", Keep: []string{"a"}}
+	s := &storetasks.StaleObjects[*world]{Prefix: "/", Objects: []string{"a"}}
 	if err := s.CheckChanges(nil, s, s); err == nil {
 		t.Error("CheckChanges accepted the store's root as the prefix")
 	}
