@@ -103,7 +103,8 @@ func checkRedacted(t *testing.T, obj []byte) {
 	t.Helper()
 	shown, err := RedactNodeConfigObject(string(obj))
 	if err != nil {
-		if strings.Contains(err.Error(), "PRIVATE KEY") || len(obj) > 0 && strings.Contains(err.Error(), string(obj)) {
+		// (An object of a few bytes may be a word of the message.)
+		if strings.Contains(err.Error(), "PRIVATE KEY") || len(obj) >= 16 && strings.Contains(err.Error(), string(obj)) {
 			t.Fatalf("the error quotes the object: %v", err)
 		}
 		return
