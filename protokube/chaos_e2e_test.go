@@ -337,7 +337,12 @@ func (c *chaosRun) die(n *chaosNode, release, gone bool) {
 			}
 			// The mounts of the dead etcd's mount namespace go a moment after its process: until then the
 			// device is in use, and Release refuses it.
+			// Meanwhile the claim may lapse (the dead node renews it no more) and a live node take the volume
+			// over: then it is that node's, and the cloud detaches nothing of it.
 			e2e.WaitFor(t, 30*time.Second, "the release of the dead node's claim of "+vol, func() (error, bool) {
+				if holdersOf(t, c.vols)[vol] != n.id {
+					return nil, true
+				}
 				err := c.vols.Release(ctx, vol)
 				return err, err == nil
 			})
