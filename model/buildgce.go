@@ -88,7 +88,8 @@ func GCEImage(project, image string) string {
 //   - per instance group and region, an instance template (GCEInstanceTemplateName) whose startup script
 //     (StartupScript) runs nodeup with the group's node configuration, once that is written, and per zone of
 //     the group a managed instance group (GCEInstanceGroupManagerName), the group's minSize spread over its
-//     zones;
+//     zones; and UnusedGroups, which deletes the cluster's managed instance groups and templates of groups no
+//     longer in the spec (by the template's LabelInstanceGroup), once these are made;
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
 func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
@@ -177,6 +178,8 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	}
 
 	// Each instance group's templates and managed instance groups.
+	var groupLabels []string
+	var managers []*gcetasks.InstanceGroupManager
 	for _, ig := range igs {
 		roleTag := TagNode
 		if ig.Spec.Role == RoleControlPlane {
@@ -222,16 +225,20 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 			})
 		}
 		sizes := spread(ig.Spec.MinSize, len(ig.Spec.Zones))
+		groupLabels = append(groupLabels, labels[LabelInstanceGroup])
 		for i, z := range ig.Spec.Zones {
-			engine.Add(g, &gcetasks.InstanceGroupManager{
+			managers = append(managers, engine.Add(g, &gcetasks.InstanceGroupManager{
 				Name:             GCEInstanceGroupManagerName(name, ig.Metadata.Name, z),
 				Zone:             ptr(z),
 				TargetSize:       ptr(sizes[i]),
 				Template:         templates[GCERegion(z)],
 				BaseInstanceName: gcetasks.ResourceName(ig.Metadata.Name+"-"+name, maxGCEInstanceBaseName),
-			})
+			}))
 		}
 	}
+	// The managed instance groups and templates of groups removed from the spec are deleted, once the kept
+	// groups are made.
+	engine.Add(g, &gcetasks.UnusedGroups{Cluster: name, GroupLabel: LabelInstanceGroup, Groups: groupLabels, Keep: managers})
 	return g, nil
 }
 
