@@ -38,7 +38,9 @@ func SecurityGroupName(cluster, role string) string {
 //     spec.aws.apiAccess; any other rule kubeup made in them is revoked;
 //   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
 //   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
-//     (UserData) runs nodeup with the group's node configuration, once that is written;
+//     (UserData) runs nodeup with the group's node configuration, once that is written; and UnusedGroups, which
+//     deletes the cluster's Auto Scaling groups and launch templates of groups no longer in the spec (by their
+//     TagInstanceGroup), once these are made;
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
 func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
@@ -142,6 +144,8 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 
 	// Each instance group's launch template and Auto Scaling group.
+	var asgs []*awstasks.AutoScalingGroup
+	var groupNames []string
 	for _, ig := range igs {
 		lt := LaunchTemplateName(name, ig.Metadata.Name)
 		roleTag := TagNode
@@ -183,15 +187,19 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 			}
 			zones = append(zones, sn)
 		}
-		engine.Add(g, &awstasks.AutoScalingGroup{
+		asgs = append(asgs, engine.Add(g, &awstasks.AutoScalingGroup{
 			Name:           lt,
 			MinSize:        ig.Spec.MinSize,
 			MaxSize:        ig.Spec.MaxSize,
 			Subnets:        zones,
 			LaunchTemplate: template,
 			Tags:           tags,
-		})
+		}))
+		groupNames = append(groupNames, ig.Metadata.Name)
 	}
+	// The Auto Scaling groups and launch templates of groups removed from the spec are deleted, once the kept
+	// groups are made.
+	engine.Add(g, &awstasks.UnusedGroups{Cluster: name, GroupTag: TagInstanceGroup, Groups: groupNames, Keep: asgs})
 	return g, nil
 }
 
