@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
+	"net/http"
+	"net/http/httptest"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +50,17 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
-	svc, err := compute.NewService(ctx, option.WithEndpoint(os.Getenv(gcetasks.EndpointEnv)+"compute/v1/"), option.WithoutAuthentication())
+	// The fake answers with its live objects, encoded after it lets go of its lock: a change (the stand-in's
+	// attachDisk) during a list (the rolling update's) would race. One call at a time, then.
+	var one sync.Mutex
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		one.Lock()
+		defer one.Unlock()
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	t.Setenv(gcetasks.EndpointEnv, hs.URL+"/")
+	svc, err := compute.NewService(ctx, option.WithEndpoint(hs.URL+"/compute/v1/"), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +73,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 		}
 	}
 	stop := playGCEProtokube(t, svc, migs)
-	defer stop()
+	defer func() { stop() }()
 	e2e.WaitFor(t, 30*time.Second, "the six member disks to be attached", func() (int, bool) {
 		n := 0
 		for _, d := range memberDisks(ctx, t, svc) {
@@ -113,6 +125,33 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	if listed, want := slices.Sorted(slices.Values(order)), slices.Sorted(maps.Keys(before)); !slices.Equal(listed, want) {
 		t.Fatalf("instances listed as NeedsUpdate: %v, want the control plane's %v\n%s", listed, want, &out)
 	}
+
+	// One member of etcd-main down (its disk, in the last instance's zone, detached, and nothing to claim it
+	// again): --yes refuses to take down the first instance, saying that etcd would lose its quorum.
+	stop()
+	var victim *compute.Disk
+	for _, d := range memberDisks(ctx, t, svc) {
+		if _, ok := d.Labels[gcetasks.EtcdLabelKey("main")]; ok && len(d.Users) > 0 && path.Base(d.Users[0]) == order[2] {
+			victim = d
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no etcd-main disk is attached to %s", order[2])
+	}
+	if _, err := svc.Instances.DetachDisk("kubeup-demo", path.Base(victim.Zone), order[2], victim.Name).Do(); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetCalls()
+	err = cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, Apply: true, CloudOnly: true, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "etcd would lose its quorum") ||
+		!strings.Contains(err.Error(), "etcd-main: without "+order[0]+" only 1 of its 3 members would be healthy") ||
+		!strings.Contains(err.Error(), "its disk "+victim.Name+" is attached to no instance") {
+		t.Errorf("rolling-update --yes with a member down: %v; want etcd-main's quorum lost without %s, %s attached to no instance", err, order[0], victim.Name)
+	}
+	if m := mutatingCalls(srv); len(m) != 0 {
+		t.Errorf("rolling-update --yes with a member down changed the cloud: %v", m)
+	}
+	stop = playGCEProtokube(t, svc, migs) // claims the disk again
 
 	var logs bytes.Buffer
 	out.Reset()

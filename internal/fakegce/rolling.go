@@ -43,6 +43,7 @@ func recreateInstances(c *call) (any, error) {
 		}
 	}
 	for _, in := range old {
+		c.p.copyDisksOf(in)
 		c.p.removeInstance(c.s, in)
 		c.renameInstance(c.makeInstance(g, t), in.Name)
 	}
@@ -67,6 +68,20 @@ func (c *call) renameInstance(in *compute.Instance, name string) {
 	for k, l := range c.s.instanceOrder {
 		if l == oldLink {
 			c.s.instanceOrder[k] = in.SelfLink
+		}
+	}
+}
+
+// copyDisksOf replaces the disks in's attachments name by copies (with their own Users), before removeInstance
+// changes them: an answer being written without the lock (a disks.list of the same moment) holds the old ones.
+func (p *project) copyDisksOf(in *compute.Instance) {
+	for _, ad := range in.Disks {
+		for k, d := range p.disks {
+			if d.SelfLink == ad.Source {
+				cp := *d
+				cp.Users = slices.Clone(d.Users)
+				p.disks[k] = &cp
+			}
 		}
 	}
 }
