@@ -26,14 +26,15 @@ func openGCE(ctx context.Context, c *model.Cluster, cs *Clusters) (*gcetasks.Clo
 
 // deleteUnusedTemplates deletes the cluster's instance templates that its groups no longer use (a template
 // change makes a new template and points the groups at it), after an apply. It only reads when there are none.
-// It runs outside the engine, so it retries what the engine would (rate limits, server errors) itself, a few times
-// with backoff.
+// It runs outside the engine, so it retries what the engine would (rate limits, server errors) itself, with
+// backoff, until cleanupDeadline: one attempt makes about five calls, all of which must get through, so a few
+// attempts are not enough when a third of the calls are throttled.
 //
 // After an apply that changed nothing, the run's reads are still true: it reads only what the run did not (the
 // groups of the region's other zones), so that a no-op update lists each kind once per zone. It still deletes
 // what a killed run left.
 func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateOptions, changed bool) error {
-	const attempts = 6
+	start := time.Now()
 	backoff := 200 * time.Millisecond
 	for i := 1; ; i++ {
 		fresh := changed || i > 1
@@ -46,7 +47,7 @@ func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateO
 				o.Logger.Info("deleted an instance template no group uses", "template", k)
 			}
 		}
-		if err == nil || engine.ClassOf(err) != engine.ClassRetryable || i == attempts {
+		if err == nil || engine.ClassOf(err) != engine.ClassRetryable || time.Since(start)+backoff > cleanupDeadline {
 			return err
 		}
 		select {
@@ -54,6 +55,12 @@ func deleteUnusedTemplates(ctx context.Context, cloud *gcetasks.Cloud, o UpdateO
 			return err
 		case <-time.After(backoff):
 		}
-		backoff *= 2
+		backoff = min(2*backoff, cleanupMaxBackoff)
 	}
 }
+
+// cleanupDeadline and cleanupMaxBackoff bound deleteUnusedTemplates' retries.
+const (
+	cleanupDeadline   = 5 * time.Minute
+	cleanupMaxBackoff = 5 * time.Second
+)

@@ -10,9 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
-	"time"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/nodetasks"
@@ -91,8 +89,8 @@ func (e *Executable) CheckChanges(actual, expected, changes *Executable) error {
 	return expected.Validate()
 }
 
-// Render copies Source to a temporary file beside Path, checks its hash, syncs it and renames it over Path. A
-// mode change alone is made in place.
+// Render copies Source to Path as node tasks write files (nodetasks.Node.WriteAtomic: a temporary file beside it,
+// its hash checked, synced and renamed over Path). A mode change alone is made in place.
 func (e *Executable) Render(ctx context.Context, n *nodetasks.Node, actual, expected, changes *Executable) error {
 	root, rel, err := openRoot(n, expected.Path)
 	if err != nil {
@@ -109,53 +107,33 @@ func (e *Executable) Render(ctx context.Context, n *nodetasks.Node, actual, expe
 		}
 		return nil
 	}
-	dir := path.Dir(rel)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", path.Dir(expected.Path), err)
-	}
-	tmp := path.Join(dir, "."+path.Base(rel)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := copyChecked(root, tmp, expected.Source, expected.SHA256, mode); err != nil {
-		root.Remove(tmp)
+	// The copy is written as node tasks write files (nodetasks.Node.WriteAtomic): a nodeup killed during the copy
+	// leaves a temporary file the next write in the directory removes, never one of its own naming for good.
+	err = n.WriteAtomic(ctx, expected.Path, mode, func(w io.Writer) error {
+		return copyChecked(w, expected.Source, expected.SHA256)
+	})
+	if err != nil {
 		return fmt.Errorf("copying %s to %s: %w", expected.Source, expected.Path, err)
-	}
-	if err := root.Rename(tmp, rel); err != nil {
-		root.Remove(tmp)
-		return fmt.Errorf("copying %s to %s: %w", expected.Source, expected.Path, err)
-	}
-	if d, err := root.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	engine.Logger(ctx).Info("installed executable", "path", expected.Path, "source", expected.Source, "sha256", expected.SHA256)
 	return nil
 }
 
-// copyChecked writes source to name under root with mode, and fails unless its sha256 is want.
-func copyChecked(root *os.Root, name, source, want string, mode os.FileMode) error {
+// copyChecked copies source to w, and fails unless its sha256 is want.
+func copyChecked(w io.Writer, source, want string) error {
 	in, err := os.Open(source)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
 	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
+	if _, err := io.Copy(io.MultiWriter(w, h), in); err != nil {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		return engine.Terminal(fmt.Errorf("sha256 is %s, want %s: the file changed while nodeup ran", got, want))
 	}
-	if err := out.Chmod(mode); err != nil { // the umask narrowed the mode of the new file
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		return err
-	}
-	return out.Close()
+	return nil
 }
 
 // openRoot opens the node root and returns p relative to it.

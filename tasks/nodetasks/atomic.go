@@ -86,6 +86,14 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 	return nil
 }
 
+// WriteAtomic replaces the file at node path p with what write writes, with mode, as every node task writes files:
+// a temporary file of writeAtomic's naming beside it, renamed over it, so that a run killed half way leaves the
+// old file whole and its temporary file for the next write to remove. For node tasks of other packages (nodeup's
+// Executable). When write fails, nothing is left behind.
+func (n *Node) WriteAtomic(ctx context.Context, p string, mode os.FileMode, write func(io.Writer) error) error {
+	return n.writeAtomic(ctx, p, mode, -1, -1, write)
+}
+
 // writeFileAtomic is writeAtomic with the whole content at hand.
 func (n *Node) writeFileAtomic(ctx context.Context, p string, data []byte, mode os.FileMode, uid, gid int) error {
 	return n.writeAtomic(ctx, p, mode, uid, gid, func(w io.Writer) error {
