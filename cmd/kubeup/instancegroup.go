@@ -202,9 +202,9 @@ A group whose node runs etcd members (a ControlPlane group, with --yes or withou
 members and what losing them would do to each etcd cluster's quorum: kubeup does not remove members from a
 running etcd cluster.
 
-On aws and gce, "kubeup update cluster --yes" does not yet delete the machines of a group removed from the spec:
-its Auto Scaling group and launch template (aws), its managed instance groups and instance template (gce) stay
-until deleted by hand or with the cluster; --yes says so on stderr.`,
+"kubeup update cluster CLUSTER --yes" then deletes what the group leaves (its dry run lists it as removed): its
+node configuration in the state store (CLUSTER/nodeup/NAME), and its Auto Scaling group and launch template
+(aws) or its managed instance groups and instance templates (gce), those cluster CLUSTER owns only.`,
 		Example: `  kubeup delete instancegroup gpu-nodes --name demo.example.com
   kubeup delete ig gpu-nodes --name demo.example.com --yes`,
 		Args: a.args,
@@ -231,24 +231,12 @@ until deleted by hand or with the cluster; --yes says so on stderr.`,
 			}
 			fmt.Fprintf(out, "Deleted %s from the spec of cluster %s.\n", what, cluster)
 			reviewHint(out, cluster)
-			if s, err := cs.Get(ctx, cluster); err == nil {
-				if left := leftInCloud[s.Cluster.Spec.CloudProvider]; left != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: cluster %s: `kubeup update cluster --yes` does not delete what an instance group removed from the spec leaves in the cloud: %s of %s stay until you delete them (or the cluster).\n",
-						cluster, left, group)
-				}
-			}
 			return nil
 		},
 	}
 	a.addFlags(cmd, g)
 	cmd.Flags().BoolVarP(&apply, "yes", "y", false, "delete (without it, only say what would be deleted)")
 	return cmd
-}
-
-// leftInCloud names, by cloud, what update leaves of an instance group removed from the spec.
-var leftInCloud = map[string]string{
-	model.CloudAWS: "the Auto Scaling group (and its machines) and the launch template",
-	model.CloudGCE: "the managed instance groups (and their machines) and the instance template",
 }
 
 // zonesOf is an instance group's zones, "(default)" when its spec leaves them out.
