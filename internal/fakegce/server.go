@@ -244,12 +244,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, r
 			result, err = rt.handle(c)
 		}
 	}
+	var answer []byte
+	if err == nil {
+		// Encoded under the lock: the result may be the fake's live objects, which a concurrent call may change.
+		answer, err = json.Marshal(result)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, result)
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(answer)
 }
 
 // checkScope refuses a zone or region that is not named like one. The lists of zones and regions themselves
