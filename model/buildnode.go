@@ -51,6 +51,9 @@ type NodeTasksOptions struct {
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
+	// Encoded, when set, is nc.Encode()'s result, which the caller kept (protokube encodes its configuration once
+	// while it does not change); else AddNodeTasks encodes nc.
+	Encoded []byte
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
@@ -81,8 +84,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
-	var conf []byte
-	if controlPlane {
+	conf := o.Encoded
+	if controlPlane && conf == nil {
 		if conf, err = nc.Encode(); err != nil {
 			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 		}

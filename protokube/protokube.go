@@ -54,6 +54,10 @@ type Options struct {
 	flags      *volumetasks.Holder
 	// conf reads Conf each round; it keeps the state store's client and what it decoded across rounds.
 	conf *nodeup.ConfigReader
+	// encoded is the node configuration encodedFor encodes (/etc/kubeup/node.conf): conf returns the same
+	// configuration while it does not change, and a round need not encode it again.
+	encodedFor *model.NodeConfig
+	encoded    []byte
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -191,7 +195,13 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	g, err := buildGraph(r, nc, o.Node, ch)
+	if o.encodedFor != nc {
+		if o.encoded, err = nc.Encode(); err != nil {
+			return false, err
+		}
+		o.encodedFor = nc
+	}
+	g, err := buildGraph(r, nc, o.encoded, o.Node, ch)
 	if err != nil {
 		return false, err
 	}
