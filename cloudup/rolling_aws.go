@@ -82,31 +82,14 @@ func (a *awsRolling) Basis() string {
 	return "the cloud (--cloudonly): an etcd member counts as healthy when its EBS volume is attached to an in-service instance of the cluster (what protokube claims), not by etcd's own /health"
 }
 
-// inService returns the ids of the cluster's machines Auto Scaling counts in service, and the groups.
-func (a *awsRolling) inService(ctx context.Context) (map[string]bool, []RollingGroup, error) {
-	groups, err := a.Groups(ctx, a.igs)
-	if err != nil {
-		return nil, nil, err
-	}
-	ids := map[string]bool{}
-	for _, g := range groups {
-		for _, i := range g.Instances {
-			if i.Ready {
-				ids[i.ID] = true
-			}
-		}
-	}
-	return ids, groups, nil
-}
-
 // Etcd reports each member of the spec by its EBS volume (tag k8s.io/etcd/<etcd cluster>=<member>/...): held by
 // the instance it is attached to, healthy when that instance is in service.
 func (a *awsRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
-	live, _, err := a.inService(ctx)
+	groups, err := a.Groups(ctx, a.igs)
 	if err != nil {
 		return nil, err
 	}
-	return a.members(ctx, live)
+	return a.members(ctx, readyMachines(groups))
 }
 
 func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]MemberHealth, error) {
@@ -145,32 +128,9 @@ func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]Membe
 // Validate checks, from the cloud, that every group has its target of machines in service and every etcd member's
 // volume is attached to one of them.
 func (a *awsRolling) Validate(ctx context.Context) ([]string, error) {
-	live, groups, err := a.inService(ctx)
+	groups, err := a.Groups(ctx, a.igs)
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
-	for _, g := range groups {
-		ready := 0
-		for _, i := range g.Instances {
-			if i.Ready {
-				ready++
-			} else {
-				problems = append(problems, fmt.Sprintf("instance %s (instance group %s): not in service", i.ID, g.Name))
-			}
-		}
-		if int32(ready) < g.Target {
-			problems = append(problems, fmt.Sprintf("instance group %s: %d of its %d machines in service", g.Name, ready, g.Target))
-		}
-	}
-	members, err := a.members(ctx, live)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range members {
-		if !m.Healthy {
-			problems = append(problems, fmt.Sprintf("etcd member %s: %s", m, m.Why))
-		}
-	}
-	return problems, nil
+	return validateFromCloud(ctx, groups, "in service", a.members)
 }

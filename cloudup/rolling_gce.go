@@ -73,32 +73,14 @@ func (r *gceRolling) Basis() string {
 	return "the cloud (--cloudonly): an etcd member counts as healthy when its persistent disk is attached to a RUNNING instance of the cluster's managed instance groups (what protokube claims), not by etcd's own /health"
 }
 
-// running returns the names of the cluster's instances that run and that their groups do nothing with, and the
-// groups.
-func (r *gceRolling) running(ctx context.Context) (map[string]bool, []RollingGroup, error) {
-	groups, err := r.Groups(ctx, r.igs)
-	if err != nil {
-		return nil, nil, err
-	}
-	names := map[string]bool{}
-	for _, g := range groups {
-		for _, i := range g.Instances {
-			if i.Ready {
-				names[i.ID] = true
-			}
-		}
-	}
-	return names, groups, nil
-}
-
 // Etcd reports each member of the spec by its persistent disk (label kubeup-etcd-<etcd cluster>=<member>_...): held
 // by the instance it is attached to, healthy when that instance runs in its group.
 func (r *gceRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
-	live, _, err := r.running(ctx)
+	groups, err := r.Groups(ctx, r.igs)
 	if err != nil {
 		return nil, err
 	}
-	return r.members(ctx, live)
+	return r.members(ctx, readyMachines(groups))
 }
 
 // members reads the member disks of the cluster's region (that of its first control-plane zone).
@@ -151,32 +133,9 @@ const clusterTagPrefix = "kubernetes.io/cluster/"
 // Validate checks, from the cloud, that every group has its target of instances running and every etcd member's
 // disk is attached to one of them.
 func (r *gceRolling) Validate(ctx context.Context) ([]string, error) {
-	live, groups, err := r.running(ctx)
+	groups, err := r.Groups(ctx, r.igs)
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
-	for _, g := range groups {
-		ready := 0
-		for _, i := range g.Instances {
-			if i.Ready {
-				ready++
-			} else {
-				problems = append(problems, fmt.Sprintf("instance %s (instance group %s, zone %s): not running, or its group is changing it", i.ID, g.Name, i.Zone))
-			}
-		}
-		if int32(ready) < g.Target {
-			problems = append(problems, fmt.Sprintf("instance group %s: %d of its %d instances running", g.Name, ready, g.Target))
-		}
-	}
-	members, err := r.members(ctx, live)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range members {
-		if !m.Healthy {
-			problems = append(problems, fmt.Sprintf("etcd member %s: %s", m, m.Why))
-		}
-	}
-	return problems, nil
+	return validateFromCloud(ctx, groups, "running (or its group is changing it)", r.members)
 }
