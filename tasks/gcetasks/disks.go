@@ -216,10 +216,16 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 		}
 		if err != nil {
 			// Another instance may have won the race: the disk says who holds it.
-			if again, gerr := d.get(ctx, id, doing); gerr == nil {
-				if us := users(again); len(us) > 0 && !slices.Contains(us, d.me.NodeID) {
-					return "", d.held(ctx, again)
+			again, gerr := d.get(ctx, id, doing)
+			if gerr != nil {
+				if engine.ClassOf(gerr) == engine.ClassRetryable {
+					// Whether the race was lost is not known yet: ask again rather than fail on it.
+					return "", engine.Retryable(fmt.Errorf("%w (reading the disk again to see who holds it: %v)", err, gerr))
 				}
+				return "", err
+			}
+			if us := users(again); len(us) > 0 && !slices.Contains(us, d.me.NodeID) {
+				return "", d.held(ctx, again)
 			}
 			return "", err
 		}
