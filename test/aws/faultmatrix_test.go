@@ -43,88 +43,29 @@ import (
 // under faults (a task out of retries) is run again, as an operator would.
 const maxUpdateRuns = 3
 
-// matrixCell is one cell of the fault matrix.
-type matrixCell struct {
-	throttle, serverErrors  float64
-	consistency, slowAttach bool
-}
-
-func (c matrixCell) String() string {
-	onOff := func(b bool, on, off string) string {
-		if b {
-			return on
-		}
-		return off
-	}
-	return fmt.Sprintf("throttle=%.0f%%/5xx=%.0f%%/%s/%s", 100*c.throttle, 100*c.serverErrors,
-		onOff(c.consistency, "eventual", "consistent"), onOff(c.slowAttach, "slow-attach", "fast-attach"))
-}
-
 // faults are the cell's faults of the fake: eventual consistency makes new volumes, security groups and launch
 // templates invisible for 2 calls; slow attach keeps an attachment "attaching" for 2 polls. No latency.
-func (c matrixCell) faults(seed uint64) fakeaws.Faults {
-	f := fakeaws.Faults{ThrottleRate: c.throttle, ServerErrorRate: c.serverErrors, Seed: seed}
-	if c.consistency {
+func cellFaults(c e2e.FaultCell, seed uint64) fakeaws.Faults {
+	f := fakeaws.Faults{ThrottleRate: c.PushedBack, ServerErrorRate: c.ServerErrors, Seed: seed}
+	if c.Consistency {
 		f.VolumeInvisibleCalls, f.GroupInvisibleCalls, f.TemplateInvisibleCalls = 2, 2, 2
 	}
-	if c.slowAttach {
+	if c.SlowAttach {
 		f.AttachingPolls = 2
 	}
 	return f
 }
 
-// matrix is every cell: throttled share x server errors share x consistency x attach speed. The shares are
-// {0, 10%} x {0, 5%} in make test, {0, 30%} x {0, 10%} under KUBEUP_SOAK=1: at 30% throttled, the SDK's adaptive
-// retry mode slows the client to a few calls a second and one update takes over a minute here.
-func matrix() []matrixCell {
-	throttles, serverErrors := []float64{0, 0.1}, []float64{0, 0.05}
-	if os.Getenv("KUBEUP_SOAK") == "1" {
-		throttles, serverErrors = []float64{0, 0.3}, []float64{0, 0.1}
-	}
-	var cells []matrixCell
-	for _, throttle := range throttles {
-		for _, serverErrors := range serverErrors {
-			for _, consistency := range []bool{false, true} {
-				for _, slowAttach := range []bool{false, true} {
-					cells = append(cells, matrixCell{throttle, serverErrors, consistency, slowAttach})
-				}
-			}
-		}
-	}
-	return cells
-}
-
-// matrixSeeds are the fault seeds each cell runs with: one in make test, three under KUBEUP_SOAK=1.
-func matrixSeeds() []uint64 {
-	if os.Getenv("KUBEUP_SOAK") == "1" {
-		return []uint64{1, 2, 3}
-	}
-	return []uint64{1}
-}
-
-// TestFaultMatrix runs every cell of the matrix, each in an account of its own, all at once: a cell spends its
-// time waiting out retries, not on the CPU. The cells are subtests run from goroutines rather than t.Parallel
-// ones, so that go test's -parallel (GOMAXPROCS: 2 here) does not queue them.
+// TestFaultMatrix runs every cell of the fault matrix (e2e.FaultMatrix), each in a fresh account of its own.
 func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
-	var wg sync.WaitGroup
-	running := make(chan struct{}, 16)
-	for i, cell := range matrix() {
-		for _, seed := range matrixSeeds() {
-			wg.Go(func() {
-				running <- struct{}{}
-				defer func() { <-running }()
-				t.Run(fmt.Sprintf("%v/seed=%d", cell, seed), func(t *testing.T) { runCell(t, cell, uint64(i)*100+seed) })
-			})
-		}
-	}
-	wg.Wait()
+	e2e.FaultMatrix(t, "throttle", runCell)
 }
 
-func runCell(t *testing.T, cell matrixCell, seed uint64) {
+func runCell(t *testing.T, cell e2e.FaultCell, seed uint64) {
 	a := newAccount(t, false)
 	a.createCluster(cluster)
-	faults := cell.faults(seed)
+	faults := cellFaults(cell, seed)
 	if err := a.fake.SetFaults(faults); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +92,7 @@ func runCell(t *testing.T, cell matrixCell, seed uint64) {
 		t.Fatal(err)
 	}
 	a.settle(faults.VolumeInvisibleCalls)
-	a.checkNoDuplicates(cell.String())
+	a.checkNoDuplicates(t.Name())
 	o := a.ownedSDK(cluster)
 	slices.Sort(o.Volumes)
 	slices.Sort(o.Templates)

@@ -37,88 +37,30 @@ import (
 // under faults (a task out of retries) is run again, as an operator would.
 const maxUpdateRuns = 3
 
-// matrixCell is one cell of the fault matrix.
-type matrixCell struct {
-	rateLimited, serverErrors float64
-	consistency, slowAttach   bool
-}
-
-func (c matrixCell) String() string {
-	onOff := func(b bool, on, off string) string {
-		if b {
-			return on
-		}
-		return off
-	}
-	return fmt.Sprintf("ratelimit=%.0f%%/5xx=%.0f%%/%s/%s", 100*c.rateLimited, 100*c.serverErrors,
-		onOff(c.consistency, "eventual", "consistent"), onOff(c.slowAttach, "slow-attach", "fast-attach"))
-}
-
 // faults are the cell's faults of the fake: eventual consistency makes a new disk unknown to 2 reads; slow attach
 // keeps every operation (attachDisk's, and kubeup's own) RUNNING for 2 more polls: GCE has no fault of its own for
 // attachments, an attachment is an operation. No latency.
-func (c matrixCell) faults(seed uint64) fakegce.Faults {
-	f := fakegce.Faults{RateLimitRate: c.rateLimited, ServerErrorRate: c.serverErrors, Seed: seed}
-	if c.consistency {
+func cellFaults(c e2e.FaultCell, seed uint64) fakegce.Faults {
+	f := fakegce.Faults{RateLimitRate: c.PushedBack, ServerErrorRate: c.ServerErrors, Seed: seed}
+	if c.Consistency {
 		f.DiskInvisibleCalls = 2
 	}
-	if c.slowAttach {
+	if c.SlowAttach {
 		f.SlowOperations = 2
 	}
 	return f
 }
 
-// matrix is every cell: rate-limited share x server errors share x consistency x attach speed: {0, 10%} x
-// {0, 5%} in make test, {0, 30%} x {0, 10%} under KUBEUP_SOAK=1.
-func matrix() []matrixCell {
-	limited, serverErrors := []float64{0, 0.1}, []float64{0, 0.05}
-	if os.Getenv("KUBEUP_SOAK") == "1" {
-		limited, serverErrors = []float64{0, 0.3}, []float64{0, 0.1}
-	}
-	var cells []matrixCell
-	for _, l := range limited {
-		for _, e := range serverErrors {
-			for _, consistency := range []bool{false, true} {
-				for _, slowAttach := range []bool{false, true} {
-					cells = append(cells, matrixCell{l, e, consistency, slowAttach})
-				}
-			}
-		}
-	}
-	return cells
-}
-
-// matrixSeeds are the fault seeds each cell runs with: one in make test, three under KUBEUP_SOAK=1.
-func matrixSeeds() []uint64 {
-	if os.Getenv("KUBEUP_SOAK") == "1" {
-		return []uint64{1, 2, 3}
-	}
-	return []uint64{1}
-}
-
-// TestFaultMatrix runs every cell of the matrix, each in a project of its own, all at once: a cell spends its
-// time waiting out retries, not on the CPU. The cells are subtests run from goroutines rather than t.Parallel
-// ones, so that go test's -parallel (GOMAXPROCS) does not queue them.
+// TestFaultMatrix runs every cell of the fault matrix (e2e.FaultMatrix), each in a fresh account of its own.
 func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
-	var wg sync.WaitGroup
-	running := make(chan struct{}, 16)
-	for i, cell := range matrix() {
-		for _, seed := range matrixSeeds() {
-			wg.Go(func() {
-				running <- struct{}{}
-				defer func() { <-running }()
-				t.Run(fmt.Sprintf("%v/seed=%d", cell, seed), func(t *testing.T) { runCell(t, cell, uint64(i)*100+seed) })
-			})
-		}
-	}
-	wg.Wait()
+	e2e.FaultMatrix(t, "ratelimit", runCell)
 }
 
-func runCell(t *testing.T, cell matrixCell, seed uint64) {
+func runCell(t *testing.T, cell e2e.FaultCell, seed uint64) {
 	a := newProject(t, false)
 	a.createCluster(cluster)
-	faults := cell.faults(seed)
+	faults := cellFaults(cell, seed)
 	if err := a.fake.SetFaults(faults); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +87,7 @@ func runCell(t *testing.T, cell matrixCell, seed uint64) {
 		t.Fatal(err)
 	}
 	a.settle(faults.DiskInvisibleCalls)
-	a.checkNoDuplicates(cell.String())
+	a.checkNoDuplicates(t.Name())
 	if o := a.owned(cluster); len(o.Disks) != 6 || len(o.Templates) != 4 || len(o.Groups) != 6 {
 		t.Errorf("the project holds %+v; want 6 disks, 4 instance templates, 6 managed instance groups", o)
 	}
