@@ -116,3 +116,20 @@ func (e *HeldError) Error() string {
 
 // Is makes a HeldError match ErrHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// FormatIntents is implemented by providers that can record on a volume itself (a tag, a label, a file of the
+// pool) that a node is about to format it. FormatAndMount records the intent before mkfs and removes it once the
+// filesystem is made and before it is mounted, so that a volume found with the intent still there was never
+// mounted since: whatever an interrupted mkfs left on it (blocks but no signature, or a filesystem never mounted)
+// is formatted again rather than refused for ever, by whichever node holds the volume next. The intent must be
+// on the volume, not on the node: the volume may be attached to another node before the format is done.
+//
+// An intent is durable once BeginFormat returns (on disk and fsynced, or acknowledged by the cloud's API).
+type FormatIntents interface {
+	// FormatIntent returns the node that recorded a format intent on volume id; "" when the volume carries none.
+	FormatIntent(ctx context.Context, id string) (nodeID string, err error)
+	// BeginFormat records Node()'s intent to format volume id, which this node holds.
+	BeginFormat(ctx context.Context, id string) error
+	// EndFormat removes the intent from volume id (whichever node recorded it); none is not an error.
+	EndFormat(ctx context.Context, id string) error
+}
