@@ -41,21 +41,41 @@ type node struct {
 	kubelet *e2e.FakeKubelet
 }
 
-// TestControlPlaneAnswersKubectl: kubeup makes the cluster's keystore and writes the node configurations; on
-// three control-plane nodes (network namespaces) protokube claims the etcd volumes, writes the certificates and
-// keys their role needs and etcd's manifests (TLS between peers and to clients), publishes DNS to a real BIND, and
-// the stand-in for kubelet runs etcd and the real kube-apiserver, kube-controller-manager and kube-scheduler from
-// the manifests and files kubeup wrote. With the kubeconfig of `kubeup export kubeconfig`, kubectl reaches the API
-// through api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager holds its lease, a
-// new ServiceAccount's token is accepted. One node dies; kubectl still works through the name and the ConfigMap
-// reads back. No private key appears in anything the programs printed.
-func TestControlPlaneAnswersKubectl(t *testing.T) {
+// TestControlPlane starts one cluster (startControlPlane, which takes most of the test's time) and runs, in this
+// order, each later step taking more of node3 away:
+//
+//   - kubectl_answers: kubeup makes the cluster's keystore and writes the node configurations; on three
+//     control-plane nodes (network namespaces) protokube claims the etcd volumes, writes the certificates and keys
+//     their role needs and etcd's manifests (TLS between peers and to clients), publishes DNS to a real BIND, and
+//     the stand-in for kubelet runs etcd and the real kube-apiserver, kube-controller-manager and kube-scheduler
+//     from the manifests and files kubeup wrote. With the kubeconfig of `kubeup export kubeconfig`, kubectl
+//     reaches the API through api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager
+//     and the scheduler hold their leases, a new ServiceAccount's token is accepted and a forged one is not.
+//   - validate_healthy and validate_node3_etcd_stopped: `kubeup validate cluster` (validate_e2e_test.go).
+//   - kubectl_node3_dead: node3 dies (protokube and every static pod); kubectl still works through the name and the
+//     ConfigMap reads back.
+//   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
+func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
-	ctx, dir, state, client, nodes, kubectlBin := context.Background(), cp.dir, cp.state, cp.client, cp.nodes, cp.kubectlBin
-	kubectl, mustKubectl, printed := cp.kubectl, cp.mustKubectl, cp.printed
-	mustKubectl("create", "namespace", "kubeup-e2e")
-	mustKubectl("create", "configmap", "survivor", "-n", "kubeup-e2e", "--from-literal=answer=42")
-	t.Logf("namespaces:\n%s", mustKubectl("get", "namespaces"))
+	// The stand-in for kubelet's API half (validate_e2e_test.go) registers the Nodes and mirror pods validate
+	// checks; it runs from the start so they are there by the time validate runs.
+	stand := newKubeletAPIStandIn(t, cp)
+	stopStand := stand.run()
+	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
+	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
+	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp, stand) })
+	stopStand()
+	t.Run("kubectl_node3_dead", func(t *testing.T) { kubectlNodeDead(t, cp) })
+	t.Run("no_private_key_printed", func(t *testing.T) { noPrivateKeyPrinted(t, cp) })
+}
+
+// kubectlAnswers: namespaces, a ConfigMap (read back by kubectlNodeDead), the leader leases, and a
+// ServiceAccount's token, signed with the service-account key kubeup made, accepted, a forged one not.
+func kubectlAnswers(t *testing.T, cp *controlPlane) {
+	kubectl := cp.kubectl
+	cp.mustKubectlT(t, "create", "namespace", "kubeup-e2e")
+	cp.mustKubectlT(t, "create", "configmap", "survivor", "-n", "kubeup-e2e", "--from-literal=answer=42")
+	t.Logf("namespaces:\n%s", cp.mustKubectlT(t, "get", "namespaces"))
 	holder := e2e.WaitFor(t, 3*time.Minute, "kube-controller-manager to hold its leader lease", func() (string, bool) {
 		out, err := kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
@@ -66,11 +86,10 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) != ""
 	})
 
-	// A new ServiceAccount's token, signed with the service-account key kubeup made, is accepted; a forged one is not.
-	mustKubectl("create", "serviceaccount", "robot", "-n", "kubeup-e2e")
-	reqFile := filepath.Join(dir, "tokenrequest.json")
+	cp.mustKubectlT(t, "create", "serviceaccount", "robot", "-n", "kubeup-e2e")
+	reqFile := filepath.Join(cp.dir, "tokenrequest.json")
 	e2e.WriteFile(t, reqFile, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":600}}`)
-	out := mustKubectl("create", "--raw", "/api/v1/namespaces/kubeup-e2e/serviceaccounts/robot/token", "-f", reqFile)
+	out := cp.mustKubectlT(t, "create", "--raw", "/api/v1/namespaces/kubeup-e2e/serviceaccounts/robot/token", "-f", reqFile)
 	var tr struct {
 		Status struct {
 			Token string `json:"token"`
@@ -79,12 +98,12 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &tr); err != nil || tr.Status.Token == "" {
 		t.Fatalf("TokenRequest: %v\n%s", err, out)
 	}
-	caFile := filepath.Join(dir, "ca.crt")
-	e2e.WriteFile(t, caFile, readKeypair(t, state, "kubernetes-ca").CertPEM)
+	caFile := filepath.Join(cp.dir, "ca.crt")
+	e2e.WriteFile(t, caFile, readKeypair(t, cp.state, "kubernetes-ca").CertPEM)
 	asToken := func(token string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cmd := client.Command(cctx, kubectlBin, "--kubeconfig=/dev/null", "--server=https://api."+cluster,
+		cmd := cp.client.Command(cctx, cp.kubectlBin, "--kubeconfig=/dev/null", "--server=https://api."+cluster,
 			"--certificate-authority="+caFile, "--token="+token, "--request-timeout=20s", "get", "--raw", "/api")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -96,28 +115,34 @@ func TestControlPlaneAnswersKubectl(t *testing.T) {
 	if out, err := asToken(forged); err == nil || !strings.Contains(out, "Unauthorized") {
 		t.Errorf("a token with a forged signature was accepted (or refused for another reason): %v\n%s", err, out)
 	}
+}
 
-	// One node dies: its protokube, etcd members and components are gone.
-	victim := nodes[2]
+// kubectlNodeDead: node3 dies, its protokube (already killed by validateEtcdStopped), etcd members and components
+// gone; the API still answers through api.<cluster> and kubectlAnswers' ConfigMap reads back.
+func kubectlNodeDead(t *testing.T, cp *controlPlane) {
+	victim := cp.nodes[2]
 	victim.proc.Kill()
 	victim.kubelet.Stop()
 	e2e.WaitFor(t, 2*time.Minute, "the ConfigMap to read back through api."+cluster+" with a node dead", func() (string, bool) {
-		out, err := kubectl("get", "configmap", "survivor", "-n", "kubeup-e2e", "-o", "jsonpath={.data.answer}")
+		out, err := cp.kubectl("get", "configmap", "survivor", "-n", "kubeup-e2e", "-o", "jsonpath={.data.answer}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "42"
 	})
-	mustKubectl("get", "--raw", "/readyz")
-	mustKubectl("create", "configmap", "after-the-loss", "-n", "kubeup-e2e", "--from-literal=ok=yes")
+	cp.mustKubectlT(t, "get", "--raw", "/readyz")
+	cp.mustKubectlT(t, "create", "configmap", "after-the-loss", "-n", "kubeup-e2e", "--from-literal=ok=yes")
+}
 
-	// Sentinel: no private key of the keystore, as PEM or as the base64 a kubeconfig holds, in anything printed.
+// noPrivateKeyPrinted is the sentinel: no private key of the keystore, as PEM or as the base64 a kubeconfig holds,
+// in anything kubeup (validate too), nodeup, protokube or a component printed.
+func noPrivateKeyPrinted(t *testing.T, cp *controlPlane) {
 	var logs strings.Builder
-	logs.WriteString(printed.String())
-	for _, n := range nodes {
+	logs.WriteString(cp.printed.String())
+	for _, n := range cp.nodes {
 		logs.WriteString(readFile(t, n.log))
 		for _, p := range n.kubelet.Pods() {
 			logs.WriteString(readFile(t, p.Log))
 		}
 	}
-	keys := keystoreKeys(t, state)
+	keys := keystoreKeys(t, cp.state)
 	t.Logf("sentinel: %d private keys searched for in %d bytes of output and logs", len(keys), logs.Len())
 	if len(keys) < 15 {
 		t.Fatalf("found %d keys in the keystore, want every keypair's", len(keys))
@@ -207,7 +232,18 @@ type controlPlane struct {
 	mustKubectl                             func(args ...string) string
 }
 
-// startControlPlane makes the cluster of TestControlPlaneAnswersKubectl, up to the API answering /readyz through
+// mustKubectlT is mustKubectl failing t, a subtest of the test that started the control plane (FailNow must be
+// called by the test's own goroutine).
+func (cp *controlPlane) mustKubectlT(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := cp.kubectl(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// startControlPlane makes the cluster of TestControlPlane, up to the API answering /readyz through
 // api.<cluster>: kubeup makes the keystore and node configurations, nodeup converges a scratch root, and on three
 // network namespaces protokube and the stand-in for kubelet run etcd and the real control plane. Everything it
 // starts stops in t.Cleanup.

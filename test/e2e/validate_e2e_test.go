@@ -26,8 +26,8 @@ import (
 	"kubeup.dev/kubeup/internal/e2e"
 )
 
-// TestValidateCluster is the issue's acceptance of `kubeup validate cluster` on the cluster of
-// TestControlPlaneAnswersKubectl (startControlPlane): three control-plane nodes, etcd over TLS, the real
+// validate_healthy and validate_node3_etcd_stopped (TestControlPlane) are the issue's acceptance of `kubeup
+// validate cluster` on the cluster of startControlPlane: three control-plane nodes, etcd over TLS, the real
 // kube-apiserver, kube-controller-manager and kube-scheduler.
 //
 // No real kubelet runs there (the stand-in runs the static pods' processes, and kubelet's own client
@@ -40,31 +40,31 @@ import (
 //
 // validate exits 0 once healthy (--wait); with one node's etcd stopped (protokube killed, etcd's manifests
 // removed, so the stand-in stops both members) it exits 1, naming the two members that node ran.
-func TestValidateCluster(t *testing.T) {
-	cp := startControlPlane(t)
-	ctx := context.Background()
-	stand := newKubeletAPIStandIn(t, cp)
-	stop := stand.run()
-	defer stop()
 
-	validate := func(args ...string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		cmd := cp.client.Command(cctx, filepath.Join(cp.bin, "kubeup"), append([]string{"validate", "cluster", cluster,
-			"--state", "file://" + cp.state, "--kubeconfig", cp.kubeconfig}, args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		start := time.Now()
-		err := cmd.Run()
-		t.Logf("kubeup validate cluster %s (%s): %v\n%s%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), err, stdout.String(), stderr.String())
-		return stdout.String(), err
-	}
+// validateCluster runs `kubeup validate cluster` from the client's network namespace and returns its stdout; what
+// it printed goes to the sentinel's record (cp.printed).
+func validateCluster(t *testing.T, cp *controlPlane, args ...string) (string, error) {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := cp.client.Command(cctx, filepath.Join(cp.bin, "kubeup"), append([]string{"validate", "cluster", cluster,
+		"--state", "file://" + cp.state, "--kubeconfig", cp.kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("kubeup validate cluster %s (%s): %v\n%s%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), err, stdout.String(), stderr.String())
+	cp.printed.WriteString(stdout.String() + stderr.String())
+	return stdout.String(), err
+}
 
-	out, err := validate("--wait", "3m")
+// validateHealthy: validate --wait exits 0 on the healthy cluster; -o json is healthy with 3 nodes and 6 members.
+func validateHealthy(t *testing.T, cp *controlPlane) {
+	out, err := validateCluster(t, cp, "--wait", "3m")
 	if err != nil || !strings.Contains(out, "Your cluster "+cluster+" is ready") {
 		t.Fatalf("validate cluster --wait 3m on a healthy cluster: %v", err)
 	}
-	out, err = validate("-o", "json")
+	out, err = validateCluster(t, cp, "-o", "json")
 	var val struct {
 		Healthy  bool
 		Failures []any
@@ -79,8 +79,12 @@ func TestValidateCluster(t *testing.T) {
 			t.Errorf("validate -o json says healthy, but not every member is: %+v", val.Etcd)
 		}
 	}
+}
 
-	// node3's etcd stops: protokube, which would write the manifests again, is killed first.
+// validateEtcdStopped: node3's etcd stops (protokube, which would write the manifests again, is killed first);
+// validate exits 1 naming the member of etcd-main and of etcd-events whose names point at node3, and their
+// missing pods.
+func validateEtcdStopped(t *testing.T, cp *controlPlane, stand *kubeletAPIStandIn) {
 	victim := cp.nodes[2]
 	victim.proc.Kill()
 	for _, m := range []string{"etcd-main.manifest", "etcd-events.manifest"} {
@@ -96,7 +100,7 @@ func TestValidateCluster(t *testing.T) {
 	e2e.WaitFor(t, time.Minute, "the stand-in for kubelet to delete etcd's mirror pods of "+victim.id, func() (string, bool) {
 		return "", !stand.posts("etcd-main-"+victim.id) && !stand.posts("etcd-events-"+victim.id)
 	})
-	out, err = validate()
+	out, err := validateCluster(t, cp)
 	if code := exitCode(err); code != 1 {
 		t.Fatalf("validate with %s's etcd stopped exits %d (%v), want 1", victim.id, code, err)
 	}
@@ -114,7 +118,7 @@ func TestValidateCluster(t *testing.T) {
 			continue
 		}
 		name := member + ".etcd-" + ec + ".internal." + cluster
-		if addr, err := cp.client.Run(ctx, "dig", "+short", name, "A"); err != nil || strings.TrimSpace(addr) != victim.net.IP {
+		if addr, err := cp.client.Run(context.Background(), "dig", "+short", name, "A"); err != nil || strings.TrimSpace(addr) != victim.net.IP {
 			t.Errorf("validate names member %s of etcd-%s, whose name %s points at %q (%v), not at %s (%s)", member, ec, name, addr, err, victim.id, victim.net.IP)
 		}
 		if !strings.Contains(out, "Pod kube-system/etcd-"+ec+"-"+victim.id+": etcd-"+ec+" does not run on control-plane node "+victim.id) {
@@ -134,7 +138,7 @@ func exitCode(err error) int {
 	return -1
 }
 
-// kubeletAPIStandIn plays, for the test, the part of kubelet that talks to the API (see TestValidateCluster).
+// kubeletAPIStandIn plays, for the test, the part of kubelet that talks to the API (see validateHealthy).
 type kubeletAPIStandIn struct {
 	t      *testing.T
 	cp     *controlPlane
