@@ -439,9 +439,10 @@ func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*mo
 			return nil, err
 		}
 		return &gceRolling{cloud: cloud, spec: c, igs: igs}, nil
+	case model.CloudLocal:
+		return openLocalRolling(c, igs, cs.Store)
 	default:
-		return nil, fmt.Errorf("cluster %s: cloudProvider %s: rolling-update replaces machines through the groups of aws and gce only in this kubeup; on %s, run nodeup and protokube again on each machine (see docs/operations.md)",
-			c.Metadata.Name, c.Spec.CloudProvider, c.Spec.CloudProvider)
+		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot replace its machines", c.Metadata.Name, c.Spec.CloudProvider)
 	}
 }
 

@@ -56,6 +56,9 @@ type Options struct {
 	Executable string
 	// Node adjusts the Node world (how systemd is reached).
 	Node nodetasks.NodeOptions
+	// NodeID is this machine's id, as protokube's --node-id (default: the host name). On the local provider
+	// nodeup records the machine under it for `kubeup rolling-update` (LocalMachine).
+	NodeID string
 }
 
 const maxRetryBackoff = time.Minute
@@ -181,7 +184,7 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 		}
 		defer os.RemoveAll(empty)
 		fmt.Fprintf(o.Err, "nodeup: %s does not exist yet: planning as for an empty tree, without systemd\n", root)
-		return o.converge(ctx, g, empty, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone}, nc)
+		return o.converge(ctx, g, empty, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone}, nc, src.last)
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return fmt.Errorf("creating the node root: %w", err)
@@ -191,12 +194,12 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	case !st.IsDir():
 		return &ConfigError{Err: fmt.Errorf("--root %s is not a directory", root)}
 	}
-	return o.converge(ctx, g, root, o.Node, nc)
+	return o.converge(ctx, g, root, o.Node, nc, src.last)
 }
 
 // converge runs g against the node at root: a dry run that prints the plan, or an apply that prints what it
-// changed.
-func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node], root string, nopts nodetasks.NodeOptions, nc *model.NodeConfig) error {
+// changed and, on the local provider, records the machine (conf is the configuration object read).
+func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node], root string, nopts nodetasks.NodeOptions, nc *model.NodeConfig, conf []byte) error {
 	node, err := nodetasks.NewNode(ctx, root, nopts)
 	if err != nil {
 		return err
@@ -218,6 +221,11 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 	if res != nil {
 		if werr := writeApplied(o.Out, res.Plan, err == nil); werr != nil && err == nil {
 			err = werr
+		}
+	}
+	if err == nil {
+		if rerr := o.recordLocalMachine(nc, conf, root, node.Systemd != nil); rerr != nil {
+			log.Warn("the machine is converged but not recorded: kubeup rolling-update will not know it", "err", rerr)
 		}
 	}
 	return err

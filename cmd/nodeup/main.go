@@ -83,6 +83,7 @@ one in the store (written after the launch template) is refused, changing nothin
 	f.IntVar(&o.Retries, "retries", 0, "retry a failed run up to N times, with backoff (-1: until it succeeds); a bad configuration is never retried (one still being copied is waited for, whatever N)")
 	f.BoolVar(&o.InstallSystemdUnit, "install-systemd-unit", false,
 		"also install nodeup as "+nodeup.InstalledBinary+" and the oneshot unit "+nodeup.UnitName+" that runs it with --conf at every boot")
+	f.StringVar(&o.NodeID, "node-id", "", "this machine's id, as protokube's --node-id (default: the host name); on the local provider nodeup records the machine under it for kubeup rolling-update")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log at debug level")
 	root.AddCommand(version.Command("nodeup"))
 	return root

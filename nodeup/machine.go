@@ -1,0 +1,130 @@
+package nodeup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kubeup.dev/kubeup/model"
+)
+
+// The local provider has no machine API: its machines are directories (and network namespaces) of one host that
+// the operator runs nodeup and protokube on. So that `kubeup rolling-update cluster` knows them, nodeup records
+// each machine of a local-provider cluster it converges in the machines directory beside the volume pool:
+//
+//	<dir of spec.local.poolDir>/machines/<cluster>/<node id>.json
+//
+// (<store>-local/machines/<cluster>/ beside a file:// state store). The record is what kubeup needs to tell
+// whether the machine runs its group's current configuration and to converge it again: its group, its root, the
+// sha256 of the configuration this run converged it to and the nodeup binary that did. kubeup reads these fields
+// by name (cloudup/rolling_local.go): keep them in step.
+
+// LocalMachine is the record of one machine of the local provider.
+type LocalMachine struct {
+	// NodeID is the machine's id, protokube's --node-id on it: the name its volume claims carry.
+	NodeID        string `json:"nodeID"`
+	Cluster       string `json:"cluster"`
+	InstanceGroup string `json:"instanceGroup"`
+	Role          string `json:"role"`
+	Zone          string `json:"zone,omitempty"`
+	// Root is the machine's filesystem root (nodeup's --root), absolute.
+	Root string `json:"root"`
+	// Conf is the --conf this run read.
+	Conf string `json:"conf"`
+	// Nodeup is the nodeup binary that converged the machine, which kubeup runs again.
+	Nodeup string `json:"nodeup"`
+	// Systemd says a systemd ran in Root: nodeup restarted protokube.service there when its configuration
+	// changed. Without one, protokube runs as the operator started it and takes the new configuration in its
+	// next round (it reads Root/etc/kubeup/node.conf each round).
+	Systemd bool `json:"systemd"`
+	// ConfigSHA256 is the sha256 of the node configuration this run converged the machine to (its first line).
+	ConfigSHA256 string `json:"configSHA256"`
+	// Converged is when the run ended.
+	Converged time.Time `json:"converged"`
+}
+
+// LocalMachinesDir is where the machines of the local provider whose volumes are in poolDir are recorded.
+func LocalMachinesDir(poolDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
+}
+
+// recordLocalMachine records the machine nodeup just converged, when its cluster is on the local provider: see
+// LocalMachine. conf is the configuration object nodeup read (its first line holds its sha256).
+func (o *Options) recordLocalMachine(nc *model.NodeConfig, conf []byte, root string, systemd bool) error {
+	c, ig := nc.Cluster, nc.InstanceGroup
+	if c.Spec.CloudProvider != model.CloudLocal || c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
+		return nil
+	}
+	sum, err := model.NodeConfigObjectSHA256(o.Conf, conf)
+	if err != nil {
+		return err
+	}
+	id := o.NodeID
+	if id == "" {
+		if id, err = os.Hostname(); err != nil {
+			return fmt.Errorf("--node-id is not set and the host name cannot be read: %w", err)
+		}
+	}
+	if id == "." || id == ".." || strings.ContainsAny(id, "/\x00") || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("--node-id %q: the machine is recorded under its id, which must be a file name (no '/', not starting with '.')", id)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the nodeup binary: %w", err)
+	}
+	m := LocalMachine{
+		NodeID: id, Cluster: c.Metadata.Name, InstanceGroup: ig.Metadata.Name, Role: ig.Spec.Role, Root: root,
+		Conf: o.Conf, Nodeup: exe, Systemd: systemd, ConfigSHA256: sum, Converged: time.Now().UTC(),
+	}
+	if len(ig.Spec.Zones) > 0 {
+		m.Zone = ig.Spec.Zones[0]
+	}
+	dir := filepath.Join(LocalMachinesDir(c.Spec.Local.PoolDir), c.Metadata.Name)
+	path := filepath.Join(dir, id+".json")
+	if b, err := os.ReadFile(path); err == nil {
+		var old LocalMachine
+		if json.Unmarshal(b, &old) == nil && old.Root != "" && old.Root != root {
+			o.Logger.Warn("another machine was recorded under this node id: its record is replaced (give each machine its own --node-id)",
+				"nodeID", id, "record", path, "formerRoot", old.Root, "root", root)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("making the machines directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+id+".json.tmp-*")
+	if err != nil {
+		return fmt.Errorf("recording the machine: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename: nothing
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("recording the machine in %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("recording the machine in %s: %w", path, err)
+	}
+	o.Logger.Info("recorded the local machine for kubeup rolling-update", "record", path, "nodeID", id, "configSHA256", sum)
+	return nil
+}
