@@ -63,11 +63,11 @@ func TestLocalRollingGroups(t *testing.T) {
 			Nodeup: "/usr/local/bin/nodeup", ConfigSHA256: converged, Converged: at})
 		writeTestFile(t, filepath.Join(dir, "state-local", "machines", cluster, id+".json"), string(rec))
 	}
-	machine("cp1", "control-plane-a", b, b, false) // up to date
-	machine("cp2", "control-plane-a", a, a, false) // converged to the former configuration
-	machine("cp3", "control-plane-a", b, a, false) // nodeup converged it, but node.conf says otherwise
-	machine("w1", "nodes", a, "", false)           // a node has no node.conf: the record says
-	machine("w2", "nodes", a, "", true)            // its root is gone
+	machine("cp1", "control-plane-a", b, b, false)                                                  // up to date
+	machine("cp2", "control-plane-a", a, a, false)                                                  // converged to the former configuration
+	machine("cp3", "control-plane-a", b, a, false)                                                  // nodeup converged it, but node.conf says otherwise
+	machine("w1", "nodes", a, "", false)                                                            // a node has no node.conf: the record says
+	machine("w2", "nodes", a, "", true)                                                             // its root is gone
 	writeTestFile(t, filepath.Join(dir, "state-local", "machines", cluster, ".w3.json.tmp-1"), "{") // nodeup's temporary file
 
 	got, err := l.Groups(ctx, igs)
