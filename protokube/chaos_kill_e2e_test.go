@@ -29,9 +29,6 @@ const (
 	killRoundsEnv     = "KUBEUP_KILL_ROUNDS"
 	killRoundsBounded = 4
 	killRoundsSoak    = 60
-	// killInMkfsEnv=1 makes volumes blank again and kills protokube in mkfs: a known bug (see
-	// TestProtokubeSIGKILLMidRound).
-	killInMkfsEnv = "KUBEUP_KILL_IN_MKFS"
 )
 
 // killFixture is one control-plane node of a local cluster whose protokube the test kills: its root, its
@@ -52,18 +49,15 @@ type killFixture struct {
 // Between kills the node is reset as a machine that lost its volumes: unmounted, claims released, manifests
 // removed, another address.
 //
-// With KUBEUP_KILL_IN_MKFS=1, one reset in three also makes the volumes blank again, and half of those kills land
-// right in mkfs: that reproduces a known bug, off by default so that make test does not flake on it: an
-// mkfs.ext4 killed before it wrote its superblock leaves blocks in the volume's first MiB and no signature, and
-// FormatAndMount then refuses the volume for ever ("may hold data blkid cannot name"): safe, but the node never
-// converges until an operator zeroes the volume. (See the report of the chaos tests: FormatAndMount should
-// record its intent to format before mkfs, and format again a volume its own interrupted mkfs left.)
+// One reset in three also makes the volumes blank again, and the first of those kills (then half of them) lands
+// right in mkfs: an mkfs.ext4 killed before it wrote its superblock leaves blocks in the volume's first MiB and
+// no signature, which FormatAndMount formats again only because the volume still carries the format intent
+// recorded before mkfs (tasks/nodetasks/formatintent.go); no intent is left once the node has converged.
 func TestProtokubeSIGKILLMidRound(t *testing.T) {
 	e2e.RequireRoot(t)
 	e2e.RequireTools(t, "losetup", "mkfs.ext4", "blkid", "mount", "umount")
 	r := e2e.ChaosRand(t)
 	kills := e2e.ChaosCount(t, killRoundsEnv, killRoundsBounded, killRoundsSoak)
-	killInMkfs := os.Getenv(killInMkfsEnv) == "1"
 	f := newKillFixture(t)
 	data := newVolumeData(t, f.pool)
 	ips := []string{"10.99.0.2", "10.99.0.3"}
@@ -85,14 +79,14 @@ func TestProtokubeSIGKILLMidRound(t *testing.T) {
 	begin := time.Now()
 	for i := range kills {
 		ip := ips[(i+1)%len(ips)]
-		blank := killInMkfs && i%3 == 0 // the volumes are new again: the kill may land in mkfs
+		blank := i%3 == 0 // the volumes are new again: the kill may land in mkfs
 		f.reset(t, blank, data)
 		// Spread over the window, kill after kill, each at a random point of its own slice of it.
 		at := time.Duration((float64(i) + r.Float64()) / float64(kills) * float64(window))
 		trigger := "at a random moment"
 		started := time.Now()
 		p := f.start(t, ip, fmt.Sprintf("kill-%d", i))
-		if blank && r.IntN(2) == 0 {
+		if blank && (i == 0 || r.IntN(2) == 0) {
 			// Right in mkfs: once protokube runs it, within 150ms.
 			at = f.waitChild(t, p, "mkfs.ext4", started) + time.Duration(r.Int64N(int64(150*time.Millisecond)))
 			trigger = "in mkfs"
@@ -242,16 +236,33 @@ func (f *killFixture) converge(t *testing.T, ip string, data *volumeData) {
 func (f *killFixture) stage(t *testing.T) string {
 	t.Helper()
 	claims, _ := filepath.Glob(filepath.Join(f.pool, "*.claim"))
-	loops, formatted := 0, 0
+	loops, formatted, torn, intents := 0, 0, 0, 0
 	for _, img := range f.images {
 		loops += len(boundLoops(t, img))
 		if out, err := exec.Command("blkid", "-p", "-s", "UUID", "-o", "value", img).Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
 			formatted++
+		} else if firstMiBWritten(img) {
+			torn++ // an mkfs killed before its superblock: blocks, no signature
+		}
+		if node, err := f.vols.FormatIntent(context.Background(), volumeOf(img)); err == nil && node != "" {
+			intents++
 		}
 	}
 	manifests, _ := filepath.Glob(filepath.Join(f.root, manifests, "etcd-*.manifest"))
-	return fmt.Sprintf("%d claims, %d loop devices, %d formatted, %d mounts, %d etcd manifests",
-		len(claims), loops, formatted, len(e2e.MountsUnder(filepath.Join(f.root, "mnt"))), len(manifests))
+	return fmt.Sprintf("%d claims, %d loop devices, %d formatted, %d with blocks but no signature, %d format intents, %d mounts, %d etcd manifests",
+		len(claims), loops, formatted, torn, intents, len(e2e.MountsUnder(filepath.Join(f.root, "mnt"))), len(manifests))
+}
+
+// firstMiBWritten reports whether the first MiB of img holds a byte that is not zero.
+func firstMiBWritten(img string) bool {
+	f, err := os.Open(img)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 1<<20)
+	n, _ := f.ReadAt(head, 0)
+	return strings.Trim(string(head[:n]), "\x00") != ""
 }
 
 // claimFile is the part of a claim file the test reads.
@@ -368,6 +379,9 @@ func (f *killFixture) check(t *testing.T, ip string, wantManifests map[string]st
 		}
 		if claimed {
 			wantMounts = append(wantMounts, filepath.Join(f.root, "mnt", "master-"+vol))
+		}
+		if node, err := f.vols.FormatIntent(ctx, vol); err != nil || node != "" {
+			t.Errorf("volume %s still carries the format intent of %q (%v) after the node converged", vol, node, err)
 		}
 	}
 	slices.Sort(wantMounts)

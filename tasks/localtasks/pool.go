@@ -334,6 +334,11 @@ func adoptImage(img string) (*os.File, error) {
 
 // update changes a volume's sidecar under the pool's lock.
 func (p *Pool) update(ctx context.Context, name string, change func(*VolumeInfo) error) error {
+	return p.updateSidecar(ctx, name, func(sc *sidecar) error { return change(&sc.info) })
+}
+
+// updateSidecar changes a volume's sidecar, every field of it, under the pool's lock.
+func (p *Pool) updateSidecar(ctx context.Context, name string, change func(*sidecar) error) error {
 	if err := validateVolumeName(name); err != nil {
 		return err
 	}
@@ -349,7 +354,7 @@ func (p *Pool) update(ctx context.Context, name string, change func(*VolumeInfo)
 	if sc == nil {
 		return fmt.Errorf("volume %s: %w", name, fs.ErrNotExist)
 	}
-	if err := change(&sc.info); err != nil {
+	if err := change(sc); err != nil {
 		return err
 	}
 	return p.writeSidecar(sc)

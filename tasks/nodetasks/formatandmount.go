@@ -126,11 +126,13 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	if err != nil {
 		return nil, err
 	}
-	if pr.blank() {
-		// The dry run announces a format only when the apply would make it: the same check as Render's.
-		if err := checkZeroed(dev); err != nil {
-			return nil, err
-		}
+	// The dry run announces a format only when the apply would make it: the same assessment as Render's.
+	v, _, err := m.assess(ctx, dev, pr, *m.FSType)
+	if err != nil {
+		return nil, err
+	}
+	if v == formatAgain {
+		pr = probe{} // what an interrupted format left: it is formatted again, as a blank device is
 	}
 	actual := &FormatAndMount{MountPoint: m.MountPoint, Device: m.Device, found: &pr}
 	if pr.fsType != "" {
@@ -310,8 +312,8 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	return nil
 }
 
-// Render formats the device if, probed again under its lock, it is blank and reads as zeros; then mounts it, or
-// remounts it with the options that are missing.
+// Render formats the device if, probed again under its lock, it is blank and reads as zeros, or holds what an
+// interrupted format left (formatintent.go); then mounts it, or remounts it with the options that are missing.
 func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, changes *FormatAndMount) error {
 	name, err := expected.attachedDevice()
 	if err != nil {
@@ -347,14 +349,16 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	if err := checkDevice(expected, expected.Device, &pr); err != nil {
 		return engine.Terminal(err)
 	}
-	if pr.blank() {
-		if err := checkZeroed(dev); err != nil {
-			return err
-		}
-		if err := mkfs(ctx, fsType, dev); err != nil {
-			return err
-		}
-		if pr, err = probeDevice(ctx, dev); err != nil {
+	v, node, err := expected.assess(ctx, dev, pr, fsType)
+	if err != nil {
+		return err
+	}
+	if v == formatAgain {
+		log.Warn("formatting again what an interrupted format left: the volume still carries the intent to format it, so it was never mounted since",
+			"device", name, "path", dev, "found", pr.String(), "intentOf", node)
+	}
+	if v != keep {
+		if pr, err = expected.format(ctx, fsType, dev); err != nil {
 			return err
 		}
 		log.Info("formatted device", "device", name, "path", dev, "fstype", fsType, "uuid", pr.uuid)

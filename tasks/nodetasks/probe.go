@@ -202,32 +202,45 @@ func readHeadOf(f *os.File, dev string) ([]byte, int64, error) {
 // checkZeroed is the last check before mkfs (see the top of this file): the first and the last MiB of dev must
 // read, and read as zeros.
 func checkZeroed(dev string) error {
+	off, err := firstDataByte(dev)
+	if err != nil || off < 0 {
+		return err
+	}
+	return notZeroed(dev, off)
+}
+
+// notZeroed is the terminal error of a device without a signature whose byte off is not zero.
+func notZeroed(dev string, off int64) error {
+	return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero: "+
+		"kubeup formats only a device whose first and last MiB read as zeros, as a new volume does, and this one "+
+		"may hold data blkid cannot name, so nothing was changed: check that it is the right device; %s",
+		dev, off, zeroHint(dev)))
+}
+
+// firstDataByte returns the offset of the first byte of dev's first or last MiB that is not zero; -1 when both
+// read as zeros. A device that cannot be read is an unreadable error.
+func firstDataByte(dev string) (int64, error) {
 	f, err := os.Open(dev)
 	if err != nil {
-		return unreadable(dev, "opening it", err)
+		return 0, unreadable(dev, "opening it", err)
 	}
 	defer f.Close()
 	head, size, err := readHeadOf(f, dev)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tailOff := max(0, size-mib)
 	tail := make([]byte, size-tailOff)
 	if n, err := f.ReadAt(tail, tailOff); n < len(tail) {
-		return unreadable(dev, "reading the last MiB", fmt.Errorf("read %d bytes of %d: %w", n, len(tail), err))
+		return 0, unreadable(dev, "reading the last MiB", fmt.Errorf("read %d bytes of %d: %w", n, len(tail), err))
 	}
-	for _, part := range []struct {
-		off  int64
-		data []byte
-	}{{0, head}, {tailOff, tail}} {
-		if i := firstNonZero(part.data); i >= 0 {
-			return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero: "+
-				"kubeup formats only a device whose first and last MiB read as zeros, as a new volume does, and this one "+
-				"may hold data blkid cannot name, so nothing was changed: check that it is the right device; %s",
-				dev, part.off+int64(i), zeroHint(dev)))
-		}
+	if i := firstNonZero(head); i >= 0 {
+		return int64(i), nil
 	}
-	return nil
+	if i := firstNonZero(tail); i >= 0 {
+		return tailOff + int64(i), nil
+	}
+	return -1, nil
 }
 
 func firstNonZero(b []byte) int {

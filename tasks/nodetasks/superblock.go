@@ -31,3 +31,30 @@ func parseExtSuperblock(sb []byte) (string, bool) {
 	u := sb[0x68:0x78]
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), true
 }
+
+// extNeverMounted reports whether dev holds an ext2/3/4 filesystem that was never mounted: a superblock whose
+// last mount time (s_mtime at 0x2C, and its high byte s_mtime_hi at 0x275), mount count (s_mnt_count at 0x34)
+// and last mount point (s_last_mounted at 0x88) are all zero, as mke2fs leaves them. A read-write mount sets the
+// mount time and e2fsck does not clear it, so only a filesystem nothing was ever written to through the kernel
+// reads as never mounted. false when dev cannot be read or holds no ext superblock.
+func extNeverMounted(dev string) bool {
+	f, err := os.Open(dev)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sb := make([]byte, 1024)
+	if n, err := f.ReadAt(sb, 1024); n < len(sb) || err != nil {
+		return false
+	}
+	return superblockNeverMounted(sb)
+}
+
+// superblockNeverMounted is extNeverMounted of a superblock's first 1024 bytes.
+func superblockNeverMounted(sb []byte) bool {
+	if _, ok := parseExtSuperblock(sb); !ok || len(sb) < 0x276 {
+		return false
+	}
+	return binary.LittleEndian.Uint32(sb[0x2C:]) == 0 && sb[0x275] == 0 &&
+		binary.LittleEndian.Uint16(sb[0x34:]) == 0 && firstNonZero(sb[0x88:0xC8]) < 0
+}

@@ -24,3 +24,35 @@ func TestParseExtSuperblock(t *testing.T) {
 		}
 	}
 }
+
+func TestSuperblockNeverMounted(t *testing.T) {
+	fresh := func() []byte {
+		sb := make([]byte, 1024)
+		sb[0x38], sb[0x39] = 0x53, 0xEF
+		sb[0x30] = 7 // s_wtime: mke2fs sets the write time
+		return sb
+	}
+	set := func(off int, b byte) []byte {
+		sb := fresh()
+		sb[off] = b
+		return sb
+	}
+	for _, tt := range []struct {
+		name string
+		sb   []byte
+		want bool
+	}{
+		{name: "as mke2fs leaves it", sb: fresh(), want: true},
+		{name: "mounted (s_mtime)", sb: set(0x2C, 1)},
+		{name: "mounted after 2038 (s_mtime_hi)", sb: set(0x275, 1)},
+		{name: "mounted, then e2fsck cleared the count but not the time", sb: set(0x2F, 0x6a)},
+		{name: "mount count", sb: set(0x34, 1)},
+		{name: "last mounted at", sb: set(0x88, '/')},
+		{name: "no magic", sb: set(0x38, 0)},
+		{name: "short", sb: fresh()[:0x200]},
+	} {
+		if got := superblockNeverMounted(tt.sb); got != tt.want {
+			t.Errorf("%s: superblockNeverMounted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -23,6 +23,9 @@ type Attach[C World] struct {
 	// Device is the device the volume is attached as on this node ("/dev/loop3", "/dev/nvme1n1"): set by Find
 	// when it is attached already, or by Render.
 	Device *string `kubeup:"output"`
+
+	// intents is the world's provider once Find or Render has run, when it records format intents.
+	intents FormatIntents
 }
 
 func (a *Attach[C]) Key() engine.Key     { return engine.Key{Type: AttachKeyType, Name: a.VolumeID} }
@@ -56,6 +59,7 @@ func (a *Attach[C]) Validate() error {
 // Find returns the attachment when the volume is attached to this node, nil when it is not (not claimed here,
 // or claimed but not attached yet).
 func (a *Attach[C]) Find(ctx context.Context, world C) (*Attach[C], error) {
+	a.intents, _ = world.VolumeProvider().(FormatIntents)
 	dev, err := world.VolumeProvider().Attached(ctx, a.VolumeID)
 	if err != nil {
 		return nil, fmt.Errorf("volume %s: %w", a.VolumeID, err)
@@ -75,6 +79,7 @@ func (a *Attach[C]) CheckChanges(actual, expected, changes *Attach[C]) error {
 // error that matches ErrHeld.
 func (a *Attach[C]) Render(ctx context.Context, world C, actual, expected, changes *Attach[C]) error {
 	p := world.VolumeProvider()
+	expected.intents, _ = p.(FormatIntents)
 	dev, err := p.Attach(ctx, expected.VolumeID)
 	switch {
 	case errors.Is(err, ErrHeld):
@@ -86,5 +91,41 @@ func (a *Attach[C]) Render(ctx context.Context, world C, actual, expected, chang
 	}
 	expected.Device = &dev
 	engine.Logger(ctx).Info("attached volume", "volume", expected.VolumeID, "device", dev)
+	return nil
+}
+
+// FormatIntent returns the node that recorded a format intent on the volume ("" when it carries none); ok is
+// false when the provider records no intents. With BeginFormat and EndFormat, it makes Attach the
+// nodetasks.FormatJournal of a FormatAndMount that takes it as its Attachment.
+func (a *Attach[C]) FormatIntent(ctx context.Context) (node string, ok bool, err error) {
+	if a.intents == nil {
+		return "", false, nil
+	}
+	node, err = a.intents.FormatIntent(ctx, a.VolumeID)
+	if err != nil {
+		return "", true, fmt.Errorf("reading the format intent of volume %s: %w", a.VolumeID, err)
+	}
+	return node, true, nil
+}
+
+// BeginFormat records this node's intent to format the volume, when the provider records intents.
+func (a *Attach[C]) BeginFormat(ctx context.Context) error {
+	if a.intents == nil {
+		return nil
+	}
+	if err := a.intents.BeginFormat(ctx, a.VolumeID); err != nil {
+		return fmt.Errorf("recording the intent to format volume %s: %w", a.VolumeID, err)
+	}
+	return nil
+}
+
+// EndFormat removes the volume's format intent, when the provider records intents.
+func (a *Attach[C]) EndFormat(ctx context.Context) error {
+	if a.intents == nil {
+		return nil
+	}
+	if err := a.intents.EndFormat(ctx, a.VolumeID); err != nil {
+		return fmt.Errorf("removing the format intent of volume %s: %w", a.VolumeID, err)
+	}
 	return nil
 }

@@ -1,0 +1,79 @@
+package localtasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// formatIntentField is the field of a volume's sidecar that records a format intent (volumetasks.FormatIntents):
+// the node that is formatting the volume, and since when. It is in the sidecar, the volume's record, so that it
+// stays with the volume whichever node claims it next; the sidecar is replaced atomically and fsynced under the
+// pool's lock, so the intent is on disk once BeginFormat returns. Fields of the sidecar that other code writes
+// keep it (writeSidecar keeps every field it does not know).
+const formatIntentField = "formatIntent"
+
+type formatIntentRecord struct {
+	NodeID string    `json:"nodeID"`
+	Since  time.Time `json:"since"`
+}
+
+var _ volumetasks.FormatIntents = (*Volumes)(nil)
+
+// FormatIntent returns the node whose format intent volume id's sidecar records; "" when it records none.
+func (v *Volumes) FormatIntent(ctx context.Context, id string) (string, error) {
+	if err := validateVolumeName(id); err != nil {
+		return "", err
+	}
+	sc, err := v.pool.readSidecar(id)
+	switch {
+	case err != nil:
+		return "", err
+	case sc == nil:
+		return "", engine.Terminal(fmt.Errorf("volume %s: %w", id, fs.ErrNotExist))
+	}
+	raw, ok := sc.raw[formatIntentField]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var r formatIntentRecord
+	if err := json.Unmarshal(raw, &r); err != nil || r.NodeID == "" {
+		if err == nil {
+			err = fmt.Errorf("no nodeID")
+		}
+		return "", engine.Terminal(fmt.Errorf("%s: field %s is not a format intent (%v): it records that a node began formatting "+
+			"the volume; remove the field only if the volume holds a filesystem that was mounted, or holds data", v.pool.sidecarPath(id), formatIntentField, err))
+	}
+	return r.NodeID, nil
+}
+
+// BeginFormat records this node's intent to format volume id in its sidecar, durably.
+func (v *Volumes) BeginFormat(ctx context.Context, id string) error {
+	if err := v.checkNode(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(formatIntentRecord{NodeID: v.node.NodeID, Since: v.now().UTC()})
+	if err != nil {
+		return err
+	}
+	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
+		if sc.raw == nil {
+			sc.raw = map[string]json.RawMessage{}
+		}
+		sc.raw[formatIntentField] = b
+		return nil
+	})
+}
+
+// EndFormat removes the format intent from volume id's sidecar; none is not an error.
+func (v *Volumes) EndFormat(ctx context.Context, id string) error {
+	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
+		delete(sc.raw, formatIntentField)
+		return nil
+	})
+}

@@ -1,0 +1,70 @@
+package localtasks
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// A format intent is a field of the volume's sidecar: recorded and removed as a whole, kept by every other change
+// of the sidecar (tags, size), read by any node, and a malformed one is an error that names the file and field.
+func TestVolumesFormatIntent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pool, err := NewPool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Create(ctx, VolumeInfo{Name: "v", Zone: "local-a", SizeGB: 1, VolumeType: VolumeTypeSparse}); err != nil {
+		t.Fatal(err)
+	}
+	a := NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute)
+	b := NewVolumes(pool, volumetasks.Holder{NodeID: "node-b"}, time.Minute)
+	intent := func(want string) {
+		t.Helper()
+		if got, err := b.FormatIntent(ctx, "v"); err != nil || got != want {
+			t.Fatalf("FormatIntent = %q, %v; want %q", got, err, want)
+		}
+	}
+	intent("")
+	if err := a.EndFormat(ctx, "v"); err != nil {
+		t.Fatalf("EndFormat without an intent: %v", err)
+	}
+	if err := a.BeginFormat(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	intent("node-a")
+	if err := pool.SetTags(ctx, "v", map[string]string{"k8s.io/etcd/main": "a/a,b,c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Grow(ctx, "v", 2); err != nil {
+		t.Fatal(err)
+	}
+	intent("node-a")
+	if err := b.BeginFormat(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	intent("node-b")
+	if err := a.EndFormat(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	intent("")
+	info, err := pool.Get(ctx, "v")
+	if err != nil || info.SizeGB != 2 || info.Tags["k8s.io/etcd/main"] != "a/a,b,c" {
+		t.Errorf("the volume after the intents: %+v, %v", info, err)
+	}
+
+	if err := os.WriteFile(dir+"/v.json", []byte(`{"name":"v","zone":"local-a","sizeGB":2,"volumeType":"sparse","formatIntent":{"since":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.FormatIntent(ctx, "v"); err == nil || !strings.Contains(err.Error(), dir+"/v.json: field formatIntent") {
+		t.Errorf("a malformed intent: %v; want an error naming the file and the field", err)
+	}
+	if _, err := b.FormatIntent(ctx, "w"); err == nil {
+		t.Error("the intent of a volume that does not exist: no error")
+	}
+}

@@ -1,0 +1,120 @@
+package nodetasks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"kubeup.dev/kubeup/engine"
+)
+
+// An mkfs killed before it writes its superblock (SIGKILL, a crash, a machine that dies) leaves a device that
+// reads as neither blank nor a filesystem: blocks that are not zero, and no signature. Refusing it, as anything
+// FormatAndMount cannot tell from data, would leave the volume unusable for ever. So a format is journaled on the
+// volume itself, where any node that holds the volume next can read it (volumetasks.FormatIntents: a file of the
+// local pool, an EBS tag, a GCE label):
+//
+//  1. the device is probed blank and read as zeros (probe.go), under the device lock;
+//  2. BeginFormat records the intent on the volume, durably;
+//  3. mkfs;
+//  4. EndFormat removes the intent; only then is the filesystem mounted.
+//
+// A volume that still carries an intent was never mounted since its intent was recorded on a zeroed device, so
+// whatever is on it came from the interrupted mkfs: the device is formatted again when it holds nothing blkid
+// names, or an ext filesystem of the expected type whose superblock says it was never mounted (mkfs may have
+// been killed after the superblock and before its last metadata). An intent that outlives its EndFormat (a
+// cloud's eventually consistent read) cannot cost data: a filesystem that was mounted has a mount time in its
+// superblock and is mounted, never formatted; anything else on the device (a partition table, another
+// signature, another filesystem type) is refused as ever.
+
+// FormatJournal is a DeviceSource whose volume can carry a format intent: volumetasks.Attach is one. A
+// FormatAndMount whose Attachment is a FormatJournal records its formats there.
+type FormatJournal interface {
+	DeviceSource
+	// FormatIntent returns the node that recorded a format intent on the volume, "" when it carries none; ok is
+	// false when the volume's provider records no intents (BeginFormat and EndFormat then do nothing).
+	FormatIntent(ctx context.Context) (node string, ok bool, err error)
+	// BeginFormat records this node's intent to format the volume; it is durable once BeginFormat returns.
+	BeginFormat(ctx context.Context) error
+	// EndFormat removes the volume's format intent.
+	EndFormat(ctx context.Context) error
+}
+
+// verdict is what FormatAndMount makes of a device it is to mount.
+type verdict int
+
+const (
+	// keep: mount what the device holds (checkDevice refuses what must not be mounted).
+	keep verdict = iota
+	// formatBlank: the device is blank and reads as zeros: format it.
+	formatBlank
+	// formatAgain: the device holds what an interrupted format of this volume left: format it again.
+	formatAgain
+)
+
+// assess decides what to do with device dev, which holds pr, for a filesystem of type fsType: the rules at the top
+// of this file. The caller holds the device lock and has found nothing mounted from dev at the mount point. node
+// is the node whose intent made it formatAgain. A device without a signature whose first or last MiB is not zero
+// and that carries no intent is the terminal error of checkZeroed.
+func (m *FormatAndMount) assess(ctx context.Context, dev string, pr probe, fsType string) (v verdict, node string, err error) {
+	switch {
+	case pr.blank():
+		off, err := firstDataByte(dev)
+		if err != nil {
+			return keep, "", err
+		}
+		if off < 0 {
+			return formatBlank, "", nil
+		}
+		if node, err = m.formatIntent(ctx); err != nil || node != "" {
+			return formatAgain, node, err
+		}
+		return keep, "", notZeroed(dev, off)
+	case pr.fsType == fsType && pr.ptType == "" && isExt(fsType) && extNeverMounted(dev):
+		if node, err = m.formatIntent(ctx); err != nil || node != "" {
+			return formatAgain, node, err
+		}
+	}
+	return keep, "", nil
+}
+
+// formatIntent returns the node whose format intent the volume carries; "" when it carries none, or its device
+// is fixed or its provider records no intents.
+func (m *FormatAndMount) formatIntent(ctx context.Context) (string, error) {
+	j, ok := m.Attachment.(FormatJournal)
+	if !ok {
+		return "", nil
+	}
+	node, _, err := j.FormatIntent(ctx)
+	return node, err
+}
+
+// format records the intent, makes the filesystem and removes the intent; it returns the new filesystem's probe.
+func (m *FormatAndMount) format(ctx context.Context, fsType, dev string) (probe, error) {
+	j, _ := m.Attachment.(FormatJournal)
+	if j != nil {
+		if err := j.BeginFormat(ctx); err != nil {
+			return probe{}, err
+		}
+	}
+	if err := mkfs(ctx, fsType, dev); err != nil {
+		return probe{}, err
+	}
+	pr, err := probeDevice(ctx, dev)
+	if err != nil {
+		return probe{}, err
+	}
+	if pr.fsType != fsType {
+		return probe{}, engine.Terminal(fmt.Errorf("device %s: mkfs.%s exited 0, but blkid then found %s on it: check the device and mkfs", dev, fsType, pr))
+	}
+	if j != nil {
+		if err := j.EndFormat(ctx); err != nil {
+			return probe{}, err
+		}
+	}
+	return pr, nil
+}
+
+func isExt(fsType string) bool {
+	return strings.HasPrefix(fsType, "ext") && len(fsType) == 4
+}
