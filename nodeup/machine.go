@@ -53,11 +53,17 @@ func LocalMachinesDir(poolDir string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
 }
 
-// recordLocalMachine records the machine nodeup just converged, when its cluster is on the local provider: see
-// LocalMachine. conf is the configuration object nodeup read (its first line holds its sha256).
+// recordLocalMachine records the machine nodeup just converged, when its cluster is on the local provider and its
+// volume pool is on this host: see LocalMachine. conf is the configuration object nodeup read (its first line holds its sha256).
 func (o *Options) recordLocalMachine(nc *model.NodeConfig, conf []byte, root string, systemd bool) error {
 	c, ig := nc.Cluster, nc.InstanceGroup
 	if c.Spec.CloudProvider != model.CloudLocal || c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
+		return nil
+	}
+	// Only a machine of this host's pool is recorded: kubeup, on the host of the pool, reaches it. A machine
+	// whose pool is elsewhere (nodeup run in an image, or on another host) is not one of this host's.
+	if st, err := os.Stat(filepath.FromSlash(c.Spec.Local.PoolDir)); err != nil || !st.IsDir() {
+		o.Logger.Debug("the pool is not on this host: the machine is not recorded", "poolDir", c.Spec.Local.PoolDir)
 		return nil
 	}
 	sum, err := model.NodeConfigObjectSHA256(o.Conf, conf)
