@@ -219,7 +219,8 @@ func (l *localRolling) instance(m localMachine, controlPlane bool, want string) 
 		}
 	}
 	i.Ready = ready
-	i.UID = running // converging the machine again makes it a new incarnation
+	// Each convergence is a new incarnation of the machine, up to date or not (--force).
+	i.UID = running + "@" + m.Converged.Format(time.RFC3339Nano)
 	switch {
 	case !rootOK:
 		i.NeedsUpdate, i.Reason = true, fmt.Sprintf("its root %s is gone (%s): remove it from %s if the machine is gone for good", m.Root, m.path, l.dir)

@@ -76,15 +76,15 @@ func TestLocalRollingGroups(t *testing.T) {
 	}
 	want := []RollingGroup{
 		{Name: "control-plane-a", ControlPlane: true, Min: 3, Target: 3, Max: 3, Instances: []RollingInstance{
-			{Group: "control-plane-a", ControlPlane: true, ID: "cp1", Zone: "a", Ready: true, UID: b},
-			{Group: "control-plane-a", ControlPlane: true, ID: "cp2", Zone: "a", Ready: true, UID: a, NeedsUpdate: true,
+			{Group: "control-plane-a", ControlPlane: true, ID: "cp1", Zone: "a", Ready: true, UID: b + "@2026-11-23T20:00:00Z"},
+			{Group: "control-plane-a", ControlPlane: true, ID: "cp2", Zone: "a", Ready: true, UID: a + "@2026-11-23T20:00:00Z", NeedsUpdate: true,
 				Reason: "node configuration aaaaaaaaaaaa (converged by nodeup at 2026-11-23T20:00:00Z), the group's is bbbbbbbbbbbb"},
-			{Group: "control-plane-a", ControlPlane: true, ID: "cp3", Zone: "a", UID: a, NeedsUpdate: true,
+			{Group: "control-plane-a", ControlPlane: true, ID: "cp3", Zone: "a", UID: a + "@2026-11-23T20:00:00Z", NeedsUpdate: true,
 				Reason: "node configuration aaaaaaaaaaaa (in its /etc/kubeup/node.conf, not the bbbbbbbbbbbb nodeup converged it to), the group's is bbbbbbbbbbbb"},
 		}},
 		{Name: "nodes", Min: 1, Target: 2, Max: 3, Instances: []RollingInstance{
-			{Group: "nodes", ID: "w1", Zone: "a", Ready: true, UID: a},
-			{Group: "nodes", ID: "w2", Zone: "a", UID: a, NeedsUpdate: true,
+			{Group: "nodes", ID: "w1", Zone: "a", Ready: true, UID: a + "@2026-11-23T20:00:00Z"},
+			{Group: "nodes", ID: "w2", Zone: "a", UID: a + "@2026-11-23T20:00:00Z", NeedsUpdate: true,
 				Reason: "its root " + filepath.Join(dir, "roots", "w2") + " is gone (" + filepath.Join(l.dir, "w2.json") + "): remove it from " + l.dir + " if the machine is gone for good"},
 		}},
 	}

@@ -190,6 +190,11 @@ func TestRollingUpdateLocal(t *testing.T) {
 	if out := kubeup("rolling-update", "cluster", name, "--cloudonly"); !strings.Contains(out, "No machine of cluster "+name+" needs to be replaced") {
 		t.Errorf("a second rolling update has something to do:\n%s", out)
 	}
+	// --force converges an up-to-date machine again (a new incarnation: the wait does not take it for the old one).
+	if stdout, stderr, err := run("rolling-update", "cluster", name, "--cloudonly", "--yes", "--force", "--instance-group", "control-plane-a-1",
+		"--interval", "200ms", "--validation-timeout", "2m"); err != nil || !strings.Contains(stdout, "is done: 1 machines replaced") {
+		t.Errorf("rolling-update --yes --force --instance-group control-plane-a-1: %v\n%s\n%s", err, stdout, stderr)
+	}
 	// protokube ran the new configuration: its own dry run on a machine has nothing to change.
 	dry, err := exec.Command(filepath.Join(bin, "protokube"), "--conf="+filepath.Join(machines[0].root, "etc/kubeup/node.conf"),
 		"--root="+machines[0].root, "--node-id="+machines[0].id, "--internal-ip=192.0.2.1", "--lease=2m", "--once", "--dryrun").CombinedOutput()
