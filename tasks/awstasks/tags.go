@@ -24,7 +24,12 @@ import (
 var managedPrefixes = []string{"k8s.io/role/", "k8s.io/etcd/", "kubeup.dev/"}
 
 // managedKey reports whether kubeup removes key from a resource it made when the task no longer asks for it.
+// FormatIntentTag is not: protokube puts it on a volume and removes it (Volumes.BeginFormat, EndFormat), and
+// kubeup update must neither show it as a change nor remove it while a node formats the volume.
 func managedKey(key string) bool {
+	if key == FormatIntentTag {
+		return false
+	}
 	for _, p := range managedPrefixes {
 		if strings.HasPrefix(key, p) {
 			return true

@@ -20,6 +20,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/fakeaws"
+	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
 // The intent's life on one volume, as two instances see it (the volume moves between them): none, then the
@@ -270,4 +271,30 @@ func machinePolicy(t *testing.T) struct{ Statement []policyStatement } {
 		t.Fatalf("%s: the machines' policy: %v", doc, err)
 	}
 	return p
+}
+
+// kubeup update neither shows nor removes the intent of a node formatting a volume: the EBSVolume task leaves
+// FormatIntentTag alone (managedKey).
+func TestEBSVolumeLeavesTheFormatIntent(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newTestCloud(t)
+	build := volumeGraph(func() *EBSVolume { return etcdVolume("a", 20) })
+	mustRun(t, c, engine.Apply, freshRuns(c, build))
+	vols := allVolumes(t, c)
+	if len(vols) != 1 {
+		t.Fatalf("%d volumes, want 1", len(vols))
+	}
+	id := aws.ToString(vols[0].VolumeId)
+	p := NewVolumes(c.EC2, volumetasks.Holder{NodeID: "i-0000000000000000a"}, zoneA, VolumesOptions{Root: t.TempDir()})
+	if err := p.BeginFormat(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
+		if plan := mustRun(t, c, target, freshRuns(c, build)); !plan.Empty() {
+			t.Errorf("%s with a format intent on the volume plans changes", target)
+		}
+		if got, err := p.FormatIntent(ctx, id); err != nil || got != "i-0000000000000000a" {
+			t.Errorf("after %s: FormatIntent = %q, %v, want the intent kept", target, got, err)
+		}
+	}
 }

@@ -27,7 +27,7 @@ type Disk struct {
 	Type *string
 	// Labels are the labels the disk carries besides ClusterLabels, which kubeup always adds (encode kubeup's
 	// tags with EncodeTags). Labels with kubeup's prefixes ("kubeup-") that the task does not ask for are
-	// removed; other labels are left alone.
+	// removed, but FormatIntentLabel (managedLabel); other labels are left alone.
 	Labels map[string]string `kubeup:"nilempty"`
 
 	// SelfLink is the disk's URL (output).
@@ -86,7 +86,7 @@ func (c *Cloud) labelView(raw, want map[string]string) map[string]string {
 		if _, ok := own[k]; ok {
 			continue
 		}
-		if _, ok := want[k]; ok || strings.HasPrefix(k, "kubeup-") {
+		if _, ok := want[k]; ok || managedLabel(k) {
 			out[k] = v
 		}
 	}
@@ -96,12 +96,19 @@ func (c *Cloud) labelView(raw, want map[string]string) map[string]string {
 	return out
 }
 
+// managedLabel reports whether label key is kubeup's to remove from a resource when the task does not ask for it:
+// kubeup's prefix ("kubeup-"), but FormatIntentLabel, which protokube puts on a disk and removes (Disks.BeginFormat,
+// EndFormat): kubeup update must neither show it as a change nor remove it while a node formats the disk.
+func managedLabel(key string) bool {
+	return strings.HasPrefix(key, "kubeup-") && key != FormatIntentLabel
+}
+
 // desiredLabels are the labels a resource should carry: raw (what it has), without kubeup's labels the task
 // does not ask for, with the task's labels and ClusterLabels.
 func (c *Cloud) desiredLabels(raw, want map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range raw {
-		if !strings.HasPrefix(k, "kubeup-") {
+		if !managedLabel(k) {
 			out[k] = v
 		}
 	}

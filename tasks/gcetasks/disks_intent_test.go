@@ -367,3 +367,25 @@ func TestMachineRolesAllowWhatDisksCall(t *testing.T) {
 		}
 	}
 }
+
+// kubeup update neither shows nor removes the intent of a node formatting a disk: the Disk task leaves
+// FormatIntentLabel alone (managedLabel), though it is of kubeup's prefix.
+func TestDiskLeavesTheFormatIntent(t *testing.T) {
+	ctx := context.Background()
+	c, _, names := intentFixture(t)
+	p := NewDisks(c.Compute, testProject, zones[0], volumetasks.Holder{NodeID: names[0]}, DisksOptions{})
+	if err := p.BeginFormat(ctx, intentDisk); err != nil {
+		t.Fatal(err)
+	}
+	s := defaultSpec()
+	s.size = 2
+	for _, target := range []engine.Target{engine.DryRun, engine.Apply} {
+		c.NewRun()
+		if plan := mustRun(t, c, target, clusterGraph(s)); !plan.Empty() {
+			t.Errorf("%s with a format intent on a disk plans changes", target)
+		}
+		if got, err := p.FormatIntent(ctx, intentDisk); err != nil || got != names[0] {
+			t.Errorf("after %s: FormatIntent = %q, %v, want the intent kept", target, got, err)
+		}
+	}
+}
