@@ -11,6 +11,7 @@ GATEWAY=$DEMO_NET.1
 MADE=$DEMO_DIR/made               # netns, links, dirs: one name a line; pids/: "PID START" of each process started
 STATE=$DEMO_DIR/state
 POOL=$DEMO_DIR/state-local/volumes
+MACHINES=$DEMO_DIR/state-local/machines/$NAME # what nodeup records of each node, for kubeup rolling-update
 SECRET_AT=/etc/kubeup/tsig.secret # on each node, under its root
 KUBECONFIG_FILE=$DEMO_DIR/kubeconfig # what kubeup export kubeconfig writes (KUBECONFIG)
 KUBE_BIN=${KUBEUP_KUBE_BIN:-/var/cache/kubeup/bin/v1.34.2} # make kube-binaries: kube-apiserver, -controller-manager, -scheduler
