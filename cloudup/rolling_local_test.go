@@ -125,3 +125,99 @@ func writeTestFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLocalRollingReplace: replacing a local control-plane machine runs its recorded nodeup with the group's
+// configuration from the state store and its root, then waits for two of protokube's rounds (its claims
+// renewed twice); when a round under way during nodeup's run wrote the former node.conf back, nodeup runs again.
+func TestLocalRollingReplace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		revert   bool // the first round after nodeup's run writes the former node.conf back
+		wantRuns int
+	}{
+		{name: "protokube takes the new configuration", wantRuns: 1},
+		{name: "a round writes the former node.conf back", revert: true, wantRuns: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			const cluster = "c.example.com"
+			a, b := "# sha256:"+strings.Repeat("a", 64)+"\nformer\n", "# sha256:"+strings.Repeat("b", 64)+"\ncurrent\n"
+			store, err := statestore.Open(ctx, "file://"+filepath.Join(dir, "state"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.WriteFile(ctx, model.NodeConfigPath(cluster, "control-plane-a"), []byte(b)); err != nil {
+				t.Fatal(err)
+			}
+			pool := filepath.Join(dir, "state-local", "volumes")
+			c := &model.Cluster{Metadata: model.ObjectMeta{Name: cluster}, Spec: model.ClusterSpec{CloudProvider: model.CloudLocal, Local: &model.LocalSpec{PoolDir: pool}}}
+			l, err := openLocalRolling(c, nil, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.poll = 10 * time.Millisecond
+			root := filepath.Join(dir, "root")
+			nodeConf := filepath.Join(root, "etc/kubeup/node.conf")
+			writeTestFile(t, nodeConf, a)
+			// A stand-in for nodeup: copies the configuration (file://) to the root's node.conf, and counts its runs.
+			nodeup := filepath.Join(dir, "nodeup")
+			writeTestFile(t, nodeup, `#!/bin/sh
+for a; do case $a in --conf=file://*) conf=${a#--conf=file://};; --root=*) root=${a#--root=};; esac; done
+cp "$conf" "$root/etc/kubeup/node.conf.tmp" && mv "$root/etc/kubeup/node.conf.tmp" "$root/etc/kubeup/node.conf" && echo "$*" >>"$root/runs"
+`)
+			if err := os.Chmod(nodeup, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := json.Marshal(localMachine{NodeID: "cp1", Cluster: cluster, InstanceGroup: "control-plane-a", Root: root, Nodeup: nodeup, ConfigSHA256: strings.Repeat("a", 64)})
+			writeTestFile(t, filepath.Join(dir, "state-local", "machines", cluster, "cp1.json"), string(rec))
+			vol := "a-1.etcd-main." + cluster
+			side, _ := json.Marshal(map[string]any{"name": vol, "zone": "a", "sizeGB": 1, "volumeType": "sparse", "tags": map[string]string{
+				model.ClusterTagKey(cluster): model.TagValueOwned, model.TagControlPlane: "1", model.EtcdTagKey("main"): "a-1/a-1"}})
+			writeTestFile(t, filepath.Join(pool, vol+".json"), string(side))
+			renew := func() {
+				b, _ := json.Marshal(map[string]any{"nodeID": "cp1", "internalIP": "192.0.2.1", "since": time.Now(), "renewed": time.Now(), "lease": "1m0s"})
+				writeTestFile(t, filepath.Join(pool, vol+".claim.tmp"), string(b))
+				if err := os.Rename(filepath.Join(pool, vol+".claim.tmp"), filepath.Join(pool, vol+".claim")); err != nil {
+					t.Error(err)
+				}
+			}
+			renew()
+			// A stand-in for protokube: a round every 20ms renews the claim; with revert, the first round after
+			// nodeup's run writes the former node.conf back.
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				reverted := false
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					if _, err := os.Stat(filepath.Join(root, "runs")); tc.revert && !reverted && err == nil {
+						reverted = true
+						if err := os.WriteFile(nodeConf, []byte(a), 0o600); err != nil {
+							t.Error(err)
+						}
+					}
+					renew()
+				}
+			}()
+			err = l.Replace(ctx, RollingInstance{Group: "control-plane-a", ControlPlane: true, ID: "cp1"})
+			close(stop)
+			<-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, _ := os.ReadFile(filepath.Join(root, "runs"))
+			wantRun := "--conf=file://" + filepath.Join(dir, "state", cluster, "nodeup", "control-plane-a") + " --root=" + root + " --node-id=cp1\n"
+			if diff := cmp.Diff(strings.Repeat(wantRun, tc.wantRuns), string(runs)); diff != "" {
+				t.Errorf("nodeup's runs (-want +got):\n%s", diff)
+			}
+			if got, _ := os.ReadFile(nodeConf); string(got) != b {
+				t.Errorf("node.conf after Replace: %q, want the group's", got)
+			}
+		})
+	}
+}
