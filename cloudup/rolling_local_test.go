@@ -3,8 +3,10 @@ package cloudup
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +221,90 @@ cp "$conf" "$root/etc/kubeup/node.conf.tmp" && mv "$root/etc/kubeup/node.conf.tm
 				t.Errorf("node.conf after Replace: %q, want the group's", got)
 			}
 		})
+	}
+}
+
+// TestLocalRollingEtcd: with --cloudonly, a member is healthy when its volume's claim is held, unexpired, by a
+// ready machine of the cluster; the quorum check refuses to take down a machine without which fewer than a
+// quorum would be.
+func TestLocalRollingEtcd(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const cluster = "c.example.com"
+	sum := strings.Repeat("a", 64)
+	store, err := statestore.Open(ctx, "file://"+filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := filepath.Join(dir, "state-local", "volumes")
+	c := &model.Cluster{Metadata: model.ObjectMeta{Name: cluster}, Spec: model.ClusterSpec{
+		CloudProvider: model.CloudLocal, Local: &model.LocalSpec{PoolDir: pool},
+		EtcdClusters: []model.EtcdClusterSpec{{Name: "main", Members: []model.EtcdMemberSpec{{Name: "a-1"}, {Name: "a-2"}, {Name: "a-3"}}}},
+	}}
+	var igs []*model.InstanceGroup
+	for k, id := range []string{"cp1", "cp2", "cp3"} {
+		g := "control-plane-a-" + strconv.Itoa(k+1)
+		igs = append(igs, &model.InstanceGroup{Metadata: model.ObjectMeta{Name: g}, Spec: model.InstanceGroupSpec{Role: model.RoleControlPlane}})
+		if err := store.WriteFile(ctx, model.NodeConfigPath(cluster, g), []byte("# sha256:"+sum+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		root := filepath.Join(dir, "roots", id)
+		if id != "cp2" { // cp2's root is gone: not ready
+			writeTestFile(t, filepath.Join(root, "etc/kubeup/node.conf"), "# sha256:"+sum+"\n")
+		}
+		rec, _ := json.Marshal(localMachine{NodeID: id, Cluster: cluster, InstanceGroup: g, Root: root, ConfigSHA256: sum})
+		writeTestFile(t, filepath.Join(dir, "state-local", "machines", cluster, id+".json"), string(rec))
+	}
+	for k, holder := range []string{"cp1", "cp2", "cp3"} {
+		m := "a-" + strconv.Itoa(k+1)
+		vol := m + ".etcd-main." + cluster
+		side, _ := json.Marshal(map[string]any{"name": vol, "zone": "a", "sizeGB": 1, "volumeType": "sparse", "tags": map[string]string{
+			model.ClusterTagKey(cluster): model.TagValueOwned, model.TagControlPlane: "1", model.EtcdTagKey("main"): m + "/a-1,a-2,a-3"}})
+		writeTestFile(t, filepath.Join(pool, vol+".json"), string(side))
+		renewed := time.Now()
+		if holder == "cp3" {
+			renewed = renewed.Add(-time.Hour) // cp3's lease ran out: its protokube stopped renewing
+		}
+		claim, _ := json.Marshal(map[string]any{"nodeID": holder, "internalIP": "192.0.2." + strconv.Itoa(k+1), "since": renewed, "renewed": renewed, "lease": "1m0s"})
+		writeTestFile(t, filepath.Join(pool, vol+".claim"), string(claim))
+	}
+	l, err := openLocalRolling(c, igs, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Etcd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MemberHealth{
+		{EtcdCluster: "main", Member: "a-1", Holder: "cp1", Healthy: true},
+		{EtcdCluster: "main", Member: "a-2", Holder: "cp2", Why: "its volume a-2.etcd-main.c.example.com is claimed by cp2, which is not a ready machine of the cluster"},
+		{EtcdCluster: "main", Member: "a-3", Why: "its volume a-3.etcd-main.c.example.com is claimed by no node (or its claim's lease ran out)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Etcd (-want +got):\n%s", diff)
+	}
+	groups, err := l.Groups(ctx, igs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"192.0.2.1"}, groups[0].Instances[0].Addresses); diff != "" {
+		t.Errorf("cp1's addresses, from its claims (-want +got):\n%s", diff)
+	}
+	r := &roller{cloud: l, health: l, igs: igs, o: RollingOptions{Logger: slog.New(slog.DiscardHandler)}}
+	if err := r.quorum(ctx, groups[0].Instances[0], r.o.Logger); err == nil || !strings.Contains(err.Error(), "etcd would lose its quorum") {
+		t.Errorf("taking cp1 down with a-2 and a-3 unhealthy: %v", err)
+	}
+	problems, err := l.Validate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{
+		"instance cp2 (instance group control-plane-a-2): not ready",
+		"instance group control-plane-a-2: 0 of its 1 machines ready",
+		"etcd member main/a-2: its volume a-2.etcd-main.c.example.com is claimed by cp2, which is not a ready machine of the cluster",
+		"etcd member main/a-3: its volume a-3.etcd-main.c.example.com is claimed by no node (or its claim's lease ran out)",
+	}, problems); diff != "" {
+		t.Errorf("Validate (-want +got):\n%s", diff)
 	}
 }
