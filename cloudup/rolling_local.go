@@ -130,7 +130,7 @@ func (l *localRolling) currentSHA256(ctx context.Context, group string) (string,
 	return model.NodeConfigObjectSHA256(p, obj)
 }
 
-// nodeConf is the sha256 on the first line of the machine's /etc/kubeup/node.conf (what its protokube reads);
+// nodeConfSHA256 is the sha256 on the first line of the machine's /etc/kubeup/node.conf (what its protokube reads);
 // "" when it has none.
 func nodeConfSHA256(m localMachine) (string, error) {
 	p := filepath.Join(m.Root, "etc", "kubeup", "node.conf")
