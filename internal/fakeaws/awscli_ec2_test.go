@@ -1,55 +1,31 @@
 package fakeaws
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-
-	"kubeup.dev/kubeup/internal/e2e"
 )
 
-// ec2CLI runs the AWS CLI (Debian's /usr/bin/aws when there, else aws on PATH) against the fake at endpoint,
-// in an environment of its own: static credentials, us-east-1, an empty configuration, JSON answers.
+// ec2CLI is an awsCLI (static credentials, us-east-1, an empty configuration, JSON answers) whose commands report
+// their stderr rather than fail the test.
 type ec2CLI struct {
-	t              *testing.T
-	path, endpoint string
-	env            []string
+	t   *testing.T
+	cli *awsCLI
 }
 
 func newEC2CLI(t *testing.T, endpoint string) *ec2CLI {
 	t.Helper()
-	path := "/usr/bin/aws"
-	if _, err := os.Stat(path); err != nil {
-		if path, err = exec.LookPath("aws"); err != nil {
-			e2e.CannotRun(t, "the AWS CLI (/usr/bin/aws, Debian's awscli; the Makefile installs it) is not installed")
-		}
-	}
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "config")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &ec2CLI{t: t, path: path, endpoint: endpoint, env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x", "AWS_DEFAULT_REGION=us-east-1", "AWS_CONFIG_FILE=" + empty,
-		"AWS_SHARED_CREDENTIALS_FILE=" + empty, "AWS_PAGER=", "AWS_EC2_METADATA_DISABLED=true", "AWS_MAX_ATTEMPTS=1"}}
+	return &ec2CLI{t: t, cli: newAWSCLI(t, endpoint)}
 }
 
 // run runs aws args; it returns stdout and, when the command fails, its stderr (ok false).
 func (c *ec2CLI) run(args ...string) (stdout []byte, stderr string, ok bool) {
 	c.t.Helper()
-	cmd := exec.Command(c.path, append([]string{"--endpoint-url", c.endpoint, "--output", "json"}, args...)...)
-	cmd.Env = c.env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.Bytes(), errb.String(), err == nil
+	stdout, stderr, err := c.cli.invoke(args...)
+	return stdout, stderr, err == nil
 }
 
 // do runs aws args and decodes its JSON answer (if any) into v.

@@ -30,12 +30,13 @@ func cliChange(t *testing.T, action, name, typ string, values ...string) string 
 }
 
 // TestAWSCLIRoute53IAMS3 makes a hosted zone, records, an instance profile and a bucket with objects with the AWS
-// CLI, and checks its answers. The three run in parallel: the CLI takes seconds to start.
+// CLI, and checks its answers. The three run in parallel: the CLI takes a second or more to start.
 func TestAWSCLIRoute53IAMS3(t *testing.T) {
+	t.Parallel()  // beside TestAWSCLIEC2: each waits on the CLI more than on the fake
+	awsCLIPath(t) // CannotRun before the subtests when there is no CLI
 	s := New()
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	newAWSCLI(t, srv.URL) // CannotRun before the subtests when there is no CLI
 	s.SetChangePendingPolls(1)
 	t.Run("all", func(t *testing.T) {
 		t.Run("route53", func(t *testing.T) { t.Parallel(); cliRoute53(t, newAWSCLI(t, srv.URL)) })

@@ -3,6 +3,7 @@ package fakeaws
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,11 +21,13 @@ type awsCLI struct {
 	path     string
 	endpoint string
 	env      []string
-	dir      string // a scratch directory for files the commands read or write
+	dir      string   // a scratch directory for files the commands read or write
+	warm     *warmCLI // nil: each command starts the CLI afresh
 }
 
-// newAWSCLI finds the CLI (e2e.CannotRun when there is none) and sets it up for the fake at endpoint.
-func newAWSCLI(t *testing.T, endpoint string) *awsCLI {
+// awsCLIPath finds the CLI: Debian's /usr/bin/aws when there, else the first aws on PATH (e2e.CannotRun when there
+// is none).
+func awsCLIPath(t *testing.T) string {
 	t.Helper()
 	path := "/usr/bin/aws"
 	if _, err := os.Stat(path); err != nil {
@@ -32,6 +35,14 @@ func newAWSCLI(t *testing.T, endpoint string) *awsCLI {
 			e2e.CannotRun(t, "the AWS CLI (/usr/bin/aws, Debian's awscli; `make` installs it) is not installed")
 		}
 	}
+	return path
+}
+
+// newAWSCLI finds the CLI (awsCLIPath) and sets it up for the fake at endpoint; when it is a Python script, its
+// commands run from a warm interpreter (warmCLI) that stops when t ends.
+func newAWSCLI(t *testing.T, endpoint string) *awsCLI {
+	t.Helper()
+	path := awsCLIPath(t)
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
@@ -43,21 +54,41 @@ func newAWSCLI(t *testing.T, endpoint string) *awsCLI {
 		"AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty,
 		"AWS_PAGER=", "AWS_EC2_METADATA_DISABLED=true", "AWS_MAX_ATTEMPTS=1",
 	}
-	return &awsCLI{t: t, path: path, endpoint: endpoint, env: env, dir: dir}
+	return &awsCLI{t: t, path: path, endpoint: endpoint, env: env, dir: dir, warm: startWarmCLI(t, path, env, t.TempDir())}
+}
+
+// invoke runs aws with args (--endpoint-url and --output json added): its stdout, its stderr, and an error when it
+// does not exit 0.
+func (a *awsCLI) invoke(args ...string) (stdout []byte, stderr string, err error) {
+	a.t.Helper()
+	full := append([]string{"--endpoint-url", a.endpoint, "--output", "json"}, args...)
+	if a.warm != nil {
+		stdout, stderr, code, err := a.warm.run(a.dir, full)
+		if err != nil {
+			a.t.Fatalf("aws %s: %v", strings.Join(args, " "), err)
+		}
+		if code != 0 {
+			return stdout, stderr, fmt.Errorf("exit status %d", code)
+		}
+		return stdout, stderr, nil
+	}
+	cmd := exec.Command(a.path, full...)
+	cmd.Env, cmd.Dir = a.env, a.dir
+	var outb, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outb, &errb
+	err = cmd.Run()
+	return outb.Bytes(), errb.String(), err
 }
 
 // run runs aws with args (--endpoint-url and --output json added) and returns its stdout, or an error carrying
 // its stderr.
 func (a *awsCLI) run(args ...string) ([]byte, error) {
 	a.t.Helper()
-	cmd := exec.Command(a.path, append([]string{"--endpoint-url", a.endpoint, "--output", "json"}, args...)...)
-	cmd.Env, cmd.Dir = a.env, a.dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), &cliError{args: args, err: err, stderr: stderr.String()}
+	stdout, stderr, err := a.invoke(args...)
+	if err != nil {
+		return stdout, &cliError{args: args, err: err, stderr: stderr}
 	}
-	return stdout.Bytes(), nil
+	return stdout, nil
 }
 
 type cliError struct {
