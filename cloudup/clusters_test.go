@@ -588,3 +588,41 @@ func TestOlderLayout(t *testing.T) {
 		t.Errorf("after a change: %d instance groups, version %q", len(s.InstanceGroups), s.Cluster.Spec.KubernetesVersion)
 	}
 }
+
+// TestDeleteRemovesTheLocalMachineRecords: delete --yes of a local cluster removes what nodeup recorded of its
+// machines (for rolling-update), and the directories it leaves empty, down to the <store>-local directory; the
+// records of another cluster stay.
+func TestDeleteRemovesTheLocalMachineRecords(t *testing.T) {
+	ctx := context.Background()
+	store := filepath.Join(t.TempDir(), "state")
+	cs := openStore(t, "file://"+store)
+	var out bytes.Buffer
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, DNSZone: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Update(ctx, "demo.example.com", UpdateOptions{Out: &out, Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	machines := filepath.Join(store+"-local", "machines")
+	for _, f := range []string{"demo.example.com/node1.json", "demo.example.com/node2.json", "other.example.com/node9.json"} {
+		if err := os.MkdirAll(filepath.Join(machines, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(machines, f), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cs.Delete(ctx, "demo.example.com", DeleteOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(machines, "demo.example.com")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted cluster's machine records: %v, want them gone", err)
+	}
+	if _, err := os.Stat(filepath.Join(machines, "other.example.com", "node9.json")); err != nil {
+		t.Errorf("another cluster's machine record: %v, want it kept", err)
+	}
+}

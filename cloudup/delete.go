@@ -93,11 +93,15 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 					return err
 				}
 			}
+			machines, err := removeMachineRecords(filepath.FromSlash(c.Spec.Local.PoolDir), name)
+			if err != nil {
+				return err
+			}
 			dirs := []string{filepath.FromSlash(c.Spec.Local.PoolDir), filepath.FromSlash(filepath.Dir(c.Spec.Local.ZoneFile))}
 			if old != nil {
 				dirs = append(dirs, filepath.Dir(old.Path()))
 			}
-			removeEmptyDirs(dirs...)
+			removeEmptyDirs(append(dirs, machines)...)
 			return nil
 		}
 	case c.Spec.CloudProvider == model.CloudAWS || c.Spec.CloudProvider == model.CloudGCE:
@@ -250,6 +254,25 @@ func (cs *Clusters) specToDelete(ctx context.Context, name string, out io.Writer
 	}
 	return nil, fmt.Errorf("cluster %s: cannot find its cloud resources: its spec cannot be read (%v), nor the complete spec its last update applied (%w). "+
 		"Replace its spec with a valid one (`kubeup replace -f FILE`), then delete it", name, unreadable.Err, err)
+}
+
+// removeMachineRecords removes the records nodeup made of the cluster's local machines (rolling_local.go):
+// <dir of poolDir>/machines/<cluster>/*.json, then that directory when it is empty. It returns the machines
+// directory, for removeEmptyDirs. Anything else found there stays.
+func removeMachineRecords(poolDir, cluster string) (string, error) {
+	machines := filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
+	dir := filepath.Join(machines, cluster)
+	records, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return "", err
+	}
+	for _, r := range records {
+		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("removing the record of a local machine of cluster %s: %w", cluster, err)
+		}
+	}
+	removeEmptyDirs(dir)
+	return machines, nil
 }
 
 // removeEmptyDirs removes each directory when it is empty, and its parent when that is the default
