@@ -21,11 +21,16 @@ func newRollingUpdateCommand(g *globals) *cobra.Command {
 		Short: "List, then with --yes replace one at a time, the machines that do not run their group's current configuration",
 		Long: `List the machines of the cluster's instance groups whose configuration is not their group's current one:
 on aws, machines launched from another launch template version than the one their Auto Scaling group launches
-(every change of an instance group that "kubeup update cluster --yes" applies makes a new version). A table
+(every change of an instance group that "kubeup update cluster --yes" applies makes a new version); on gce,
+machines made from another instance template than their managed instance group's; on the local provider,
+machines recorded by nodeup beside the volume pool whose node configuration sha256 is not their group's in the
+state store. A table
 per instance group (NAME STATUS NEEDUPDATE READY MIN TARGET MAX), then one line per such machine with the reason.
 
 With --yes, replace them one at a time, control-plane groups first, then the nodes: the machine is terminated
-in its group without lowering the group's desired capacity, and the group launches its replacement. Before a
+in its group without lowering the group's desired capacity, and the group launches its replacement (local:
+the machine's nodeup runs again with its group's configuration, then two of protokube's rounds are waited
+for). Before a
 control-plane machine is taken down, every etcd cluster must keep its quorum of healthy members without the
 members that machine runs, and before any machine the cluster must validate; the log says what each check was
 based on. After, the group must have its target of machines in service again, every etcd member healthy (the
@@ -35,7 +40,8 @@ or not. --instance-group (repeatable) limits the update to those groups.
 
 The checks are validate cluster's, through the API with the kubeconfig of "kubeup export kubeconfig" and
 through etcd's /health. --cloudonly takes them from the cloud instead (machines in service, etcd member
-volumes attached to them: what protokube claims), for a cluster whose API cannot be reached.
+volumes attached to them: what protokube claims; local: the pool's volume claims), for a cluster whose API
+cannot be reached.
 
 A replacing run holds the cluster's lock, as update --yes does.`,
 		Example: `  kubeup rolling-update cluster demo.example.com
