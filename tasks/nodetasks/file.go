@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,21 +84,31 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	switch found.typ {
 	case TypeFile:
 		if f.Contents != nil || f.SecretContents != nil {
+			want := ""
+			if f.Contents != nil {
+				want = *f.Contents
+			} else {
+				want = f.SecretContents.Reveal()
+			}
 			r, err := n.openNodeFile(f.Path, false)
 			if err != nil {
 				return nil, err
 			}
-			b, err := io.ReadAll(r)
+			got, same, err := readComparing(r, want)
 			r.Close()
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", f.Path, classify(err))
 			}
-			if f.SecretContents != nil {
-				secret := engine.NewSecret(string(b))
+			switch {
+			case f.Contents != nil && same:
+				actual.Contents = f.Contents
+			case f.Contents != nil:
+				actual.Contents = &got
+			case same:
+				actual.SecretContents = f.SecretContents
+			default:
+				secret := engine.NewSecret(got)
 				actual.SecretContents = &secret
-			} else {
-				s := string(b)
-				actual.Contents = &s
 			}
 		}
 		actual.Mode = &found.mode
@@ -117,6 +129,45 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	}
 	return actual, nil
 }
+
+// readComparing reads r whole and compares it with want. same says the bytes are want's, and then nothing is
+// copied (a converged node's files are read every round); else got holds them. The reading buffer is reused
+// across calls.
+func readComparing(r *os.File, want string) (got string, same bool, err error) {
+	bp := readBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledRead {
+			readBuffers.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
+	if st, err := r.Stat(); err == nil && st.Size() > 0 {
+		buf = slices.Grow(buf, int(st.Size())+1) // +1: EOF is seen without growing
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", false, err
+		}
+	}
+	*bp = buf
+	if string(buf) == want {
+		return "", true, nil
+	}
+	return string(buf), false, nil
+}
+
+// readBuffers holds readComparing's buffers; one larger than maxPooledRead is let go after use.
+var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRead = 1 << 20
 
 // statOf describes what Lstat saw: its type ("file", "directory", "symlink", or what else it is), mode and
 // owner.

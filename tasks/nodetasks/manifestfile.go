@@ -36,19 +36,22 @@ const manifestMode = os.FileMode(0o644)
 
 // Find renders Pod into Manifest, then reads the file at Path; nil when there is none.
 func (m *ManifestFile) Find(ctx context.Context, n *Node) (*ManifestFile, error) {
+	want := ""
 	if m.Pod != nil {
 		y, err := m.Pod.YAML()
 		if err != nil {
 			return nil, err
 		}
-		m.Manifest = &y
+		m.Manifest, want = &y, y
 	}
-	b, ok, err := n.readNodeFile(m.Path)
+	got, same, ok, err := n.readNodeFileComparing(m.Path, want)
 	if err != nil || !ok {
 		return nil, err
 	}
-	s := string(b)
-	return &ManifestFile{Path: m.Path, Manifest: &s}, nil
+	if same && m.Manifest != nil {
+		return &ManifestFile{Path: m.Path, Manifest: m.Manifest}, nil
+	}
+	return &ManifestFile{Path: m.Path, Manifest: &got}, nil
 }
 
 // Validate checks the path and the pod: a name, containers with a name and an image, host paths that are

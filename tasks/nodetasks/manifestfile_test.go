@@ -3,13 +3,16 @@ package nodetasks
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
+	"sigs.k8s.io/yaml"
 )
 
 // etcdPod has every field a static pod of kubeup uses.
@@ -53,6 +56,35 @@ func TestPodYAML(t *testing.T) {
 		again, _ := etcdPod().YAML()
 		if again != y {
 			t.Fatalf("the YAML of one pod differs between renders:\n%s\n---\n%s", y, again)
+		}
+	}
+}
+
+// YAML remembers conversions by the pod's JSON: each render is still sigs.k8s.io/yaml's Marshal of the pod, a pod
+// changed after a render renders as changed, and more pods than the memo holds render right.
+func TestPodYAMLMemo(t *testing.T) {
+	marshal := func(p *Pod) string {
+		c := *p
+		c.APIVersion, c.Kind = "v1", "Pod"
+		b, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	p := etcdPod()
+	for i := range 3 * maxRenderedYAML {
+		if i > 0 {
+			p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, fmt.Sprintf("--flag-%d", i))
+		}
+		for range 2 { // the second render comes from the memo
+			y, err := p.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := marshal(p); y != want {
+				t.Fatalf("pod %d: YAML() differs from yaml.Marshal:\n%s", i, cmp.Diff(want, y))
+			}
 		}
 	}
 }

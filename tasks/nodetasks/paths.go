@@ -64,6 +64,14 @@ func (n *Node) resolve(p string, followLast, mkdirs bool) (string, error) {
 			return "", fmt.Errorf("path %q: %w: it contains \"..\"", p, errEscapes)
 		}
 	}
+	if rel, ok := n.resolveDirect(p, followLast); ok {
+		return rel, nil
+	}
+	return n.resolveWalk(p, followLast, mkdirs)
+}
+
+// resolveWalk is resolve's walk, one component at a time, for a path resolve checked.
+func (n *Node) resolveWalk(p string, followLast, mkdirs bool) (string, error) {
 	type component struct {
 		name string
 		via  *link // the link whose target this component comes from; nil: from p
@@ -137,6 +145,29 @@ func (n *Node) resolve(p string, followLast, mkdirs bool) (string, error) {
 	return path.Join(done...), nil
 }
 
+// resolveDirect is resolve's shortcut for what nearly every path of a converged node is: clean, with every
+// component there and no symbolic link on the way (nor at the end, when followLast). One openat2(2) under
+// RESOLVE_NO_SYMLINKS proves it, and then the walk would return the path as it is. ok is false for anything
+// else (a link, something missing, an error): the walk decides, with its errors.
+func (n *Node) resolveDirect(p string, followLast bool) (rel string, ok bool) {
+	if p == "/" {
+		return ".", true
+	}
+	if path.Clean(p) != p {
+		return "", false
+	}
+	flags := unix.O_PATH
+	if !followLast {
+		flags |= unix.O_NOFOLLOW // the link itself, as the walk leaves it
+	}
+	fd, err := n.openInRoot(p[1:], flags, 0)
+	if err != nil {
+		return "", false
+	}
+	unix.Close(fd)
+	return p[1:], true
+}
+
 func splitPath(p string) []string {
 	var out []string
 	for _, c := range strings.Split(p, "/") {
@@ -152,9 +183,26 @@ func splitPath(p string) []string {
 // the root (a symbolic link that appeared in between is an error, worth another try). Where openat2 is missing,
 // it walks rel one component at a time with O_NOFOLLOW, which holds as well for a path without "..".
 func (n *Node) openResolved(rel string, flags int, mode uint32) (*os.File, error) {
+	fd, err := n.openInRoot(rel, flags, mode)
+	var rootErr *rootError
+	if errors.As(err, &rootErr) {
+		return nil, fmt.Errorf("opening the node root %s: %w", n.Root, classify(rootErr.err))
+	}
+	return openedFile(fd, rel, n.Root, err)
+}
+
+// rootError is the error of opening the node root itself.
+type rootError struct{ err error }
+
+func (e *rootError) Error() string { return e.err.Error() }
+func (e *rootError) Unwrap() error { return e.err }
+
+// openInRoot is openResolved's open: the descriptor, or the system's error as it is (a *rootError when the root
+// itself cannot be opened).
+func (n *Node) openInRoot(rel string, flags int, mode uint32) (int, error) {
 	root, err := unix.Open(n.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening the node root %s: %w", n.Root, classify(err))
+		return -1, &rootError{err}
 	}
 	defer unix.Close(root)
 	how := &unix.OpenHow{
@@ -172,7 +220,7 @@ func (n *Node) openResolved(rel string, flags int, mode uint32) (*os.File, error
 	if err == unix.ENOSYS || err == unix.EPERM { // no openat2, or a seccomp filter that denies it: walk
 		fd, err = openBeneath(root, rel, flags, mode)
 	}
-	return openedFile(fd, rel, n.Root, err)
+	return fd, err
 }
 
 // openBeneath opens rel below the directory dirfd one component at a time, following no symbolic link: rel must
@@ -220,13 +268,24 @@ func openedFile(fd int, rel, root string, err error) (*os.File, error) {
 // whether a symbolic link at p is followed (inside the root). A FIFO or a device is refused, not opened for a read
 // that could block or never end.
 func (n *Node) openNodeFile(p string, followLast bool) (*os.File, error) {
-	rel, err := n.resolve(p, followLast, false)
-	if err != nil {
-		return nil, err
+	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
+	var f *os.File
+	// The common case first, as resolveDirect: a clean path, there, without a link on the way. Opened under
+	// RESOLVE_NO_SYMLINKS, it is what resolve and openResolved would open; anything else takes them, with their
+	// errors.
+	if strings.HasPrefix(p, "/") && path.Clean(p) == p && p != "/" && !strings.ContainsRune(p, 0) {
+		if fd, err := n.openInRoot(p[1:], flags, 0); err == nil {
+			f = os.NewFile(uintptr(fd), filepath.Join(n.Root, p))
+		}
 	}
-	f, err := n.openResolved(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, classify(err)
+	if f == nil {
+		rel, err := n.resolve(p, followLast, false)
+		if err != nil {
+			return nil, err
+		}
+		if f, err = n.openResolved(rel, flags, 0); err != nil {
+			return nil, classify(err)
+		}
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -256,6 +315,24 @@ func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("reading %s: %w", p, classify(err))
 	}
 	return b, true, nil
+}
+
+// readNodeFileComparing is readNodeFile for a file whose contents are compared with want: same says it holds
+// want's bytes, and then nothing is copied; else got holds them. ok is false when there is no file.
+func (n *Node) readNodeFileComparing(p, want string) (got string, same, ok bool, err error) {
+	f, err := n.openNodeFile(p, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, err
+	}
+	defer f.Close()
+	got, same, err = readComparing(f, want)
+	if err != nil {
+		return "", false, false, fmt.Errorf("reading %s: %w", p, classify(err))
+	}
+	return got, same, true, nil
 }
 
 // chmodNode sets the mode of the file or directory at node path p in place, through a descriptor: a symbolic link

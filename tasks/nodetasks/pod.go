@@ -1,7 +1,9 @@
 package nodetasks
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -128,6 +130,10 @@ func (p Pod) String() string {
 }
 
 // YAML renders the pod as a manifest. The output is byte-stable: keys are sorted, empty fields left out.
+//
+// It is sigs.k8s.io/yaml's Marshal (the pod's JSON, converted to YAML) with the conversion remembered: the YAML
+// is a function of the JSON alone, and protokube renders the same few pods every round, so a pod whose JSON was
+// converted before takes its YAML from renderedYAML instead of parsing and emitting it again.
 func (p *Pod) YAML() (string, error) {
 	c := *p
 	if c.APIVersion == "" {
@@ -136,9 +142,45 @@ func (p *Pod) YAML() (string, error) {
 	if c.Kind == "" {
 		c.Kind = "Pod"
 	}
-	b, err := yaml.Marshal(c)
+	j, err := json.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("rendering %s as YAML: %w", p, err)
 	}
-	return string(b), nil
+	if y, ok := renderedYAML.get(j); ok {
+		return y, nil
+	}
+	b, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return "", fmt.Errorf("rendering %s as YAML: %w", p, err)
+	}
+	y := string(b)
+	renderedYAML.put(j, y)
+	return y, nil
+}
+
+// yamlMemo remembers the YAML of the pods' JSON it was given, up to maxEntries of them: a node runs a handful of
+// static pods; a process that renders more starts over.
+type yamlMemo struct {
+	mu sync.Mutex
+	m  map[string]string // JSON -> YAML
+}
+
+const maxRenderedYAML = 32
+
+var renderedYAML yamlMemo
+
+func (m *yamlMemo) get(j []byte) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	y, ok := m.m[string(j)]
+	return y, ok
+}
+
+func (m *yamlMemo) put(j []byte, y string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxRenderedYAML {
+		m.m = make(map[string]string, maxRenderedYAML)
+	}
+	m.m[string(j)] = y
 }

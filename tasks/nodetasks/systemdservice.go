@@ -135,12 +135,15 @@ func (s *SystemdService) Find(ctx context.Context, n *Node) (*SystemdService, er
 	}
 	actual := &SystemdService{Name: s.Name, DependsOn: s.DependsOn}
 	if s.Definition != nil {
-		b, ok, err := n.readNodeFile(s.unitPath())
+		def, same, ok, err := n.readNodeFileComparing(s.unitPath(), *s.Definition)
 		if err != nil || !ok {
 			return nil, err
 		}
-		def := string(b)
-		actual.Definition = &def
+		if same {
+			actual.Definition = s.Definition
+		} else {
+			actual.Definition = &def
+		}
 	}
 	for name := range s.DropIns {
 		b, ok, err := n.readNodeFile(path.Join(s.dropInDir(), name))
