@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
 )
 
@@ -68,18 +68,10 @@ func (f *File) Deps() []engine.Task { return f.After }
 // Find reads the file, directory or symlink at Path; nil when there is none. It reads the contents only when the
 // task states them, and reports owner and group by number or by name, as the task names them.
 func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
-	p, err := n.hostPath(f.Path, false)
-	if err != nil {
+	found, ok, err := n.lstatNode(f.Path)
+	if err != nil || !ok {
 		return nil, err
 	}
-	st, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, classify(err)
-	}
-	found := statOf(st)
 	actual := &File{Path: f.Path, Type: &found.typ, found: found}
 	switch found.typ {
 	case TypeFile:
@@ -90,12 +82,12 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 			} else {
 				want = f.SecretContents.Reveal()
 			}
-			r, err := n.openNodeFile(f.Path, false)
+			fd, size, err := n.openNodeFD(f.Path, false)
 			if err != nil {
 				return nil, err
 			}
-			got, same, err := readComparing(r, want)
-			r.Close()
+			got, same, err := readComparing(fd, size, want)
+			unix.Close(fd)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", f.Path, classify(err))
 			}
@@ -115,6 +107,10 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	case TypeDirectory:
 		actual.Mode = &found.mode
 	case TypeSymlink:
+		p, err := n.hostPath(f.Path, false)
+		if err != nil {
+			return nil, err
+		}
 		target, err := os.Readlink(p)
 		if err != nil {
 			return nil, classify(err)
@@ -130,38 +126,68 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 	return actual, nil
 }
 
-// readComparing reads r whole and compares it with want. same says the bytes are want's, and then nothing is
-// copied (a converged node's files are read every round); else got holds them. The reading buffer is reused
-// across calls.
-func readComparing(r *os.File, want string) (got string, same bool, err error) {
+// readComparing reads the file open at fd whole (size: what fstat said, a hint) and compares it with want. same
+// says the bytes are want's, and then nothing is copied (a converged node's files are read every round); else got
+// holds them. The reading buffer is reused across calls.
+func readComparing(fd int, size int64, want string) (got string, same bool, err error) {
 	bp := readBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxPooledRead {
 			readBuffers.Put(bp)
 		}
 	}()
-	buf := (*bp)[:0]
-	if st, err := r.Stat(); err == nil && st.Size() > 0 {
-		buf = slices.Grow(buf, int(st.Size())+1) // +1: EOF is seen without growing
-	}
+	buf := slices.Grow((*bp)[:0], int(max(size, 0))+1) // +1: EOF is seen without growing
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, 4096)
 		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			break
+		m, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
+			*bp = buf
 			return "", false, err
 		}
+		if m == 0 {
+			break
+		}
+		buf = buf[:len(buf)+m]
 	}
 	*bp = buf
 	if string(buf) == want {
 		return "", true, nil
 	}
 	return string(buf), false, nil
+}
+
+// statOfSys is statOf for what fstat(2) says.
+func statOfSys(st *unix.Stat_t) *fileStat {
+	s := &fileStat{mode: fs.FileMode(st.Mode & 0o777), uid: int(st.Uid), gid: int(st.Gid)}
+	if st.Mode&unix.S_ISUID != 0 {
+		s.mode |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		s.mode |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		s.mode |= fs.ModeSticky
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		s.typ = TypeFile
+	case unix.S_IFDIR:
+		s.typ = TypeDirectory
+	case unix.S_IFLNK:
+		s.typ = TypeSymlink
+	case unix.S_IFSOCK:
+		s.typ = "socket"
+	case unix.S_IFIFO:
+		s.typ = "named pipe"
+	default:
+		s.typ = "device"
+	}
+	return s
 }
 
 // readBuffers holds readComparing's buffers; one larger than maxPooledRead is let go after use.

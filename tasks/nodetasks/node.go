@@ -14,6 +14,7 @@ import (
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 )
 
 // Node is the world of the node graph: a root directory and, when a systemd runs there, its D-Bus connection.
@@ -29,6 +30,9 @@ type Node struct {
 	http        *http.Client
 	diskByID    string
 	startSettle time.Duration
+
+	rootMu  sync.Mutex
+	rootDir *os.File // Root, opened (O_PATH) on first use and kept until Close: every node file is opened below it
 
 	reloadMu sync.Mutex             // one unit-file write and daemon-reload at a time
 	devMu    sync.Mutex             // guards devLock
@@ -104,13 +108,34 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 	return n, nil
 }
 
-// Close closes the connection to systemd, if any.
+// Close closes the connection to systemd, if any, and the descriptor of Root.
 func (n *Node) Close() error {
 	if n.Systemd != nil {
 		n.Systemd.Close()
 		n.Systemd = nil
 	}
+	n.rootMu.Lock()
+	defer n.rootMu.Unlock()
+	if n.rootDir != nil {
+		n.rootDir.Close()
+		n.rootDir = nil
+	}
 	return nil
+}
+
+// rootFD returns a descriptor of Root (O_PATH), opened on first use: what openInRoot opens node files from. It
+// stays valid until Close.
+func (n *Node) rootFD() (int, error) {
+	n.rootMu.Lock()
+	defer n.rootMu.Unlock()
+	if n.rootDir == nil {
+		fd, err := unix.Open(n.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		n.rootDir = os.NewFile(uintptr(fd), n.Root)
+	}
+	return int(n.rootDir.Fd()), nil
 }
 
 var errNoSystemd = errors.New("no systemd socket")

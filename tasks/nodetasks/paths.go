@@ -3,7 +3,6 @@ package nodetasks
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -153,7 +152,7 @@ func (n *Node) resolveDirect(p string, followLast bool) (rel string, ok bool) {
 	if p == "/" {
 		return ".", true
 	}
-	if path.Clean(p) != p {
+	if !directPath(p) {
 		return "", false
 	}
 	flags := unix.O_PATH
@@ -166,6 +165,12 @@ func (n *Node) resolveDirect(p string, followLast bool) (rel string, ok bool) {
 	}
 	unix.Close(fd)
 	return p[1:], true
+}
+
+// directPath says whether the node path p may be opened as it is, relative to the root (p[1:]), when nothing on
+// the way is a symbolic link: absolute, clean, not the root itself, without a NUL byte.
+func directPath(p string) bool {
+	return len(p) > 1 && p[0] == '/' && path.Clean(p) == p && !strings.ContainsRune(p, 0)
 }
 
 func splitPath(p string) []string {
@@ -183,12 +188,27 @@ func splitPath(p string) []string {
 // the root (a symbolic link that appeared in between is an error, worth another try). Where openat2 is missing,
 // it walks rel one component at a time with O_NOFOLLOW, which holds as well for a path without "..".
 func (n *Node) openResolved(rel string, flags int, mode uint32) (*os.File, error) {
+	fd, err := n.openResolvedFD(rel, flags, mode)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(n.Root, filepath.FromSlash(rel))), nil
+}
+
+// openResolvedFD is openResolved's descriptor.
+func (n *Node) openResolvedFD(rel string, flags int, mode uint32) (int, error) {
 	fd, err := n.openInRoot(rel, flags, mode)
 	var rootErr *rootError
-	if errors.As(err, &rootErr) {
-		return nil, fmt.Errorf("opening the node root %s: %w", n.Root, classify(rootErr.err))
+	switch {
+	case errors.As(err, &rootErr):
+		return -1, fmt.Errorf("opening the node root %s: %w", n.Root, classify(rootErr.err))
+	case err == unix.ELOOP:
+		return -1, engine.Retryable(fmt.Errorf("opening %s: a symbolic link appeared while kubeup resolved it: %w",
+			filepath.Join(n.Root, filepath.FromSlash(rel)), err))
+	case err != nil:
+		return -1, &fs.PathError{Op: "open", Path: filepath.Join(n.Root, filepath.FromSlash(rel)), Err: err}
 	}
-	return openedFile(fd, rel, n.Root, err)
+	return fd, nil
 }
 
 // rootError is the error of opening the node root itself.
@@ -200,11 +220,10 @@ func (e *rootError) Unwrap() error { return e.err }
 // openInRoot is openResolved's open: the descriptor, or the system's error as it is (a *rootError when the root
 // itself cannot be opened).
 func (n *Node) openInRoot(rel string, flags int, mode uint32) (int, error) {
-	root, err := unix.Open(n.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := n.rootFD()
 	if err != nil {
 		return -1, &rootError{err}
 	}
-	defer unix.Close(root)
 	how := &unix.OpenHow{
 		Flags:   uint64(flags | unix.O_CLOEXEC),
 		Mode:    uint64(mode),
@@ -253,82 +272,99 @@ func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	return cur, nil
 }
 
-func openedFile(fd int, rel, root string, err error) (*os.File, error) {
-	name := filepath.Join(root, filepath.FromSlash(rel))
-	switch {
-	case err == unix.ELOOP:
-		return nil, engine.Retryable(fmt.Errorf("opening %s: a symbolic link appeared while kubeup resolved it: %w", name, err))
-	case err != nil:
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	return os.NewFile(uintptr(fd), name), nil
-}
-
 // openNodeFile opens the regular file at node path p for reading, resolved inside the root; followLast says
 // whether a symbolic link at p is followed (inside the root). A FIFO or a device is refused, not opened for a read
 // that could block or never end.
 func (n *Node) openNodeFile(p string, followLast bool) (*os.File, error) {
+	fd, _, err := n.openNodeFD(p, followLast)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(n.Root, p)), nil
+}
+
+// openNodeFD is openNodeFile's descriptor, with the file's size.
+func (n *Node) openNodeFD(p string, followLast bool) (fd int, size int64, err error) {
 	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
-	var f *os.File
+	fd = -1
 	// The common case first, as resolveDirect: a clean path, there, without a link on the way. Opened under
 	// RESOLVE_NO_SYMLINKS, it is what resolve and openResolved would open; anything else takes them, with their
 	// errors.
-	if strings.HasPrefix(p, "/") && path.Clean(p) == p && p != "/" && !strings.ContainsRune(p, 0) {
-		if fd, err := n.openInRoot(p[1:], flags, 0); err == nil {
-			f = os.NewFile(uintptr(fd), filepath.Join(n.Root, p))
+	if directPath(p) {
+		if d, err := n.openInRoot(p[1:], flags, 0); err == nil {
+			fd = d
 		}
 	}
-	if f == nil {
+	if fd < 0 {
 		rel, err := n.resolve(p, followLast, false)
 		if err != nil {
-			return nil, err
+			return -1, 0, err
 		}
-		if f, err = n.openResolved(rel, flags, 0); err != nil {
-			return nil, classify(err)
+		if fd, err = n.openResolvedFD(rel, flags, 0); err != nil {
+			return -1, 0, classify(err)
 		}
 	}
-	st, err := f.Stat()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, 0, classify(&fs.PathError{Op: "stat", Path: filepath.Join(n.Root, p), Err: err})
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("%s is a %s, not a regular file", p, statOfSys(&st).typ)
+	}
+	return fd, st.Size, nil
+}
+
+// lstatNode is what is at the node path p, resolved as hostPath resolves it (a symbolic link at p is the link);
+// ok is false when there is nothing.
+func (n *Node) lstatNode(p string) (st *fileStat, ok bool, err error) {
+	if directPath(p) {
+		if fd, err := n.openInRoot(p[1:], unix.O_PATH|unix.O_NOFOLLOW, 0); err == nil {
+			var sys unix.Stat_t
+			err := unix.Fstat(fd, &sys)
+			unix.Close(fd)
+			if err == nil {
+				return statOfSys(&sys), true, nil
+			}
+		}
+	}
+	host, err := n.hostPath(p, false)
 	if err != nil {
-		f.Close()
-		return nil, classify(err)
+		return nil, false, err
 	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is a %s, not a regular file", p, statOf(st).typ)
+	fi, err := os.Lstat(host)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
 	}
-	return f, nil
+	if err != nil {
+		return nil, false, classify(err)
+	}
+	return statOf(fi), true, nil
 }
 
 // readNodeFile returns the contents of the file at node path p, a symbolic link there followed inside the root;
 // false when there is none.
 func (n *Node) readNodeFile(p string) ([]byte, bool, error) {
-	f, err := n.openNodeFile(p, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
+	got, _, ok, err := n.readNodeFileComparing(p, "")
+	if err != nil || !ok {
 		return nil, false, err
 	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", p, classify(err))
-	}
-	return b, true, nil
+	return []byte(got), true, nil
 }
 
 // readNodeFileComparing is readNodeFile for a file whose contents are compared with want: same says it holds
 // want's bytes, and then nothing is copied; else got holds them. ok is false when there is no file.
 func (n *Node) readNodeFileComparing(p, want string) (got string, same, ok bool, err error) {
-	f, err := n.openNodeFile(p, true)
+	fd, size, err := n.openNodeFD(p, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, false, nil
 	}
 	if err != nil {
 		return "", false, false, err
 	}
-	defer f.Close()
-	got, same, err = readComparing(f, want)
+	defer unix.Close(fd)
+	got, same, err = readComparing(fd, size, want)
 	if err != nil {
 		return "", false, false, fmt.Errorf("reading %s: %w", p, classify(err))
 	}

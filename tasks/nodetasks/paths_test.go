@@ -155,20 +155,85 @@ func TestReadComparing(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.file), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(p)
+			// The size is a hint: a file that grew or shrank since fstat is read to its end all the same.
+			for _, hint := range []int64{int64(len(tt.file)), 0, int64(len(tt.file) / 2), int64(len(tt.file)) + 100} {
+				f, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, same, err := readComparing(int(f.Fd()), hint, tt.want)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if same != tt.same {
+					t.Errorf("size hint %d: same = %v, want %v", hint, same, tt.same)
+				}
+				if !same && got != tt.file {
+					t.Errorf("size hint %d: got %d bytes, want the file's %d", hint, len(got), len(tt.file))
+				}
+			}
+		})
+	}
+}
+
+// lstatNode sees what os.Lstat sees of the host path: type, permission and special bits, owner and group; a link
+// at the end is the link, and nothing there is not an error.
+func TestLstatNode(t *testing.T) {
+	n := testNode(t, map[string]string{
+		"/etc/kubernetes/admin.conf": "conf",
+		"/etc/link":                  "->kubernetes/admin.conf",
+		"/etc/dangling":              "->/nowhere",
+		"/var/run":                   "->/run",
+		"/run/x.pid":                 "1",
+		"/usr/bin/su":                "",
+	})
+	host := func(p string) string { return filepath.Join(n.Root, p) }
+	if err := os.Chmod(host("/usr/bin/su"), 0o4755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(host("/usr/bin"), 0o1777|os.ModeSticky|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(host("/etc/kubernetes/admin.conf"), meUID, meGID); err != nil && os.Getuid() == 0 {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(host("/etc/fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"/", "/etc", "/etc/kubernetes/admin.conf", "/etc/link", "/etc/dangling", "/var/run", "/var/run/x.pid",
+		"/usr/bin/su", "/usr/bin", "/etc/fifo", "/etc/missing", "/etc/missing/x"}
+	if os.Getuid() == 0 { // a device needs root to be made
+		if err := os.MkdirAll(host("/dev"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mknod(host("/dev/null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, "/dev/null")
+	}
+	for _, p := range paths {
+		t.Run(p, func(t *testing.T) {
+			got, ok, err := n.lstatNode(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			got, same, err := readComparing(f, tt.want)
+			rel, err := n.resolveWalk(p, false, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if same != tt.same {
-				t.Errorf("same = %v, want %v", same, tt.same)
+			fi, lerr := os.Lstat(filepath.Join(n.Root, rel))
+			if os.IsNotExist(lerr) {
+				if ok {
+					t.Errorf("lstatNode(%q) = %+v, want nothing there", p, got)
+				}
+				return
 			}
-			if !same && got != tt.file {
-				t.Errorf("got %d bytes, want the file's %d", len(got), len(tt.file))
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if want := statOf(fi); !ok || *got != *want {
+				t.Errorf("lstatNode(%q) = %+v, %v; os.Lstat: %+v", p, got, ok, want)
 			}
 		})
 	}
