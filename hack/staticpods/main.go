@@ -10,6 +10,17 @@
 // path in the pod's own root filesystem (staticpods.Config.Binaries): `make kube-binaries` builds the Kubernetes
 // components into $KUBEUP_KUBE_BIN. A command without one must be installed on the host, as Debian's etcd is.
 //
+// With --kubeconfig it also plays kubelet's API half (staticpods.KubeletAPI, a stand-in too): it registers the
+// node --node-name with the labels and taints of the node's kubelet flags (<root>/etc/default/kubelet, as nodeup
+// wrote them), renews its Ready condition with --node-ip every 2s, and posts a mirror pod of each static pod it
+// runs, so that `kubeup validate cluster` finds what a kubelet would have reported. It calls the API with the
+// cluster admin's credentials of that kubeconfig (`kubeup export kubeconfig`): kubelet client certificates are
+// not issued yet (docs/pki.md). It connects to the first --api-address (the node's own kube-apiserver, as a
+// control-plane kubelet does; after a failed round, the next one) with the kubeconfig's server name for TLS: the
+// host does not resolve the cluster's names.
+//
+//	staticpods ... --kubeconfig FILE --node-name NAME --node-ip IP [--api-address HOST[:PORT] ...]
+//
 // Each pod's output goes to <log-dir>/<manifest>.log, and the process id of its running process to
 // <log-dir>/<manifest>.pid ("PID START", START its start time from /proc/PID/stat; removed when it stops), so that
 // a clean-up finds it by its id, and tells it from a later process that reuses the id.
@@ -18,6 +29,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -61,9 +73,15 @@ func main() {
 			binaries[cmd] = abs
 			return nil
 		})
+	kubeconfig := flag.String("kubeconfig", "", "also stand in for kubelet's API half with this kubeconfig's (admin) credentials: register the node, renew its status, post mirror pods")
+	nodeName := flag.String("node-name", "", "with --kubeconfig: the Node's name")
+	nodeIP := flag.String("node-ip", "", "with --kubeconfig: the Node's InternalIP")
+	var apiAddresses []string
+	flag.Func("api-address", "with --kubeconfig: a `HOST[:PORT]` to reach the API at instead of the kubeconfig's server name (kept for TLS); repeatable: the next is tried after a failed round",
+		func(v string) error { apiAddresses = append(apiAddresses, v); return nil })
 	flag.Parse()
-	if *netns == "" || *root == "" || *logDir == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB] [--skip GLOB] [--binary COMMAND=FILE ...]")
+	if *netns == "" || *root == "" || *logDir == "" || flag.NArg() != 0 || (*kubeconfig != "") != (*nodeName != "" && *nodeIP != "") {
+		fmt.Fprintln(os.Stderr, "usage: staticpods --netns NAME --root DIR --log-dir DIR [--manifests DIR] [--only GLOB] [--skip GLOB] [--binary COMMAND=FILE ...] [--kubeconfig FILE --node-name NAME --node-ip IP [--api-address HOST[:PORT]]]")
 		os.Exit(2)
 	}
 	for flagName, glob := range map[string]string{"--only": *only, "--skip": *skip} {
@@ -105,6 +123,19 @@ func main() {
 		what += " but " + *skip
 	}
 	fmt.Printf("staticpods: running %s in %s%s for network namespace %s\n", what, *root, *manifests, *netns)
+	if *kubeconfig != "" {
+		api, err := staticpods.StartKubeletAPI(staticpods.KubeletAPIConfig{
+			NodeName: *nodeName, Address: *nodeIP, Root: *root, Kubeconfig: *kubeconfig, ServerAddresses: apiAddresses,
+			Pods: r.Pods, Log: slog.New(slog.NewTextHandler(os.Stdout, nil)),
+		})
+		if err != nil {
+			r.Stop()
+			fmt.Fprintln(os.Stderr, "staticpods:", err)
+			os.Exit(1)
+		}
+		defer api.Stop()
+		fmt.Printf("staticpods: standing in for kubelet's API half too: node %s (%s), with the credentials of %s\n", *nodeName, *nodeIP, *kubeconfig)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	tick := time.NewTicker(10 * time.Second)

@@ -1,6 +1,8 @@
 // Package staticpods is a stand-in for kubelet for the demo (hack/staticpods) and the e2e tests (internal/e2e's
-// FakeKubelet), not product code: it runs the static pods of one node, each as a process on the host, until the
-// real kubelet comes.
+// FakeKubelet, test/e2e), not product code, until the real kubelet comes: Runner plays its pod half (it runs the
+// static pods of one node, each as a process on the host), KubeletAPI its API half (it registers the node, renews
+// its status and posts mirror pods, with the cluster admin's kubeconfig, since kubelet client certificates are not
+// issued yet).
 package staticpods
 
 import (

@@ -57,14 +57,13 @@ type node struct {
 //   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
 func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
-	// The stand-in for kubelet's API half (validate_e2e_test.go) registers the Nodes and mirror pods validate
-	// checks; it runs from the start so they are there by the time validate runs.
-	stand := newKubeletAPIStandIn(t, cp)
-	stopStand := stand.run()
+	// The stand-ins for kubelet's API half (staticpods.KubeletAPI, validate_e2e_test.go) register the Nodes and
+	// mirror pods validate checks; they run from the start so they are there by the time validate runs.
+	stand := startKubeletAPIStandIns(t, cp)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
 	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp, stand) })
-	stopStand()
+	stand.stop()
 	t.Run("kubectl_node3_dead", func(t *testing.T) { kubectlNodeDead(t, cp) })
 	t.Run("no_private_key_printed", func(t *testing.T) { noPrivateKeyPrinted(t, cp) })
 }

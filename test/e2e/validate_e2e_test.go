@@ -5,25 +5,18 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/internal/staticpods"
 )
 
 // validate_healthy and validate_node3_etcd_stopped (TestControlPlane) are the issue's acceptance of `kubeup
@@ -32,10 +25,11 @@ import (
 //
 // No real kubelet runs there (the stand-in runs the static pods' processes, and kubelet's own client
 // certificates are not issued yet: docs/pki.md), so no kubelet registers Nodes or posts mirror pods. The test
-// plays that half of kubelet through the API with the admin credentials (kubeletAPIStandIn): it registers one
-// Node per network namespace, labelled with its instance group as nodeup's --node-labels would, renews its Ready
-// condition with its address every 2s, and posts a mirror pod per manifest the stand-in runs (Running while its
-// process runs), deleting it when the manifest goes. What validate checks of etcd and DNS is real: each member's
+// plays that half of kubelet through the API with the admin credentials, with the code the demo uses
+// (staticpods.KubeletAPI, one per node): it registers one Node per network namespace, with the labels of the
+// kubelet flags protokube wrote on the node (its instance group), renews its Ready condition with its address
+// every 2s, and posts a mirror pod per manifest the stand-in runs (Running while its process runs), deleting it
+// when the manifest goes. What validate checks of etcd and DNS is real: each member's
 // /health at its DNS name over TLS with the keystore's client certificate, and BIND's records.
 //
 // validate exits 0 once healthy (--wait); with one node's etcd stopped (protokube killed, etcd's manifests
@@ -84,7 +78,7 @@ func validateHealthy(t *testing.T, cp *controlPlane) {
 // validateEtcdStopped: node3's etcd stops (protokube, which would write the manifests again, is killed first);
 // validate exits 1 naming the member of etcd-main and of etcd-events whose names point at node3, and their
 // missing pods.
-func validateEtcdStopped(t *testing.T, cp *controlPlane, stand *kubeletAPIStandIn) {
+func validateEtcdStopped(t *testing.T, cp *controlPlane, stand kubeletAPIStandIns) {
 	victim := cp.nodes[2]
 	victim.proc.Kill()
 	for _, m := range []string{"etcd-main.manifest", "etcd-events.manifest"} {
@@ -98,7 +92,8 @@ func validateEtcdStopped(t *testing.T, cp *controlPlane, stand *kubeletAPIStandI
 		return fmt.Sprint(main, events), !main && !events
 	})
 	e2e.WaitFor(t, time.Minute, "the stand-in for kubelet to delete etcd's mirror pods of "+victim.id, func() (string, bool) {
-		return "", !stand.posts("etcd-main-"+victim.id) && !stand.posts("etcd-events-"+victim.id)
+		api := stand[victim.id]
+		return "", !api.Mirrored("etcd-main-"+victim.id) && !api.Mirrored("etcd-events-"+victim.id)
 	})
 	out, err := validateCluster(t, cp)
 	if code := exitCode(err); code != 1 {
@@ -138,156 +133,47 @@ func exitCode(err error) int {
 	return -1
 }
 
-// kubeletAPIStandIn plays, for the test, the part of kubelet that talks to the API (see validateHealthy).
-type kubeletAPIStandIn struct {
-	t      *testing.T
-	cp     *controlPlane
-	server string // https://<node1's address>:<port>, reached as api.<cluster>
-	http   *http.Client
-	mu     sync.Mutex
-	posted map[string]bool // mirror pods posted, by name
-}
+// kubeletAPIStandIns are the stand-ins for kubelet's API half (staticpods.KubeletAPI), one per node, by node id.
+type kubeletAPIStandIns map[string]*staticpods.KubeletAPI
 
-// posts reports whether the mirror pod name is posted.
-func (s *kubeletAPIStandIn) posts(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.posted[name]
-}
-
-func newKubeletAPIStandIn(t *testing.T, cp *controlPlane) *kubeletAPIStandIn {
+// startKubeletAPIStandIns starts one per node, reporting the pods of the node's stand-in for kubelet, and
+// reaching the API at the node's own address (its kube-apiserver, as a control-plane kubelet does; the other
+// nodes' after a failed round) with the admin kubeconfig. They stop in t.Cleanup, or earlier with stop.
+func startKubeletAPIStandIns(t *testing.T, cp *controlPlane) kubeletAPIStandIns {
 	t.Helper()
-	b, err := os.ReadFile(cp.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kc struct {
-		Clusters []struct {
-			Name    string
-			Cluster struct {
-				Server string
-				CA     []byte `json:"certificate-authority-data"`
-			}
-		}
-		Users []struct {
-			Name string
-			User struct {
-				Cert []byte `json:"client-certificate-data"`
-				Key  []byte `json:"client-key-data"`
-			}
-		}
-	}
-	if err := yaml.Unmarshal(b, &kc); err != nil || len(kc.Clusters) != 1 || len(kc.Users) != 1 {
-		t.Fatalf("kubeconfig %s: %v, want one cluster and one user", cp.kubeconfig, err)
-	}
-	pair, err := tls.X509KeyPair(kc.Users[0].User.Cert, kc.Users[0].User.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(kc.Clusters[0].Cluster.CA)
-	u, err := url.Parse(kc.Clusters[0].Cluster.Server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-	}
-	// The test runs on the host, which reaches the nodes on the bridge but resolves nothing through BIND.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: u.Hostname()}}
-	return &kubeletAPIStandIn{t: t, cp: cp, server: "https://" + net.JoinHostPort(cp.nodes[0].net.IP, port),
-		http: &http.Client{Transport: tr, Timeout: 10 * time.Second}, posted: map[string]bool{}}
-}
-
-// call sends a JSON body (nil: none) and returns the status; a transport error is status 0.
-func (s *kubeletAPIStandIn) call(method, path, contentType string, body any) (int, string) {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	out := kubeletAPIStandIns{}
+	for _, n := range cp.nodes {
+		logFile := filepath.Join(cp.dir, n.id+"-kubelet-api.log")
+		f, err := os.Create(logFile)
 		if err != nil {
-			s.t.Error(err)
-			return 0, ""
+			t.Fatal(err)
 		}
-		r = bytes.NewReader(b)
+		t.Cleanup(func() { f.Close() })
+		servers := []string{n.net.IP}
+		for _, o := range cp.nodes {
+			if o != n {
+				servers = append(servers, o.net.IP)
+			}
+		}
+		api, err := staticpods.StartKubeletAPI(staticpods.KubeletAPIConfig{NodeName: n.id, Address: n.net.IP, Root: n.root,
+			Kubeconfig: cp.kubeconfig, ServerAddresses: servers, Pods: n.kubelet.Pods, Log: slog.New(slog.NewTextHandler(f, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(api.Stop)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s's kubelet API stand-in:\n%s", n.id, e2e.Tail(logFile, 20))
+			}
+		})
+		out[n.id] = api
 	}
-	req, err := http.NewRequest(method, s.server+path, r)
-	if err != nil {
-		s.t.Error(err)
-		return 0, ""
-	}
-	req.Header.Set("Content-Type", contentType)
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return out
 }
 
-// run syncs every 2s until stop is called.
-func (s *kubeletAPIStandIn) run() (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			s.sync()
-			select {
-			case <-done:
-				return
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
-}
-
-func (s *kubeletAPIStandIn) sync() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now().UTC().Format(time.RFC3339)
-	for i, n := range s.cp.nodes {
-		node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{
-			"name": n.id, "labels": map[string]string{"kubeup.dev/instancegroup": fmt.Sprintf("control-plane-a-%d", i+1)}}}
-		if code, msg := s.call(http.MethodPost, "/api/v1/nodes", "application/json", node); code != http.StatusCreated && code != http.StatusConflict {
-			s.t.Logf("the stand-in for kubelet could not register %s: %d %s", n.id, code, msg)
-			continue
-		}
-		status := map[string]any{"status": map[string]any{
-			"conditions": []map[string]string{{"type": "Ready", "status": "True", "reason": "KubeletReady",
-				"message": "the test's stand-in for kubelet", "lastHeartbeatTime": now, "lastTransitionTime": now}},
-			"addresses": []map[string]string{{"type": "InternalIP", "address": n.net.IP}, {"type": "Hostname", "address": n.id}},
-		}}
-		s.call(http.MethodPatch, "/api/v1/nodes/"+n.id+"/status", "application/strategic-merge-patch+json", status)
-		running := map[string]bool{}
-		for _, p := range n.kubelet.Pods() {
-			name := strings.TrimSuffix(p.Manifest, ".manifest")
-			running[name+"-"+n.id] = true
-			pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{
-				"name": name + "-" + n.id, "namespace": "kube-system",
-				"annotations": map[string]string{"kubernetes.io/config.mirror": "stand-in", "kubernetes.io/config.source": "file"}},
-				"spec": map[string]any{"nodeName": n.id, "containers": []map[string]string{{"name": name, "image": "stand-in"}}}}
-			if code, msg := s.call(http.MethodPost, "/api/v1/namespaces/kube-system/pods", "application/json", pod); code != http.StatusCreated && code != http.StatusConflict {
-				s.t.Logf("the stand-in for kubelet could not post mirror pod %s-%s: %d %s", name, n.id, code, msg)
-				continue
-			}
-			s.posted[name+"-"+n.id] = true
-			phase, ready := "Running", "True"
-			if p.PID == 0 {
-				phase, ready = "Pending", "False"
-			}
-			s.call(http.MethodPatch, "/api/v1/namespaces/kube-system/pods/"+name+"-"+n.id+"/status", "application/merge-patch+json",
-				map[string]any{"status": map[string]any{"phase": phase, "conditions": []map[string]string{{"type": "Ready", "status": ready}}}})
-		}
-		for name := range s.posted {
-			if strings.HasSuffix(name, "-"+n.id) && !running[name] {
-				if code, _ := s.call(http.MethodDelete, "/api/v1/namespaces/kube-system/pods/"+name+"?gracePeriodSeconds=0", "application/json", nil); code == http.StatusOK || code == http.StatusNotFound {
-					delete(s.posted, name)
-				}
-			}
-		}
+// stop stops them all (each can stop twice).
+func (s kubeletAPIStandIns) stop() {
+	for _, api := range s {
+		api.Stop()
 	}
 }
