@@ -5,7 +5,9 @@
 # the manifests protokube writes (hack/staticpods plays kubelet) and ends healthy through its DNS names, over TLS
 # with the certificates kubeup issued; then the real kube-apiserver, kube-controller-manager and kube-scheduler
 # (make kube-binaries builds them) run from the manifests, and kubectl answers through api.<cluster> with the
-# kubeconfig of `kubeup export kubeconfig`. Day two: a change of the spec reaches the machines through
+# kubeconfig of `kubeup export kubeconfig`; `kubeup validate cluster` passes, fails naming the members of a node whose
+# etcd is stopped, and passes again once it is back (the Nodes and mirror pods it reads come from hack/staticpods
+# standing in for kubelet's API half too). Day two: a change of the spec reaches the machines through
 # `kubeup rolling-update cluster`, which runs each node's nodeup again, one at a time, checking etcd's quorum first.
 # Narration goes to stderr, the programs' own output to stdout. Every step must succeed: the script stops at the
 # first failure, and checks what each step promised. Everything it makes is recorded for hack/demo-clean.sh.
@@ -177,25 +179,35 @@ ls "$MACHINES" | sed 's/^/  /' >&2
 echo "node1's root:" >&2
 (cd "$(root_of node1)" && find etc -type f | sort | sed 's/^/  /') >&2
 
+say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl, kubeup validate and the stand-in for kubelet below"
+KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
+
 say "A stand-in for kubelet on each node (hack/staticpods, not product code): runs etcd and the control plane's static pods (not kube-proxy)"
+echo "It also stands in for kubelet's API half: registers its Node with the labels of the kubelet flags nodeup wrote
+(kubeup.dev/instancegroup), renews its Ready status and posts mirror pods of the pods it runs, through its node's
+kube-apiserver (another's when that fails), with the admin kubeconfig: kubelet client certificates are not issued yet (docs/pki.md)" >&2
 binaries=()
 for c in kube-apiserver kube-controller-manager kube-scheduler; do binaries+=(--binary "/usr/local/bin/$c=$KUBE_BIN/$c"); done
 for n in "${NODES[@]}"; do
+	api=(--api-address "$(ip_of "$n")") # its own kube-apiserver first, then the others' (after a failed round)
+	for o in "${NODES[@]}"; do [ "$o" = "$n" ] || api+=(--api-address "$(ip_of "$o")"); done
 	background "staticpods-$n" "$BIN/staticpods" --netns "$(netns_of "$n")" --root "$(root_of "$n")" \
-		--skip 'kube-proxy*' "${binaries[@]}" --log-dir "$DEMO_DIR/pods/$n"
+		--skip 'kube-proxy*' "${binaries[@]}" --log-dir "$DEMO_DIR/pods/$n" \
+		--kubeconfig "$KUBECONFIG_FILE" --node-name "$n" --node-ip "$(ip_of "$n")" "${api[@]}"
 	echo "  $n: staticpods (pid $(cut -d' ' -f1 "$MADE/pids/staticpods-$n.pid")), pod logs in $DEMO_DIR/pods/$n" >&2
 done
 
 say "protokube on each node, every 2s: claim a volume per etcd cluster, attach, format if blank, mount, write etcd's manifest, publish DNS"
-for n in "${NODES[@]}"; do
-	# In the node's network namespace but the host's mount namespace: its mounts are under the node's root. It
-	# reads the node configuration nodeup wrote to the node, as protokube.service does (not the state store's:
-	# a change reaches the node when rolling-update runs its nodeup again, not behind the operator's back).
-	background "protokube-$n" nsenter --net="/run/netns/$(netns_of "$n")" -- "$BIN/protokube" \
-		--conf="$(root_of "$n")/etc/kubeup/node.conf" --root="$(root_of "$n")" \
-		--node-id="$n" --internal-ip="$(ip_of "$n")" --interval=2s
-	echo "  $n: protokube (pid $(cut -d' ' -f1 "$MADE/pids/protokube-$n.pid")), log $DEMO_DIR/logs/protokube-$n.log" >&2
-done
+# start_protokube NODE: in the node's network namespace but the host's mount namespace: its mounts are under the
+# node's root. It reads the node configuration nodeup wrote to the node, as protokube.service does (not the state
+# store's: a change reaches the node when rolling-update runs its nodeup again, not behind the operator's back).
+start_protokube() {
+	background "protokube-$1" nsenter --net="/run/netns/$(netns_of "$1")" -- "$BIN/protokube" \
+		--conf="$(root_of "$1")/etc/kubeup/node.conf" --root="$(root_of "$1")" \
+		--node-id="$1" --internal-ip="$(ip_of "$1")" --interval=2s
+	echo "  $1: protokube (pid $(cut -d' ' -f1 "$MADE/pids/protokube-$1.pid")), log $DEMO_DIR/logs/protokube-$1.log" >&2
+}
+for n in "${NODES[@]}"; do start_protokube "$n"; done
 
 held() { [ "$(find "$POOL" -name '*.claim' | wc -l)" = 6 ]; }
 wait_for 120 "the 6 volumes to be claimed" held
@@ -230,7 +242,6 @@ sed '/^volumes:/,$d' "$DEMO_DIR/status.txt" # every etcd cluster's section, howe
 say "The API: kube-apiserver, kube-controller-manager and kube-scheduler from the manifests nodeup wrote, with the certificates kubeup issued"
 echo "the certificates and keys on node1 (written by protokube from the node configuration; keys 0600):" >&2
 (cd "$(root_of node1)" && find srv/kubernetes var/lib/kube-* -type f -printf '  %m %p\n' | sort -k2) >&2
-KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
 kubectl() { printf '$ kubectl %s   (in node1'"'"'s network namespace: its resolver is the BIND)\n' "$*" >&2; ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s "$@"; }
 ready() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
 wait_for 300 "kube-apiserver to be ready through api.$NAME" ready
@@ -239,29 +250,84 @@ echo # /readyz answers "ok" without a newline
 kubectl get namespaces
 kubectl get lease -n kube-system
 
+say "kubeup validate cluster: each instance group's nodes Ready, each control-plane node's static pods, every etcd member healthy, DNS"
+# In node1's network namespace, as kubectl: validate resolves the API's and the members' names through the BIND.
+validate() {
+	printf '$ kubeup validate cluster %s %s   (in node1'"'"'s network namespace)\n' "$NAME" "$*" >&2
+	ip netns exec "$(netns_of node1)" "$BIN/kubeup" validate cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" "$@"
+}
+validate --wait 3m || fail "validate cluster did not pass in 3m (the stand-ins' logs: $DEMO_DIR/logs/staticpods-*.log)"
+kubectl get nodes -L kubeup.dev/instancegroup
+
+victim=node3
+say "$victim's etcd stopped (its protokube stopped, etcd's manifests removed): validate exits 1, naming $victim's members"
+read -r pid _ <"$MADE/pids/protokube-$victim.pid"
+alive "$MADE/pids/protokube-$victim.pid" || fail "protokube on $victim does not run"
+run kill -TERM "$pid" # as systemctl stop protokube would: it ends between rounds, its claims and mounts stay
+protokube_gone() { ! alive "$MADE/pids/protokube-$victim.pid"; }
+wait_for 30 "protokube on $victim to end" protokube_gone
+run rm "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-main.manifest "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-events.manifest
+etcd_gone() { [ ! -e "$DEMO_DIR/pods/$victim/etcd-main.pid" ] && [ ! -e "$DEMO_DIR/pods/$victim/etcd-events.pid" ]; }
+wait_for 30 "the stand-in for kubelet to stop etcd on $victim" etcd_gone
+mirrors_gone() {
+	[ -z "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -n kube-system \
+		"etcd-main-$victim" "etcd-events-$victim" --ignore-not-found -o name)" ]
+}
+wait_for 60 "the stand-in for kubelet's API half to delete etcd's mirror pods of $victim" mirrors_gone
+set +e
+out=$(validate)
+code=$?
+set -e
+echo "$out"
+[ "$code" = 1 ] || fail "validate cluster with $victim's etcd stopped exited $code, want 1"
+for ec in main events; do
+	member=$(sed -n "s|^EtcdMember $ec/\([A-Za-z0-9-]*\): .*|\1|p" <<<"$out")
+	[ "$(wc -w <<<"$member")" = 1 ] || fail "validate should name one member of etcd-$ec, it names: $member"
+	addr=$(dig +short "@$GATEWAY" "$member.etcd-$ec.internal.$NAME" A)
+	[ "$addr" = "$(ip_of "$victim")" ] || fail "validate names member $member of etcd-$ec, whose name points at $addr, not at $victim"
+	echo "  validate names member $member of etcd-$ec: $member.etcd-$ec.internal.$NAME is $addr, $victim's address" >&2
+	grep -q "^Pod kube-system/etcd-$ec-$victim: etcd-$ec does not run on control-plane node $victim" <<<"$out" ||
+		fail "validate does not say that etcd-$ec does not run on $victim"
+done
+
+say "$victim's protokube started again: it writes etcd's manifests back, etcd rejoins, validate passes again"
+mv "$DEMO_DIR/logs/protokube-$victim.log" "$DEMO_DIR/logs/protokube-$victim.1.log"
+start_protokube "$victim"
+validate --wait 3m || fail "validate cluster did not pass in 3m after $victim's etcd came back"
+
 say "make demo-status: etcd, the API, the volumes"
 bash hack/demo-status.sh
 
 say "Day two: a change of the spec, rolled out to the machines one at a time (kubeup rolling-update cluster)"
-kubeup rolling-update cluster "$NAME" --cloudonly
+kubeup rolling-update cluster "$NAME"
 "$BIN/kubeup" get cluster "$NAME" -o yaml >"$DEMO_DIR/spec-day2.yaml"
 tail -2 "$DEMO_DIR/spec-day2.yaml" | grep -qx '  - a' || fail "the spec does not end with spec.zones: $(tail -3 "$DEMO_DIR/spec-day2.yaml")"
 printf '  kubelet:\n    maxPods: 80\n' >>"$DEMO_DIR/spec-day2.yaml"
 echo "spec.kubelet.maxPods: 80 (every group's node configuration changes)" >&2
 kubeup replace -f "$DEMO_DIR/spec-day2.yaml"
 kubeup update cluster "$NAME" --yes | tail -1
-listed=$(kubeup rolling-update cluster "$NAME" --cloudonly)
+listed=$(kubeup rolling-update cluster "$NAME")
 echo "$listed"
 [ "$(grep -c ' NeedsUpdate  *true  *node configuration ' <<<"$listed")" = 3 ] || fail "rolling-update should list the 3 machines as NeedsUpdate"
-# --cloudonly: no Node registers yet (docs/operations.md, Not yet), so the API's checks cannot pass; the
-# quorum check and the wait then read the pool's claims.
-kubeup rolling-update cluster "$NAME" --cloudonly --yes --interval 1s 2>"$DEMO_DIR/logs/rolling-update.log"
-grep -o 'msg="etcd quorum check" instance=[^ ]* group=[^ ]* etcdCluster=[^ ]* members=[^ ]* quorum=[^ ]* healthyWithout=[^ ]* onThisMachine=[^ ]*' \
-	"$DEMO_DIR/logs/rolling-update.log" | sed 's/^/  /' >&2
+# The checks are validate's, through the API and etcd (the Nodes come from the stand-in for kubelet's API half):
+# from node1's network namespace, whose resolver is the BIND.
+printf '$ kubeup rolling-update cluster %s --yes --interval 1s   (in node1'"'"'s network namespace)\n' "$NAME" >&2
+ip netns exec "$(netns_of node1)" "$BIN/kubeup" rolling-update cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" --yes --interval 1s \
+	2>"$DEMO_DIR/logs/rolling-update.log" || { tail -20 "$DEMO_DIR/logs/rolling-update.log" >&2; fail "rolling-update failed (log: $DEMO_DIR/logs/rolling-update.log)"; }
+echo "its log, for each machine: the checks before, the wait after:" >&2
+grep -E 'msg="(etcd quorum check|the cluster validates: replacing the machine|the replacement is ready and the cluster healthy)"' \
+	"$DEMO_DIR/logs/rolling-update.log" | sed 's/^time=[^ ]* level=[A-Z]* /  /' >&2
+[ "$(grep -c 'msg="the cluster validates: replacing the machine"' "$DEMO_DIR/logs/rolling-update.log")" = 3 ] ||
+	fail "rolling-update should have validated the cluster before each of the 3 machines"
 for n in "${NODES[@]}"; do
 	grep -q -- '--max-pods=80' "$(root_of "$n")/etc/default/kubelet" || fail "$n's kubelet flags do not have --max-pods=80 after the rolling update"
 done
-kubeup rolling-update cluster "$NAME" --cloudonly | grep 'No machine' || fail "a second rolling-update has something to do"
+kubeup rolling-update cluster "$NAME" | grep 'No machine' || fail "a second rolling-update has something to do"
+# The stand-in for kubelet's API half reports --max-pods of the flags nodeup wrote as the Node's pod capacity.
+capacity() { ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get nodes -o jsonpath='{.items[*].status.capacity.pods}'; }
+at80() { [ "$(capacity)" = "80 80 80" ]; }
+wait_for 30 "the Nodes to report a capacity of 80 pods" at80
+kubectl get nodes -o 'custom-columns=NAME:.metadata.name,PODS:.status.capacity.pods,INSTANCEGROUP:.metadata.labels.kubeup\.dev/instancegroup'
 bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1 || { cat "$DEMO_DIR/status.txt" >&2; fail "the cluster is not healthy after the rolling update"; }
 echo "(make demo-status: healthy after the rolling update)" >&2
 
