@@ -3,7 +3,6 @@ package cloudup
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
@@ -100,29 +99,8 @@ func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]Membe
 	if err != nil {
 		return nil, err
 	}
-	var out []MemberHealth
-	for _, e := range a.spec.Spec.EtcdClusters {
-		for _, m := range e.Members {
-			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: "no EBS volume carries its tag " + model.EtcdTagKey(e.Name)}
-			for _, v := range vols {
-				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
-					continue
-				}
-				switch {
-				case v.Holder == nil:
-					mh.Why = "its volume " + v.ID + " is attached to no instance"
-				case !live[v.Holder.NodeID]:
-					mh.Holder = v.Holder.NodeID
-					mh.Why = "its volume " + v.ID + " is attached to " + v.Holder.NodeID + ", which is not in service"
-				default:
-					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
-				}
-				break
-			}
-			out = append(out, mh)
-		}
-	}
-	return out, nil
+	return membersFromVolumes(a.spec, vols, live, holdTerms{volume: "volume", heldBy: "attached to",
+		heldByNone: "attached to no instance", notServing: "is not in service", noVolume: "no EBS volume carries its tag"}), nil
 }
 
 // Validate checks, from the cloud, that every group has its target of machines in service and every etcd member's

@@ -3,6 +3,10 @@ package cloudup
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
 // readyMachines are the ids of the groups' machines that their cloud counts as serving.
@@ -51,4 +55,46 @@ func validateFromCloud(ctx context.Context, groups []RollingGroup, notServing st
 		}
 	}
 	return problems, nil
+}
+
+// holdTerms are a cloud's words for the --cloudonly member checks: what a member's volume is ("EBS volume"), how
+// a volume is held ("attached to"; "claimed by" on the local pool), what holds none ("attached to no instance"),
+// what a machine that is not serving is ("in service": "which is not in service"), and what a member without a
+// volume lacks ("no EBS volume carries its tag", followed by key's name of the etcd cluster's tag: nil is
+// model.EtcdTagKey).
+type holdTerms struct {
+	volume, heldBy, heldByNone, notServing, noVolume string
+	key                                              func(etcdCluster string) string
+}
+
+// membersFromVolumes says, for each etcd member of spec, whether its volume (the one of vols whose etcd tag names
+// the member) is held by one of the live machines: what --cloudonly takes for a healthy member.
+func membersFromVolumes(spec *model.Cluster, vols []volumetasks.Volume, live map[string]bool, terms holdTerms) []MemberHealth {
+	var out []MemberHealth
+	for _, e := range spec.Spec.EtcdClusters {
+		for _, m := range e.Members {
+			key := model.EtcdTagKey
+			if terms.key != nil {
+				key = terms.key
+			}
+			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: terms.noVolume + " " + key(e.Name)}
+			for _, v := range vols {
+				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
+					continue
+				}
+				switch {
+				case v.Holder == nil:
+					mh.Why = "its " + terms.volume + " " + v.ID + " is " + terms.heldByNone
+				case !live[v.Holder.NodeID]:
+					mh.Holder = v.Holder.NodeID
+					mh.Why = "its " + terms.volume + " " + v.ID + " is " + terms.heldBy + " " + v.Holder.NodeID + ", which " + terms.notServing
+				default:
+					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
+				}
+				break
+			}
+			out = append(out, mh)
+		}
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package cloudup
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -101,29 +100,8 @@ func (r *gceRolling) members(ctx context.Context, live map[string]bool) ([]Membe
 	if err != nil {
 		return nil, err
 	}
-	var out []MemberHealth
-	for _, e := range r.spec.Spec.EtcdClusters {
-		for _, m := range e.Members {
-			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: "no persistent disk carries its label " + gcetasks.EtcdLabelKey(e.Name)}
-			for _, v := range vols {
-				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
-					continue
-				}
-				switch {
-				case v.Holder == nil:
-					mh.Why = "its disk " + v.ID + " is attached to no instance"
-				case !live[v.Holder.NodeID]:
-					mh.Holder = v.Holder.NodeID
-					mh.Why = "its disk " + v.ID + " is attached to " + v.Holder.NodeID + ", which does not run in its group"
-				default:
-					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
-				}
-				break
-			}
-			out = append(out, mh)
-		}
-	}
-	return out, nil
+	return membersFromVolumes(r.spec, vols, live, holdTerms{volume: "disk", heldBy: "attached to",
+		heldByNone: "attached to no instance", notServing: "does not run in its group", noVolume: "no persistent disk carries its label", key: gcetasks.EtcdLabelKey}), nil
 }
 
 // clusterTagPrefix is the key prefix of the cluster's ownership tag (kubernetes.io/cluster/<cluster>=owned), as

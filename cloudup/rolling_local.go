@@ -404,29 +404,9 @@ func (l *localRolling) members(ctx context.Context, live map[string]bool) ([]Mem
 	if err != nil {
 		return nil, err
 	}
-	var out []MemberHealth
-	for _, e := range l.spec.Spec.EtcdClusters {
-		for _, m := range e.Members {
-			mh := MemberHealth{EtcdCluster: e.Name, Member: m.Name, Why: "no volume of the pool carries its tag " + model.EtcdTagKey(e.Name)}
-			for _, v := range vols {
-				if !strings.HasPrefix(v.Tags[model.EtcdTagKey(e.Name)], m.Name+"/") {
-					continue
-				}
-				switch {
-				case v.Holder == nil:
-					mh.Why = "its volume " + v.ID + " is claimed by no node (or its claim's lease ran out)"
-				case !live[v.Holder.NodeID]:
-					mh.Holder = v.Holder.NodeID
-					mh.Why = "its volume " + v.ID + " is claimed by " + v.Holder.NodeID + ", which is not a ready machine of the cluster"
-				default:
-					mh.Holder, mh.Healthy, mh.Why = v.Holder.NodeID, true, ""
-				}
-				break
-			}
-			out = append(out, mh)
-		}
-	}
-	return out, nil
+	return membersFromVolumes(l.spec, vols, live, holdTerms{volume: "volume", heldBy: "claimed by",
+		heldByNone: "claimed by no node (or its claim's lease ran out)", notServing: "is not a ready machine of the cluster",
+		noVolume: "no volume of the pool carries its tag"}), nil
 }
 
 // Validate checks, from the machines and the pool, that every recorded machine is ready and every etcd
