@@ -51,9 +51,10 @@ type NodeTasksOptions struct {
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
-	// Encoded, when set, is nc.Encode()'s result, which the caller kept (protokube encodes its configuration once
-	// while it does not change); else AddNodeTasks encodes nc.
-	Encoded []byte
+	// Encoded, when set, is nc.Encode()'s result as a string, which the caller kept (protokube encodes its
+	// configuration once while it does not change, and the node.conf task shares its bytes); else AddNodeTasks
+	// encodes nc.
+	Encoded string
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
@@ -85,10 +86,12 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
 	conf := o.Encoded
-	if controlPlane && conf == nil {
-		if conf, err = nc.Encode(); err != nil {
+	if controlPlane && conf == "" {
+		b, err := nc.Encode()
+		if err != nil {
 			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 		}
+		conf = string(b)
 	}
 
 	// The keystore's files come first: a component whose manifest is written starts at once, and reads them.
@@ -142,7 +145,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
 		// is the cluster's spec.
 		confFile := engine.AddIn(g, in, &nodetasks.File{
-			Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(string(conf))), Mode: ptr(os.FileMode(0o600)),
+			Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)),
 		})
 		engine.AddIn(g, in, &nodetasks.SystemdService{
 			Name:       "protokube.service",

@@ -45,9 +45,12 @@ import (
 //     calls-per-round are what the fake counted, per round. Every round must change nothing.
 //   - the protokube binary runs rounds every 100 ms: cpu-ms is the user + system time per round of the process
 //     and of the children it waited for (blkid: each FormatAndMount probes its device every round), cpu-ms-self
-//     of the process alone (from /proc/PID/stat, over idleRounds rounds after warm-up); rss-mb and hwm-mb are
-//     its VmRSS and VmHWM after them, heap-live-mb the most live heap a GC saw meanwhile (GODEBUG=gctrace=1):
-//     the cost of the process alone, without the test harness or the fake.
+//     of the process alone, cpu-ms-sys its system time (from /proc/PID/stat, over idleRounds rounds after
+//     warm-up); rss-mb and hwm-mb are its VmRSS and VmHWM after them, rss-anon-mb and rss-file-mb the two parts
+//     of VmRSS (RssAnon: its heap, stacks and runtime; RssFile: the pages of its binary and libraries mapped in),
+//     heap-live-mb the most live heap a GC saw meanwhile and gc-per-round the collections per round
+//     (GODEBUG=gctrace=1): the cost of the process alone, without the test harness or the fake. With
+//     KUBEUP_BENCH_PROTOKUBE_CPUPROFILE=FILE, the process writes its CPU profile there (--cpuprofile).
 //
 // Needs root and loop devices (mounts): behind the e2e build tag.
 func BenchmarkProtokubeIdleRound(b *testing.B) {
@@ -102,8 +105,12 @@ func BenchmarkProtokubeIdleRound(b *testing.B) {
 		b.ReportMetric(per(total), "calls-per-round")
 		b.ReportMetric(proc.cpuMs, "cpu-ms")
 		b.ReportMetric(proc.cpuMsSelf, "cpu-ms-self")
+		b.ReportMetric(proc.cpuMsSys, "cpu-ms-sys")
 		b.ReportMetric(proc.heapMB, "heap-live-mb")
+		b.ReportMetric(proc.gcPerRound, "gc-per-round")
 		b.ReportMetric(proc.rssMB, "rss-mb")
+		b.ReportMetric(proc.rssAnonMB, "rss-anon-mb")
+		b.ReportMetric(proc.rssFileMB, "rss-file-mb")
 		b.ReportMetric(proc.hwmMB, "hwm-mb")
 	})
 }
@@ -160,7 +167,8 @@ func convergedAWSNode(tb testing.TB) *benchNode {
 	env := func(imds string) []string {
 		return []string{"AWS_ENDPOINT_URL=" + hs.URL, "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds,
 			"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=SECRETTEST", "AWS_CONFIG_FILE=" + empty,
-			"AWS_SHARED_CREDENTIALS_FILE=" + empty, "AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED="}
+			"AWS_SHARED_CREDENTIALS_FILE=" + empty, "AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=",
+			"AWS_CA_BUNDLE="} // a machine's CA bundle (parsed into the SDK's clients, kept live) is no node's
 	}
 
 	kubeupEnv := append(env(""), "AWS_EC2_METADATA_DISABLED=true", "KUBEUP_STATE_STORE=s3://"+bucket+"/clusters")
@@ -262,8 +270,12 @@ func (n *benchNode) protokube(args ...string) (string, error) {
 // processCost is what one protokube process costs, doing idle rounds.
 type processCost struct {
 	cpuMs, cpuMsSelf float64 // user + system CPU time per round, with and without the children it waited for
+	cpuMsSys         float64 // system time per round of the process alone
 	rssMB, hwmMB     float64 // VmRSS and VmHWM after the rounds
+	rssAnonMB        float64 // RssAnon and RssFile after the rounds: VmRSS is their sum (and RssShmem, 0)
+	rssFileMB        float64
 	heapMB           float64 // the most live heap a GC reported during the rounds
+	gcPerRound       float64 // collections per round during the rounds
 }
 
 const (
@@ -277,7 +289,11 @@ const (
 // round it logs must have changed nothing.
 func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	tb.Helper()
-	cmd := exec.Command(n.bin, "--conf="+n.conf, "--root="+n.root, "--interval=100ms")
+	args := []string{"--conf=" + n.conf, "--root=" + n.root, "--interval=100ms"}
+	if p := os.Getenv("KUBEUP_BENCH_PROTOKUBE_CPUPROFILE"); p != "" {
+		args = append(args, "--cpuprofile="+p)
+	}
+	cmd := exec.Command(n.bin, args...)
 	cmd.Env = append(append(os.Environ(), n.env...), "GODEBUG=gctrace=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -300,7 +316,8 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	defer hung.Stop()
 
 	var cost processCost
-	var startAll, startSelf uint64
+	var startAll, startSelf, startSys uint64
+	gcs := 0
 	gcLine := regexp.MustCompile(`^gc \d+ .* \d+->\d+->(\d+) MB`)
 	var log []string
 	sc := bufio.NewScanner(stderr)
@@ -311,6 +328,7 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 		if m := gcLine.FindStringSubmatch(line); m != nil && rounds >= warmupRounds {
 			live, _ := strconv.ParseFloat(m[1], 64)
 			cost.heapMB = max(cost.heapMB, live)
+			gcs++
 		}
 		if !strings.Contains(line, "msg=round ") {
 			continue
@@ -321,12 +339,14 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 		rounds++
 		switch rounds {
 		case warmupRounds:
-			startAll, startSelf = cpuTicks(tb, pid)
+			startAll, startSelf, startSys = cpuTicks(tb, pid)
 		case warmupRounds + idleRounds:
-			all, self := cpuTicks(tb, pid)
-			cost.cpuMs = float64(all-startAll) * 1000 / clockTicks / idleRounds
-			cost.cpuMsSelf = float64(self-startSelf) * 1000 / clockTicks / idleRounds
+			all, self, sys := cpuTicks(tb, pid)
+			perRound := func(ticks uint64) float64 { return float64(ticks) * 1000 / clockTicks / idleRounds }
+			cost.cpuMs, cost.cpuMsSelf, cost.cpuMsSys = perRound(all-startAll), perRound(self-startSelf), perRound(sys-startSys)
 			cost.rssMB, cost.hwmMB = statusMB(tb, pid, "VmRSS"), statusMB(tb, pid, "VmHWM")
+			cost.rssAnonMB, cost.rssFileMB = statusMB(tb, pid, "RssAnon"), statusMB(tb, pid, "RssFile")
+			cost.gcPerRound = float64(gcs) / idleRounds
 		}
 	}
 	if rounds < warmupRounds+idleRounds {
@@ -338,8 +358,8 @@ func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 }
 
 // cpuTicks is the user + system time of process pid, in clock ticks, with the children it waited for (all:
-// /proc/PID/stat fields 14 to 17) and without (self: fields 14 and 15).
-func cpuTicks(tb testing.TB, pid int) (all, self uint64) {
+// /proc/PID/stat fields 14 to 17) and without (self: fields 14 and 15), and its system time alone (field 15).
+func cpuTicks(tb testing.TB, pid int) (all, self, sys uint64) {
 	tb.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -359,7 +379,7 @@ func cpuTicks(tb testing.TB, pid int) (all, self uint64) {
 		}
 		t[i] = v
 	}
-	return t[0] + t[1] + t[2] + t[3], t[0] + t[1]
+	return t[0] + t[1] + t[2] + t[3], t[0] + t[1], t[1]
 }
 
 // statusMB is the field key ("VmRSS", "VmHWM", in kB) of /proc/PID/status, in MB.

@@ -57,7 +57,7 @@ type Options struct {
 	// encoded is the node configuration encodedFor encodes (/etc/kubeup/node.conf): conf returns the same
 	// configuration while it does not change, and a round need not encode it again.
 	encodedFor *model.NodeConfig
-	encoded    []byte
+	encoded    string
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -196,10 +196,11 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		}
 	}
 	if o.encodedFor != nc {
-		if o.encoded, err = nc.Encode(); err != nil {
+		b, err := nc.Encode()
+		if err != nil {
 			return false, err
 		}
-		o.encodedFor = nc
+		o.encoded, o.encodedFor = string(b), nc
 	}
 	g, err := buildGraph(r, nc, o.encoded, o.Node, ch)
 	if err != nil {

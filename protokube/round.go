@@ -1,7 +1,6 @@
 package protokube
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +19,8 @@ type Round struct {
 	node    *nodetasks.Node
 	volumes volumetasks.Provider
 	dns     dnstasks.Provider
+
+	mountPoints map[string]bool // what the kernel's mount table shows mounted, read once (see mounted)
 }
 
 var (
@@ -36,23 +37,24 @@ func (r *Round) VolumeProvider() volumetasks.Provider { return r.volumes }
 // DNSProvider is where the round publishes the etcd members' and the API's names.
 func (r *Round) DNSProvider() dnstasks.Provider { return r.dns }
 
-// mounted reports whether something is mounted at the node path mountPoint, by the kernel's mount table.
+// mounted reports whether something is mounted at the node path mountPoint, by the kernel's mount table: read
+// once per round (the first time a round asks), as the round began, which is what buildGraph decides by.
 func (r *Round) mounted(mountPoint string) (bool, error) {
-	want := filepath.Join(r.node.Root, mountPoint)
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && mountinfo.Unescape(fields[4]) == want {
-			return true, nil
+	if r.mountPoints == nil {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return false, err
+		}
+		r.mountPoints = map[string]bool{}
+		for line := range strings.Lines(string(b)) {
+			// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...: the fifth field, escaped as proc(5) says.
+			f := strings.Fields(line)
+			if len(f) > 4 {
+				r.mountPoints[mountinfo.Unescape(f[4])] = true
+			}
 		}
 	}
-	return false, sc.Err()
+	return r.mountPoints[filepath.Join(r.node.Root, mountPoint)], nil
 }
 
 // bootstrapped reports whether the etcd data directory (a node path) holds a member that has bootstrapped: a
