@@ -1,6 +1,7 @@
 package nodetasks
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -142,10 +143,13 @@ func (p *Pod) YAML() (string, error) {
 	if c.Kind == "" {
 		c.Kind = "Pod"
 	}
-	j, err := json.Marshal(c)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer jsonBuffers.Put(buf)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(c); err != nil { // json.Marshal's bytes, and a newline
 		return "", fmt.Errorf("rendering %s as YAML: %w", p, err)
 	}
+	j := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if y, ok := renderedYAML.get(j); ok {
 		return y, nil
 	}
@@ -166,6 +170,9 @@ type yamlMemo struct {
 }
 
 const maxRenderedYAML = 32
+
+// jsonBuffers holds the buffers YAML encodes pods' JSON into.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 var renderedYAML yamlMemo
 
