@@ -240,8 +240,8 @@ func short(sum string) string {
 
 // Replace converges the machine again: its nodeup, with its group's configuration from the state store and its
 // root. On a control-plane machine, it then waits for two of protokube's rounds (the machine's claims renewed
-// twice) and checks that the second ran the new configuration: a round that began before nodeup wrote
-// /etc/kubeup/node.conf may write back the one it read, and then nodeup runs again (up to 3 times).
+// twice) and checks that node.conf is still the new configuration (protokube never writes it, but an operator or
+// an older protokube may), running nodeup again if not (up to 3 times).
 func (l *localRolling) Replace(ctx context.Context, i RollingInstance) error {
 	ms, err := l.machines()
 	if err != nil {

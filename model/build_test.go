@@ -399,3 +399,32 @@ func TestNodeConfigRoundTrip(t *testing.T) {
 }
 
 func sha(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
+
+// TestLeaveNodeConf: protokube's round leaves /etc/kubeup/node.conf to nodeup (LeaveNodeConf), whose graph
+// writes it; every other task is the same.
+func TestLeaveNodeConf(t *testing.T) {
+	nc, nodeupGraph := nodeGraph(t, 3, "control-plane-a")
+	g := engine.NewGraph[*world]()
+	if _, err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(engine.Apply); err != nil {
+		t.Fatal(err)
+	}
+	confKey := engine.Key{Type: "File", Name: nodeConfFile}
+	var want, got []engine.Key
+	for _, task := range nodeupGraph.Tasks() {
+		if task.Key() != confKey {
+			want = append(want, task.Key())
+		}
+	}
+	for _, task := range g.Tasks() {
+		got = append(got, task.Key())
+	}
+	if len(want) != len(nodeupGraph.Tasks())-1 {
+		t.Fatalf("nodeup's graph has no task %s", confKey)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the round's tasks, against nodeup's without %s (-want +got):\n%s", confKey, diff)
+	}
+}

@@ -51,10 +51,11 @@ type NodeTasksOptions struct {
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
-	// Encoded, when set, is nc.Encode()'s result as a string, which the caller kept (protokube encodes its
-	// configuration once while it does not change, and the node.conf task shares its bytes); else AddNodeTasks
-	// encodes nc.
-	Encoded string
+	// LeaveNodeConf leaves /etc/kubeup/node.conf out of the graph. protokube sets it: node.conf is the
+	// configuration nodeup converged the node to (what a rolling update compares with the group's), written by
+	// nodeup alone; a round that wrote back the configuration it read at its start would undo a nodeup that wrote
+	// a newer one meanwhile.
+	LeaveNodeConf bool
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
@@ -85,8 +86,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
-	conf := o.Encoded
-	if controlPlane && conf == "" {
+	var conf string
+	if controlPlane && !o.LeaveNodeConf {
 		b, err := nc.Encode()
 		if err != nil {
 			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
@@ -144,15 +145,18 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// protokube reads the node configuration nodeup verified, from a copy of its own: nodeup's may be a URL
 		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
 		// is the cluster's spec.
-		confFile := engine.AddIn(g, in, &nodetasks.File{
-			Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)),
-		})
+		var dependsOn []engine.Task
+		if !o.LeaveNodeConf {
+			dependsOn = append(dependsOn, engine.AddIn(g, in, &nodetasks.File{
+				Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)),
+			}))
+		}
 		engine.AddIn(g, in, &nodetasks.SystemdService{
 			Name:       "protokube.service",
 			Definition: ptr(protokubeUnit),
 			Enabled:    ptr(true),
 			Running:    startIf(o.StartProtokube),
-			DependsOn:  []engine.Task{confFile},
+			DependsOn:  dependsOn,
 		})
 	}
 	return keystoreFiles, nil

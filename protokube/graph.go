@@ -19,10 +19,10 @@ const apiTTL = 60
 // either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
 // member's DNS name) or the absence of its manifest, and this node's address withdrawn from the names of the
 // members it does not serve; and the API's names, pointing at every node that holds a member volume.
-func buildGraph(r *Round, nc *model.NodeConfig, encoded string, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
+func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
-	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, Encoded: encoded})
+	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true})
 	if err != nil {
 		return nil, err
 	}

@@ -54,10 +54,6 @@ type Options struct {
 	flags      *volumetasks.Holder
 	// conf reads Conf each round; it keeps the state store's client and what it decoded across rounds.
 	conf *nodeup.ConfigReader
-	// encoded is the node configuration encodedFor encodes (/etc/kubeup/node.conf): conf returns the same
-	// configuration while it does not change, and a round need not encode it again.
-	encodedFor *model.NodeConfig
-	encoded    string
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -195,14 +191,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	if o.encodedFor != nc {
-		b, err := nc.Encode()
-		if err != nil {
-			return false, err
-		}
-		o.encoded, o.encodedFor = string(b), nc
-	}
-	g, err := buildGraph(r, nc, o.encoded, o.Node, ch)
+	g, err := buildGraph(r, nc, o.Node, ch)
 	if err != nil {
 		return false, err
 	}
