@@ -84,13 +84,7 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 				t.Fatal(err)
 			}
 			img, _ := pool.ImagePath(name)
-			t.Cleanup(func() { // after the unmount registered below
-				for _, dev := range boundTo(t, img) {
-					if _, err := e2e.Run(context.Background(), "losetup", "--detach", dev); err != nil {
-						t.Errorf("detaching %s: %v", dev, err)
-					}
-				}
-			})
+			e2e.DetachLoopsOf(t, img) // after the unmount registered below
 			mp := filepath.Join(t.TempDir(), "master-"+name)
 			e2e.Unmount(t, mp)
 			tt.leave(t, img)
@@ -159,13 +153,7 @@ func TestFormatIntentAroundMkfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	img, _ := pool.ImagePath("v")
-	t.Cleanup(func() {
-		for _, dev := range boundTo(t, img) {
-			if _, err := e2e.Run(context.Background(), "losetup", "--detach", dev); err != nil {
-				t.Errorf("detaching %s: %v", dev, err)
-			}
-		}
-	})
+	e2e.DetachLoopsOf(t, img)
 	mp := filepath.Join(t.TempDir(), "master-v")
 	e2e.Unmount(t, mp)
 
