@@ -211,10 +211,10 @@ type Replaced struct {
 
 // Replace writes objs over a stored cluster: its Cluster, when objs hold one, and its instance groups; the stored
 // instance groups that objs do not name are kept. Objects without a Cluster are instance groups of the cluster
-// they name (model.Objects.ClusterName), or of o.Cluster; then the stored Cluster is kept, and a change of the
-// cluster's etcd membership is refused as for CreateInstanceGroups. The combined result is validated first, and
-// written in one conditional write: all or nothing, and nothing when another operator changed the cluster since
-// it was read.
+// they name (model.Objects.ClusterName), or of o.Cluster; then the stored Cluster is kept. A change of the
+// cluster's etcd membership is refused, with a Cluster or without (checkEtcdMembership). The combined result is
+// validated first, and written in one conditional write: all or nothing, and nothing when another operator
+// changed the cluster since it was read.
 //
 // objs carry the generation they were read at as metadata.resourceVersion (kubeup get prints it). When they do,
 // and the cluster has changed since, Replace refuses rather than silently revert that change, unless o.Force.
@@ -257,7 +257,9 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 	c := objs.Cluster
 	if c == nil {
 		c = stored.Cluster
-		if err := cs.checkEtcdMembership(ctx, source, stored, c, merged(stored, objs.InstanceGroups)); err != nil {
+	}
+	if c.Metadata.Name == stored.Cluster.Metadata.Name { // (replace refuses another name)
+		if err := cs.checkEtcdMembership(ctx, source, c, merged(stored, objs.InstanceGroups)); err != nil {
 			return nil, err
 		}
 	}

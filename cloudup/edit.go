@@ -33,6 +33,11 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 		if objs.Cluster == nil || len(objs.InstanceGroups) > 0 {
 			return fmt.Errorf("%s: want exactly one Cluster (edit an instance group with `kubeup edit instancegroup NAME --name %s`)", path, name)
 		}
+		if objs.Cluster.Metadata.Name == name {
+			if err := cs.checkEtcdMembership(ctx, path, objs.Cluster, s.InstanceGroups); err != nil {
+				return err
+			}
+		}
 		_, _, err := cs.replace(ctx, path, s, objs.Cluster, nil)
 		return err
 	})
@@ -74,7 +79,7 @@ func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string
 			return fmt.Errorf("%s: metadata.labels[%s]: %q: the group is in cluster %q and cannot move to another: set it back to %q",
 				path, model.LabelCluster, n, cluster, cluster)
 		}
-		if err := cs.checkEtcdMembership(ctx, path, s, s.Cluster, merged(s, objs.InstanceGroups)); err != nil {
+		if err := cs.checkEtcdMembership(ctx, path, s.Cluster, merged(s, objs.InstanceGroups)); err != nil {
 			return err
 		}
 		_, _, err := cs.replace(ctx, path, s, s.Cluster, objs.InstanceGroups)

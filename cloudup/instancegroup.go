@@ -34,7 +34,7 @@ func (cs *Clusters) CreateInstanceGroups(ctx context.Context, source, cluster st
 		}
 	}
 	all := append(slices.Clone(s.InstanceGroups), igs...)
-	if err := cs.checkEtcdMembership(ctx, source, s, s.Cluster, all); err != nil {
+	if err := cs.checkEtcdMembership(ctx, source, s.Cluster, all); err != nil {
 		return nil, err
 	}
 	if !apply {
@@ -120,24 +120,23 @@ func heldMembers(c *model.Cluster, group string) []string {
 	return held
 }
 
-// checkEtcdMembership refuses a change of a cluster's instance groups (s's, to igs) that changes which etcd
-// members there are or which groups run them (a ControlPlane group added, or turned into a Node group), once
-// the cluster was applied: its etcd members started knowing each other (--initial-cluster), and kubeup does not
-// add members to, or remove them from, a running etcd cluster. Before the first apply, nothing runs yet.
-func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) error {
-	before, _ := model.Complete(s.Cluster, s.InstanceGroups)
+// checkEtcdMembership refuses c with igs, a change of the spec of a cluster that was applied (read from source),
+// when its etcd members are not those the cluster was last applied with (model.CompletedSpecPath): a
+// ControlPlane group added or removed, a role changed to or from ControlPlane, or spec.etcdClusters' members
+// written anew. The members of a running etcd cluster started knowing each other (--initial-cluster); new
+// members listed beside a running one would not join it, and two of three could even start a second, empty
+// cluster. kubeup does not add members to, or remove them from, a running etcd cluster. Before the first apply,
+// nothing runs yet.
+func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
+	name := c.Metadata.Name
+	applied, err := cs.appliedSpec(ctx, name)
+	if err != nil || applied == nil {
+		return err
+	}
 	after, _ := model.Complete(c, igs)
-	added, removed := memberChanges(before, after)
+	added, removed := memberChanges(applied, after)
 	if len(added) == 0 && len(removed) == 0 {
 		return nil
-	}
-	name := s.Cluster.Metadata.Name
-	_, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // never applied: no etcd runs
-	}
-	if err != nil {
-		return err
 	}
 	var what []string
 	if len(added) > 0 {
@@ -146,9 +145,32 @@ func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, s *S
 	if len(removed) > 0 {
 		what = append(what, "remove "+strings.Join(removed, ", "))
 	}
-	return fmt.Errorf("%s: this change of the instance groups of cluster %s would %s; the cluster was applied, and kubeup does not change the membership of a running etcd cluster "+
-		"(its members started knowing each other): nothing was written. Add Node groups freely; keep the ControlPlane groups as they are",
-		source, name, strings.Join(what, " and "))
+	return fmt.Errorf("%s: this change of cluster %s would %s; the cluster was applied with other etcd members, and kubeup does not change the membership of a running etcd cluster "+
+		"(its members started knowing each other): nothing was written. Add Node groups freely; keep the ControlPlane groups, and spec.etcdClusters, as they were applied (%s holds that spec)",
+		source, name, strings.Join(what, " and "), cs.location(model.CompletedSpecPath(name)))
+}
+
+// appliedSpec returns the complete Cluster the last `update cluster --yes` of the cluster named name applied
+// (model.CompletedSpecPath), or nil when it was never applied. A spec that cannot be read is an error: which
+// etcd members run cannot be known then.
+func (cs *Clusters) appliedSpec(ctx context.Context, name string) (*model.Cluster, error) {
+	p := model.CompletedSpecPath(name)
+	data, err := cs.Store.ReadFile(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	objs, err := model.Decode(cs.location(p), data)
+	if err == nil && objs.Cluster == nil {
+		err = errors.New("it holds no Cluster")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the spec cluster %s was last applied with cannot be read (%w), so which etcd members run cannot be known: nothing was written. "+
+			"Use the kubeup that applied it", name, err)
+	}
+	return objs.Cluster, nil
 }
 
 // memberChanges lists the etcd members of after that before does not have, and those of before that after does

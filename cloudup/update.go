@@ -63,6 +63,12 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return nil, err
 		}
 	}
+	// The spec may hold other etcd members than the cluster runs (written by hand, or by a kubeup that did not
+	// check): refused here too, before anything is made for them.
+	source := fmt.Sprintf("the spec of cluster %s in %s", name, cs.location(specPath(name)))
+	if err := cs.checkEtcdMembership(ctx, source, stored.Cluster, stored.InstanceGroups); err != nil {
+		return nil, err
+	}
 	c, igs, err := cs.Complete(stored)
 	if err != nil {
 		return nil, err

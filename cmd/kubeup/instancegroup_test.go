@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -279,7 +280,14 @@ func TestInstanceGroupRefusals(t *testing.T) {
 			group("more", ours, "  role: Node\n  minsize: 2\n"))},
 			want: []string{`typo.yaml: document 2 (line 10): spec.minsize: unknown field: did you mean "minSize"?`}},
 		{name: "replace: a control plane that would add etcd members", args: []string{"replace", "-f", write("cp.yaml", group("control-plane-d", ours, "  role: ControlPlane\n  zones: [a]\n"))},
-			want: []string{"cp.yaml: this change of the instance groups of cluster demo.example.com would add member d of etcd main"}},
+			want: []string{"cp.yaml: this change of cluster demo.example.com would add member d of etcd main"}},
+		{name: "replace: the Cluster with a control plane that would add etcd members", args: []string{"replace", "-f", write("whole.yaml",
+			mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")+"---\n"+group("control-plane-d", ours, "  role: ControlPlane\n  zones: [a]\n"))},
+			want: []string{"whole.yaml: this change of cluster demo.example.com would add member d of etcd main (instance group control-plane-d)",
+				"kubeup does not change the membership of a running etcd cluster", "nothing was written", "cluster-completed.spec holds that spec"}},
+		{name: "replace: the Cluster with a control plane turned into nodes", args: []string{"replace", "-f", write("fewer.yaml",
+			mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")+"---\n"+group("control-plane-c", ours, "  role: Node\n  zones: [c]\n"))},
+			want: []string{"would remove member c of etcd main (instance group control-plane-c)", "nothing was written"}},
 		{name: "replace: a label that is not a cluster name", args: []string{"replace", "-f", write("label.yaml", group("nodes", "  labels:\n    kubeup.dev/cluster: Demo\n", "  role: Node\n"))},
 			want: []string{`label.yaml: metadata.labels[kubeup.dev/cluster] (or the Cluster's metadata.name): "Demo" is not a cluster name`}},
 		{name: "create -f: a group the cluster has", args: []string{"create", "-f", write("again.yaml", group("nodes", ours, "  role: Node\n"))},
@@ -319,6 +327,43 @@ func TestInstanceGroupRefusals(t *testing.T) {
 				os.Remove(strings.Fields(kept)[0])
 			}
 		})
+	}
+}
+
+// TestUpdateRefusesOtherEtcdMembers: a spec whose etcd members are not those the cluster was applied with (here
+// written into the store by hand, past every command's check) is refused by update cluster, dry run and --yes,
+// before anything is made for the new members.
+func TestUpdateRefusesOtherEtcdMembers(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	converge(t, state, name)
+	spec := filepath.Join(state, name, "config")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := "---\napiVersion: kubeup.dev/v1alpha1\nkind: InstanceGroup\nmetadata:\n  name: control-plane-%s\nspec:\n  role: ControlPlane\n  zones: [a]\n"
+	data = append(data, fmt.Sprintf(more, "b")+fmt.Sprintf(more, "c")...)
+	if err := os.WriteFile(spec, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := treeSums(t, state)
+	for _, args := range [][]string{{"update", "cluster", name}, {"update", "cluster", name, "--yes"}} {
+		_, _, err := kubeup(t, state, args...)
+		if err == nil {
+			t.Fatalf("kubeup %s succeeded with two etcd members the cluster was not applied with", strings.Join(args, " "))
+		}
+		for _, w := range []string{"the spec of cluster demo.example.com in file://" + spec,
+			"would add member b of etcd main (instance group control-plane-b), member c of etcd main (instance group control-plane-c)",
+			"kubeup does not change the membership of a running etcd cluster"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("kubeup %s: error lacks %q:\n%v", strings.Join(args, " "), w, err)
+			}
+		}
+		if diff := cmp.Diff(before, treeSums(t, state)); diff != "" {
+			t.Errorf("a refused kubeup %s changed the store (-before +after):\n%s", strings.Join(args, " "), diff)
+		}
 	}
 }
 
