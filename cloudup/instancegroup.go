@@ -145,9 +145,15 @@ func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *m
 	if len(removed) > 0 {
 		what = append(what, "remove "+strings.Join(removed, ", "))
 	}
-	return fmt.Errorf("%s: this change of cluster %s would %s; the cluster was applied with other etcd members, and kubeup does not change the membership of a running etcd cluster "+
+	err = fmt.Errorf("%s: this change of cluster %s would %s; the cluster was applied with other etcd members, and kubeup does not change the membership of a running etcd cluster "+
 		"(its members started knowing each other): nothing was written. Add Node groups freely; keep the ControlPlane groups, and spec.etcdClusters, as they were applied (%s holds that spec)",
 		source, name, strings.Join(what, " and "), cs.location(model.CompletedSpecPath(name)))
+	// The spec's other problems, with their field paths, at once: its members may be one of them
+	// (spec.etcdClusters naming a group that is not there).
+	if _, _, verr := cs.check(source, c, igs); verr != nil {
+		return fmt.Errorf("%w\nThe spec has these problems too: %w", err, verr)
+	}
+	return err
 }
 
 // appliedSpec returns the complete Cluster the last `update cluster --yes` of the cluster named name applied
