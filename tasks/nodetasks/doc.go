@@ -20,8 +20,9 @@
 // manages unit files and the wants/ symlinks of "enabled" only.
 //
 // FormatAndMount formats only a device it has read and found blank: blkid's probe ran, read it and found nothing
-// (any error, any stderr output refuses), the kernel lists no partitions, and, checked again right before mkfs,
-// the device's first and last MiB read as zeros, as a new cloud volume or sparse image does. Anything else is a
+// (any error, any stderr output refuses), the kernel lists no partitions, and the device reads as zeros (whole up
+// to 1 GiB, in samples beyond), as a new cloud volume or sparse image does; both are checked again right before
+// mkfs, which discards nothing. Anything else is a
 // terminal error that names the device and changes nothing, in the dry run too. It mounts the device node it
 // probed onto the mount point opened inside the root (mount --no-canonicalize onto /proc/self/fd/3), in the
 // current mount namespace: mounts, like systemd, are the live system's.

@@ -358,7 +358,7 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 			"device", name, "path", dev, "found", pr.String(), "intentOf", node)
 	}
 	if v != keep {
-		if pr, err = expected.format(ctx, fsType, dev); err != nil {
+		if pr, err = expected.format(ctx, fsType, dev, pr, v); err != nil {
 			return err
 		}
 		log.Info("formatted device", "device", name, "path", dev, "fstype", fsType, "uuid", pr.uuid)
@@ -431,8 +431,11 @@ func mountOnto(ctx context.Context, dir *os.File, mountPoint string, args ...str
 // whole device without asking; it is safe only after those checks.
 func mkfs(ctx context.Context, fsType, dev string) error {
 	args := []string{"-q"}
-	if strings.HasPrefix(fsType, "ext") {
-		args = append(args, "-F")
+	switch {
+	case strings.HasPrefix(fsType, "ext"):
+		args = append(args, "-F", "-E", "nodiscard") // discarding would leave nothing to recover of a wrong format
+	case fsType == "xfs":
+		args = append(args, "-K")
 	}
 	return run(ctx, "mkfs."+fsType, append(args, dev)...)
 }

@@ -136,6 +136,129 @@ func TestFormatAndMountNeverFormatsWhatItCannotRead(t *testing.T) {
 	})
 }
 
+// FormatAndMount never formats a device whose header was wiped by hand while its data is still there: blkid finds
+// nothing, the first MiB reads as zeros, and the rest of the device does not.
+func TestFormatAndMountNeverFormatsAWipedHeader(t *testing.T) {
+	e2e.RequireTools(t, "blkid", "dd", "sha256sum")
+	realBlkid, err := exec.LookPath("blkid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(dev string) string { return strings.Fields(e2e.MustRun(t, "sha256sum", dev))[0] }
+
+	t.Run("ext4 whose first MiB was zeroed", func(t *testing.T) {
+		n := realNode(t, "")
+		dev := e2e.LoopDevice(t, diskSize)
+		etcdData(t, realBlkid, dev)
+		e2e.MustRun(t, "dd", "if=/dev/zero", "of="+dev, "bs=1M", "count=1", "conv=fsync", "status=none")
+		before := sum(dev)
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		refuses(t, n, mp, dev, "blkid found no signature, but byte ")
+		if sum(dev) != before {
+			t.Error("the device was written")
+		}
+	})
+
+	t.Run("a partition's filesystem at 1 MiB, the partition table wiped", func(t *testing.T) {
+		n := realNode(t, "")
+		part := e2e.LoopDevice(t, 16<<20)
+		etcdData(t, realBlkid, part)
+		dev := e2e.LoopDevice(t, diskSize)
+		e2e.MustRun(t, "dd", "if="+part, "of="+dev, "bs=1M", "seek=1", "conv=notrunc,fsync", "status=none")
+		before := sum(dev)
+		mp := filepath.Join(t.TempDir(), "etcd")
+		e2e.Unmount(t, mp)
+		refuses(t, n, mp, dev, "blkid found no signature, but byte 1049")
+		if sum(dev) != before {
+			t.Error("the device was written")
+		}
+	})
+}
+
+// journalThatWrites is an attached volume's FormatJournal whose BeginFormat runs write: what happens to the
+// device between FormatAndMount's checks and its mkfs (another process, a device name taken over while a cloud
+// call runs).
+type journalThatWrites struct {
+	Name   string
+	Device *string `kubeup:"output"`
+	device string
+	write  func()
+}
+
+var _ FormatJournal = (*journalThatWrites)(nil)
+
+func (j *journalThatWrites) Key() engine.Key     { return engine.Key{Type: "FakeJournal", Name: j.Name} }
+func (j *journalThatWrites) Deps() []engine.Task { return nil }
+func (j *journalThatWrites) AttachedDevice() string {
+	if j.Device == nil {
+		return ""
+	}
+	return *j.Device
+}
+func (j *journalThatWrites) CheckChanges(_, _, _ *journalThatWrites) error      { return nil }
+func (j *journalThatWrites) FormatIntent(context.Context) (string, bool, error) { return "", true, nil }
+func (j *journalThatWrites) BeginFormat(context.Context) error                  { j.write(); return nil }
+func (j *journalThatWrites) EndFormat(context.Context) error                    { return nil }
+func (j *journalThatWrites) Find(context.Context, *Node) (*journalThatWrites, error) {
+	return &journalThatWrites{Name: j.Name, Device: &j.device}, nil
+}
+func (j *journalThatWrites) Render(_ context.Context, _ *Node, _, expected, _ *journalThatWrites) error {
+	expected.Device = &j.device
+	return nil
+}
+
+// The device is probed again right before mkfs, after the format intent is recorded: one that changed meanwhile
+// is not formatted.
+func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
+	e2e.RequireTools(t, "blkid", "mkfs.ext4")
+	realBlkid, err := exec.LookPath("blkid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		write func(t *testing.T, dev string) func()
+		want  string
+	}{
+		{name: "a filesystem made meanwhile", want: "changed while it was being formatted: it held nothing, and now holds a ext4 filesystem",
+			write: func(t *testing.T, dev string) func() { return func() { etcdData(t, realBlkid, dev) } }},
+		{name: "data written meanwhile", want: "blkid found no signature, but byte 33554432 is not zero",
+			write: func(t *testing.T, dev string) func() {
+				return func() {
+					e2e.MustRun(t, "dd", "if=/dev/urandom", "of="+dev, "bs=4096", "seek=8192", "count=1", "conv=fsync", "status=none")
+				}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := realNode(t, "")
+			dev := e2e.LoopDevice(t, diskSize)
+			mp := filepath.Join(t.TempDir(), "etcd")
+			e2e.Unmount(t, mp)
+			var written string // the device's sha256 after the write
+			write := tt.write(t, dev)
+			j := &journalThatWrites{Name: "v", device: dev, write: func() {
+				write()
+				written = strings.Fields(e2e.MustRun(t, "sha256sum", dev))[0]
+			}}
+			g := engine.NewGraph[*Node]()
+			engine.Add(g, j)
+			engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, FSType: ptr("ext4")})
+			_, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), dev) {
+				t.Fatalf("apply: %v; want a refusal naming %s and containing %q", err, dev, tt.want)
+			}
+			if got := mountedDevice(t, mp); got != "" {
+				t.Errorf("%s is mounted at %s", got, mp)
+			}
+			if now := strings.Fields(e2e.MustRun(t, "sha256sum", dev))[0]; now != written {
+				t.Error("the device was written after the refusal")
+			}
+		})
+	}
+}
+
 // freeBlockMajor returns a block device major number in the range for local and experimental use that no driver
 // has registered: a node with it opens with ENXIO.
 func freeBlockMajor(t *testing.T) uint32 {

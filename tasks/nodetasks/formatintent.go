@@ -16,7 +16,7 @@ import (
 //
 //  1. the device is probed blank and read as zeros (probe.go), under the device lock;
 //  2. BeginFormat records the intent on the volume, durably;
-//  3. mkfs;
+//  3. the device is probed again, and must hold what was assessed (stillHolds); then mkfs;
 //  4. EndFormat removes the intent; only then is the filesystem mounted.
 //
 // A volume that still carries an intent was never mounted since its intent was recorded on a zeroed device, so
@@ -90,12 +90,17 @@ func (m *FormatAndMount) formatIntent(ctx context.Context) (string, error) {
 }
 
 // format records the intent, makes the filesystem and removes the intent; it returns the new filesystem's probe.
-func (m *FormatAndMount) format(ctx context.Context, fsType, dev string) (probe, error) {
+// assessed is what dev held when v was decided: right before mkfs, after BeginFormat (a cloud call, the pool's
+// lock: time in which the device may have changed), dev must hold it still, and a blank one still read as zeros.
+func (m *FormatAndMount) format(ctx context.Context, fsType, dev string, assessed probe, v verdict) (probe, error) {
 	j, _ := m.Attachment.(FormatJournal)
 	if j != nil {
 		if err := j.BeginFormat(ctx); err != nil {
 			return probe{}, err
 		}
+	}
+	if err := stillHolds(ctx, dev, assessed, v); err != nil {
+		return probe{}, err
 	}
 	if err := mkfs(ctx, fsType, dev); err != nil {
 		return probe{}, err
@@ -113,6 +118,35 @@ func (m *FormatAndMount) format(ctx context.Context, fsType, dev string) (probe,
 		}
 	}
 	return pr, nil
+}
+
+// stillHolds refuses dev, with a terminal error, unless blkid finds on it what it found when verdict v was decided
+// (assessed), and, for a blank device, it still reads as zeros.
+func stillHolds(ctx context.Context, dev string, assessed probe, v verdict) error {
+	now, err := probeDevice(ctx, dev)
+	if err != nil {
+		return err
+	}
+	if now.fsType != assessed.fsType || now.uuid != assessed.uuid || now.ptType != assessed.ptType || now.other != assessed.other {
+		return engine.Terminal(fmt.Errorf("device %s changed while it was being formatted: it held %s%s, and now holds %s%s: "+
+			"another process or node writes to it, or another device took its name; nothing was formatted: check what uses the device",
+			dev, assessed, uuidNote(assessed), now, uuidNote(now)))
+	}
+	switch {
+	case v == formatBlank:
+		return checkZeroed(dev)
+	case now.fsType != "" && !extNeverMounted(dev):
+		return engine.Terminal(fmt.Errorf("device %s: its %s filesystem (UUID %s) was mounted while it was being formatted again: it may hold data now, so nothing was formatted; "+
+			"mount it and look (its format intent is left on the volume)", dev, now.fsType, now.uuid))
+	}
+	return nil
+}
+
+func uuidNote(p probe) string {
+	if p.uuid == "" {
+		return ""
+	}
+	return " (UUID " + p.uuid + ")"
 }
 
 func isExt(fsType string) bool {

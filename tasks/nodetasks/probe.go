@@ -21,15 +21,21 @@ import (
 //     nothing on stderr), the first MiB of the device reads, and the kernel lists no partitions. blkid exits 2
 //     both for "nothing found" and for "could not open the device" (EACCES, ENXIO, EIO), telling them apart only
 //     on stderr: any stderr output, any other exit status, any unreadable first MiB is an error, never "blank".
-//  2. checkZeroed, right before mkfs, under the device lock: the first and the last MiB read, and read as
-//     zeros. It needs no blkid, so a blkid that lies or cannot see (a wrapper, a seccomp or LSM rule that denies
-//     it alone, a signature it does not know) cannot get a device with data formatted: filesystems, partition
-//     tables, LVM, RAID and LUKS put their metadata in the first or the last MiB.
+//  2. firstDataByte: the device reads, and reads as zeros: all of it up to fullScanMax (1 GiB), a larger one in
+//     its first 2 MiB, its last MiB and 64 KiB at every 8 MiB (zeroCheckSpans). It needs no blkid, so a blkid
+//     that lies or cannot see (a wrapper, a seccomp or LSM rule that denies it alone, a signature it does not
+//     know) cannot get a device with data formatted; nor can a header wiped by hand (dd over the first sectors
+//     leaves a partition's filesystem at 1 MiB, ext's backup superblocks at 8, 32 and 128 MiB, XFS's
+//     allocation group headers, and the data itself).
+//
+// Both run again right before mkfs, under the device lock, after the format intent is recorded (formatintent.go):
+// the device must still hold what was assessed. And mkfs discards nothing (ext: -E nodiscard, xfs: -K), so that
+// a wrong format, should one ever happen, leaves the old blocks to recover.
 //
 // The second check never refuses a genuinely new volume: a new EBS volume (not from a snapshot), a new GCE
 // persistent disk and the local provider's sparse disk images all read as zeros until written. A device that was
-// used and then "wiped" with wipefs alone may be refused: it is not known to be free, and the error says how to
-// zero it if its data is not needed.
+// used and then "wiped" with wipefs alone, or whose first sectors were zeroed, is refused: it is not known to be
+// free, and the error says how to zero it whole if its data is not needed.
 
 const mib = 1 << 20
 
@@ -199,8 +205,7 @@ func readHeadOf(f *os.File, dev string) ([]byte, int64, error) {
 	return buf[:n], size, nil
 }
 
-// checkZeroed is the last check before mkfs (see the top of this file): the first and the last MiB of dev must
-// read, and read as zeros.
+// checkZeroed refuses dev unless it reads as zeros where firstDataByte looks.
 func checkZeroed(dev string) error {
 	off, err := firstDataByte(dev)
 	if err != nil || off < 0 {
@@ -212,13 +217,54 @@ func checkZeroed(dev string) error {
 // notZeroed is the terminal error of a device without a signature whose byte off is not zero.
 func notZeroed(dev string, off int64) error {
 	return engine.Terminal(fmt.Errorf("device %s: blkid found no signature, but byte %d is not zero: "+
-		"kubeup formats only a device whose first and last MiB read as zeros, as a new volume does, and this one "+
-		"may hold data blkid cannot name, so nothing was changed: check that it is the right device; %s",
+		"kubeup formats only a device that reads as zeros, as a new volume does, and this one "+
+		"may hold data blkid cannot name (a filesystem whose first sectors were wiped, a partition whose table was), so nothing was changed: check that it is the right device; %s",
 		dev, off, zeroHint(dev)))
 }
 
-// firstDataByte returns the offset of the first byte of dev's first or last MiB that is not zero; -1 when both
-// read as zeros. A device that cannot be read is an unreadable error.
+// A device up to fullScanMax is read whole before it is formatted; a larger one where metadata lives and in
+// samples (zeroCheckSpans): at a first format of a new cloud volume, a whole read of hundreds of GiB would take
+// minutes.
+const (
+	fullScanMax = 1 << 30
+	sampleEvery = 8 * mib
+	sampleSize  = 64 << 10
+)
+
+// span is a range of a device: n bytes at off.
+type span struct{ off, n int64 }
+
+// zeroCheckSpans are the ranges of a device of size bytes that firstDataByte reads after its first MiB, in
+// order: everything up to fullScanMax; beyond, the second MiB (a partition's filesystem starts at 1 MiB),
+// sampleSize bytes at every multiple of sampleEvery (ext's backup superblocks at 8, 32 and 128 MiB for 1, 2
+// and 4 KiB blocks are among them) and the last MiB (RAID, LVM and GPT metadata at the end).
+func zeroCheckSpans(size int64) []span {
+	var out []span
+	add := func(off, n int64) {
+		if off < mib {
+			n, off = n-(mib-off), mib
+		}
+		n = min(n, size-off)
+		if n > 0 {
+			out = append(out, span{off, n})
+		}
+	}
+	if size <= fullScanMax {
+		for off := int64(mib); off < size; off += mib {
+			add(off, mib)
+		}
+		return out
+	}
+	add(mib, mib)
+	for off := int64(sampleEvery); off < size-mib; off += sampleEvery {
+		add(off, sampleSize)
+	}
+	add(size-mib, mib)
+	return out
+}
+
+// firstDataByte returns the offset of the first byte that is not zero in dev's first MiB or in its
+// zeroCheckSpans; -1 when they all read as zeros. A device that cannot be read is an unreadable error.
 func firstDataByte(dev string) (int64, error) {
 	f, err := os.Open(dev)
 	if err != nil {
@@ -229,21 +275,29 @@ func firstDataByte(dev string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	tailOff := max(0, size-mib)
-	tail := make([]byte, size-tailOff)
-	if n, err := f.ReadAt(tail, tailOff); n < len(tail) {
-		return 0, unreadable(dev, "reading the last MiB", fmt.Errorf("read %d bytes of %d: %w", n, len(tail), err))
-	}
 	if i := firstNonZero(head); i >= 0 {
 		return int64(i), nil
 	}
-	if i := firstNonZero(tail); i >= 0 {
-		return tailOff + int64(i), nil
+	buf := head[:cap(head)]
+	for _, s := range zeroCheckSpans(size) {
+		b := buf[:s.n]
+		if n, err := f.ReadAt(b, s.off); n < len(b) {
+			return 0, unreadable(dev, fmt.Sprintf("reading %d bytes at byte %d", s.n, s.off), fmt.Errorf("read %d: %w", n, err))
+		}
+		if i := firstNonZero(b); i >= 0 {
+			return s.off + int64(i), nil
+		}
 	}
 	return -1, nil
 }
 
+// zeros is a MiB of zeros, for firstNonZero.
+var zeros = make([]byte, mib)
+
 func firstNonZero(b []byte) int {
+	if len(b) <= len(zeros) && bytes.Equal(b, zeros[:len(b)]) {
+		return -1
+	}
 	for i, c := range b {
 		if c != 0 {
 			return i

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,7 +119,8 @@ func TestProbeDeviceWithoutBlkid(t *testing.T) {
 	}
 }
 
-// The check before mkfs reads the first and the last MiB: anything but zeros, or a read that fails, refuses.
+// The zero check reads a device whole up to fullScanMax, a larger one in its first 2 MiB, its last MiB and in
+// samples (zeroCheckSpans): anything but zeros there, or a read that fails, refuses.
 func TestCheckZeroed(t *testing.T) {
 	const mib = 1 << 20
 	tests := []struct {
@@ -127,9 +129,22 @@ func TestCheckZeroed(t *testing.T) {
 		wantErr string
 	}{
 		{name: "new volume", device: func(t *testing.T) string { return fakeDevice(t, 8*mib, nil) }},
+		{name: "a new large volume", device: func(t *testing.T) string { return fakeDevice(t, 4<<30, nil) }},
 		{name: "smaller than a MiB", device: func(t *testing.T) string { return fakeDevice(t, 4096, nil) }},
-		{name: "data in the middle is not looked at", device: func(t *testing.T) string {
-			return fakeDevice(t, 8*mib, map[int64]string{4 * mib: "x"})
+		{name: "data in the middle", device: func(t *testing.T) string {
+			return fakeDevice(t, 8*mib, map[int64]string{4*mib + 5: "x"})
+		}, wantErr: "byte 4194309 is not zero"},
+		{name: "a partition's superblock at 1 MiB", device: func(t *testing.T) string {
+			return fakeDevice(t, 8*mib, map[int64]string{mib + 1024 + 56: "\x53\xef"})
+		}, wantErr: "byte 1049656 is not zero"},
+		{name: "a large device: ext's backup superblock at 128 MiB", device: func(t *testing.T) string {
+			return fakeDevice(t, 4<<30, map[int64]string{128*mib + 56: "\x53\xef"})
+		}, wantErr: "byte 134217784 is not zero"},
+		{name: "a large device: its last MiB", device: func(t *testing.T) string {
+			return fakeDevice(t, 4<<30, map[int64]string{4<<30 - 1: "x"})
+		}, wantErr: "is not zero"},
+		{name: "a large device: zeros where it is sampled", device: func(t *testing.T) string {
+			return fakeDevice(t, 4<<30, map[int64]string{8*mib - 1: "x", 8*mib + sampleSize: "y"})
 		}},
 		{name: "a superblock", device: func(t *testing.T) string { return fakeDevice(t, 8*mib, map[int64]string{1024 + 56: "\x53\xef"}) },
 			wantErr: "byte 1080 is not zero"},
@@ -151,5 +166,39 @@ func TestCheckZeroed(t *testing.T) {
 				t.Errorf("error class %v, want terminal", engine.ClassOf(err))
 			}
 		})
+	}
+}
+
+// TestZeroCheckSpans: a device up to fullScanMax is read whole, in MiB pieces after the first; a larger one in
+// its second MiB, sampleSize at every sampleEvery, and its last MiB, in order, inside the device.
+func TestZeroCheckSpans(t *testing.T) {
+	const mib = 1 << 20
+	if got, want := zeroCheckSpans(3*mib+5), []span{{mib, mib}, {2 * mib, mib}, {3 * mib, 5}}; !slices.Equal(got, want) {
+		t.Errorf("3 MiB + 5: %v, want %v", got, want)
+	}
+	if got := zeroCheckSpans(mib); len(got) != 0 {
+		t.Errorf("1 MiB: %v, want nothing after the first MiB", got)
+	}
+	size := int64(20 << 30)
+	got := zeroCheckSpans(size)
+	if got[0] != (span{mib, mib}) || got[len(got)-1] != (span{size - mib, mib}) {
+		t.Errorf("20 GiB: first %v, last %v", got[0], got[len(got)-1])
+	}
+	var read int64
+	at := map[int64]bool{}
+	for i, s := range got {
+		read += s.n
+		at[s.off] = true
+		if s.off < mib || s.off+s.n > size || i > 0 && s.off < got[i-1].off+got[i-1].n {
+			t.Errorf("span %d %v: outside the device or out of order", i, s)
+		}
+	}
+	for _, off := range []int64{8 * mib, 32 * mib, 128 * mib, 5 << 30} {
+		if !at[off] {
+			t.Errorf("20 GiB: nothing read at %d", off)
+		}
+	}
+	if read > size/100 {
+		t.Errorf("20 GiB: %d bytes read, more than 1%%", read)
 	}
 }
