@@ -113,7 +113,8 @@ func newCreateClusterCommand(g *globals) *cobra.Command {
 control-plane node, spread over the zones, and a "nodes" group across all of them. Nothing runs in the cloud
 until "kubeup update cluster NAME --yes".
 
-With --dry-run, print the spec (-o yaml or json) instead of writing it.
+With --dry-run, print the spec (-o yaml or json) instead of writing it. -o without --dry-run is refused: it
+would write the spec and print none.
 
 The cloud is local, aws or gce. An aws cluster runs in your VPC and subnets (--vpc, and --subnets: one per zone,
 their ids in the order of --zones, or ZONE=ID pairs), its machines get the IAM instance profile
@@ -135,6 +136,9 @@ refused.`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkDryRunOutput(cmd, dryRun, "spec"); err != nil {
+				return err
+			}
 			if o.Name = name.optional(args); o.Name == "" {
 				return fmt.Errorf("%s needs the cluster's name, a DNS name such as demo.example.com: %s NAME, or --name NAME", cmd.CommandPath(), cmd.CommandPath())
 			}
@@ -190,6 +194,6 @@ refused.`,
 	f.StringVar(&o.NodeupURL, "nodeup-url", "", "aws and gce: where the machines download nodeup (default: the nodeup this kubeup build carries)")
 	f.StringVar(&o.NodeupSHA256, "nodeup-sha256", "", "aws and gce: the sha256 of the nodeup --nodeup-url names (required with it, and by a development build)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the spec instead of writing it")
-	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json")
+	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json (refused without --dry-run)")
 	return cmd
 }

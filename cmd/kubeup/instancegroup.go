@@ -79,8 +79,8 @@ A ControlPlane group runs one member of each etcd cluster whose members are defa
 applied, a group that would add etcd members is refused: kubeup does not change the membership of a running etcd
 cluster.
 
-With --dry-run, print the group (-o yaml or json) instead of writing it. The cloud is not changed until
-"kubeup update cluster CLUSTER --yes".`,
+With --dry-run, print the group (-o yaml or json) instead of writing it; -o without --dry-run is refused (it
+would write the group and print none). The cloud is not changed until "kubeup update cluster CLUSTER --yes".`,
 		Example: `  kubeup create instancegroup gpu-nodes --name demo.example.com --role Node --zones a,b --min 2 --max 4
   kubeup create ig batch --name demo.example.com --machine-type t3.large --dry-run -o yaml`,
 		Args: a.args,
@@ -88,6 +88,9 @@ With --dry-run, print the group (-o yaml or json) instead of writing it. The clo
 			ctx := cmd.Context()
 			group, cluster, err := a.names(cmd, args)
 			if err != nil {
+				return err
+			}
+			if err := checkDryRunOutput(cmd, dryRun, "group"); err != nil {
 				return err
 			}
 			if err := checkOutput(output, "yaml", "json"); err != nil {
@@ -140,7 +143,7 @@ With --dry-run, print the group (-o yaml or json) instead of writing it. The clo
 	f.StringVar(&machineType, "machine-type", "", "the machine type (spec.machineType; default: the cloud's: t3.medium, e2-standard-2, local)")
 	f.StringVar(&image, "image", "", "the machine image (spec.image; default: the cloud's Debian 12)")
 	f.BoolVar(&dryRun, "dry-run", false, "validate and print the group instead of writing it")
-	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json")
+	f.StringVarP(&output, "output", "o", "yaml", "output format of --dry-run: yaml or json (refused without --dry-run)")
 	return cmd
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"kubeup.dev/kubeup/model"
 )
 
@@ -29,6 +31,19 @@ func checkOutput(output string, formats ...string) error {
 		return fmt.Errorf("-o %q: want %s or %s", output, strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1])
 	}
 	return nil
+}
+
+// checkDryRunOutput refuses -o without --dry-run on a command whose -o is the format of what --dry-run prints:
+// without --dry-run the command writes and prints no object, and whoever asked for one expected a preview, not a
+// write.
+func checkDryRunOutput(cmd *cobra.Command, dryRun bool, what string) error {
+	if dryRun || !cmd.Flags().Changed("output") {
+		return nil
+	}
+	output, _ := cmd.Flags().GetString("output")
+	return fmt.Errorf("-o %s prints the %s only with --dry-run; without --dry-run, %s writes it and prints no %s: "+
+		"add --dry-run to see it without writing it, or leave -o out to write it; nothing was changed",
+		output, what, cmd.CommandPath(), what)
 }
 
 // printObjects writes objects as YAML documents separated by "---", or as JSON: one object when single (a

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputNeedsDryRun: on the commands whose -o is the format of what --dry-run prints (create cluster, create
+// instancegroup), -o without --dry-run was ignored and the object written: whoever asked for JSON expected a
+// preview and got a write. It is refused, the error says to add --dry-run, and nothing is written (not even a
+// file:// store's directory).
+func TestOutputNeedsDryRun(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	before := treeSums(t, state)
+	for _, args := range [][]string{
+		{"create", "ig", "g2", "--name", name, "-o", "json"},
+		{"create", "instancegroup", "g2", "--name", name, "--output", "yaml"},
+		{"create", "cluster", "y.example.com", "--cloud", "local", "--zones", "a", "-o", "json"},
+		{"create", "cluster", "y.example.com", "--cloud", "local", "--zones", "a", "-o", "yaml"},
+	} {
+		out, _, err := kubeup(t, state, args...)
+		if err == nil || exitCode(err) != 1 {
+			t.Errorf("kubeup %s: %v, want refused with exit status 1\n%s", strings.Join(args, " "), err, out)
+			continue
+		}
+		for _, want := range []string{"-o " + args[len(args)-1], "only with --dry-run", "add --dry-run", "nothing was changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("kubeup %s: %v, want it to say %q", strings.Join(args, " "), err, want)
+			}
+		}
+		if out != "" {
+			t.Errorf("kubeup %s printed %q", strings.Join(args, " "), out)
+		}
+	}
+	if after := treeSums(t, state); !sameSums(before, after) {
+		t.Errorf("the refused commands changed the state store:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A store that does not exist yet is not made either.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if _, _, err := kubeup(t, fresh, "create", "cluster", "y.example.com", "--cloud", "local", "--zones", "a", "-o", "json"); err == nil {
+		t.Error("create cluster -o json without --dry-run in a new store: no error")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("the refused create cluster made the store's directory %s (%v)", fresh, err)
+	}
+
+	// With --dry-run, -o is what it prints, and nothing is written.
+	for _, args := range [][]string{
+		{"create", "ig", "g2", "--name", name, "--dry-run", "-o", "json"},
+		{"create", "cluster", "y.example.com", "--cloud", "local", "--zones", "a", "--dry-run", "-o", "json"},
+	} {
+		out := mustKubeup(t, state, args...)
+		if !json.Valid([]byte(out)) {
+			t.Errorf("kubeup %s printed no JSON:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	// Without -o, the write happens as before.
+	mustKubeup(t, state, "create", "ig", "g2", "--name", name)
+	if after := treeSums(t, state); sameSums(before, after) {
+		t.Error("create ig g2 without -o wrote nothing")
+	}
+}
