@@ -172,7 +172,9 @@ func (nc *NodeConfig) AddKeystoreFiles(ks Issued) error {
 }
 
 // RedactNodeConfigObject shows a stored node configuration (as Encode wrote it) with the contents of every
-// Sensitive file replaced by (sensitive): what a plan may print. It reads the object leniently (no sha256 or
+// secret file replaced by (sensitive): what a plan may print. A file is secret when it is Sensitive, and also
+// when the flag is missing but its mode or its contents say it holds a key (NodeFile.secret): when in doubt,
+// redact. It reads the object leniently (no sha256 or
 // spec check: it only shows it); an object that is not YAML is an error that never quotes it.
 func RedactNodeConfigObject(obj string) (string, error) {
 	first, rest, ok := strings.Cut(obj, "\n")
@@ -184,7 +186,7 @@ func RedactNodeConfigObject(obj string) (string, error) {
 		return "", errors.New("not a node configuration: its YAML does not decode")
 	}
 	for i := range nc.Files {
-		if nc.Files[i].Sensitive {
+		if nc.Files[i].secret() {
 			nc.Files[i].Contents = engine.Redacted
 		}
 	}

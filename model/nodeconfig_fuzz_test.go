@@ -27,8 +27,9 @@ const fuzzKeyBody = "U0VOVElORUwtbm9kZS1rZXk="
 //     naming the source;
 //   - a configuration nodeup accepts, Encode writes back to an object that decodes to the same configuration,
 //     byte for byte the same when encoded again;
-//   - RedactNodeConfigObject shows every Sensitive file as (sensitive), keeps the others' contents, and never
-//     shows a private key's PEM that only a Sensitive file holds.
+//   - RedactNodeConfigObject shows every file the rule calls secret (NodeFile.secret: Sensitive, a mode without
+//     access for group and others or one that does not parse, or contents holding a key or a token) as
+//     (sensitive), keeps the others' contents, and never shows a private key's PEM that only a secret file holds.
 func FuzzNodeConfig(f *testing.F) {
 	for _, cloud := range []string{CloudLocal, CloudAWS, CloudGCE} {
 		c, igs := completeSpec(f, cloud, 3)
@@ -49,6 +50,8 @@ func FuzzNodeConfig(f *testing.F) {
 	f.Add([]byte("apiVersion: kubeup.dev/v1alpha1\nkind: NodeConfig\n"), true)
 	f.Add([]byte("# sha256:00\nkind: NodeConfig\n"), false)
 	f.Add([]byte("files:\n- {path: /k, mode: '0600', contents: x, sensitive: true}\n"), true)
+	f.Add([]byte("files:\n- {path: /k, mode: '0644', contents: \"client-key-data: eA==\"}\n- {path: /c, mode: '0644', contents: x}\n"), true)
+	f.Add([]byte("files:\n- {path: /k, mode: '0600', contents: x}\n- {path: /m, mode: 'rw', contents: y}\n"), true)
 	f.Fuzz(func(t *testing.T, body []byte, withSum bool) {
 		obj := body
 		if withSum {
@@ -128,7 +131,7 @@ func checkRedacted(t *testing.T, obj []byte) {
 	redacted.Files = nil
 	for i, f := range in.Files {
 		want := f
-		if f.Sensitive {
+		if f.secret() {
 			want.Contents = engine.Redacted
 		}
 		if diff := cmp.Diff(want, out.Files[i]); diff != "" {
@@ -136,7 +139,7 @@ func checkRedacted(t *testing.T, obj []byte) {
 		}
 		redacted.Files = append(redacted.Files, want)
 	}
-	// The PEM is shown only where a field that is not a Sensitive file's contents holds it.
+	// The PEM is shown only where a field that is not a secret file's contents holds it.
 	elsewhere, err := yaml.Marshal(&redacted)
 	if err != nil {
 		t.Fatal(err)

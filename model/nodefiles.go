@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -32,6 +33,25 @@ func (f NodeFile) FileMode() (uint32, error) {
 		return 0, fmt.Errorf("file %s: mode %q: want permission bits in octal, such as 0600", f.Path, f.Mode)
 	}
 	return uint32(m), nil
+}
+
+// secret reports whether the plans must show f as (sensitive). When in doubt, it is: f is Sensitive, or its
+// mode gives group and others no access (0600, 0400: keys and kubeconfigs; a mode that does not parse counts),
+// or its contents hold a private key's PEM, a kubeconfig's client key or a token. A stored configuration that
+// lost the Sensitive flag (edited by hand, written by an older kubeup) so still shows no key.
+func (f NodeFile) secret() bool {
+	if f.Sensitive {
+		return true
+	}
+	if m, err := f.FileMode(); err != nil || m&0o077 == 0 {
+		return true
+	}
+	for _, mark := range []string{"PRIVATE KEY", "client-key-data", "token:"} {
+		if strings.Contains(f.Contents, mark) {
+			return true
+		}
+	}
+	return false
 }
 
 // PendingPEM stands, in a dry run, for a certificate or key that this update is still to issue: no file can
