@@ -66,3 +66,36 @@ func TestOutputNeedsDryRun(t *testing.T) {
 		t.Error("create ig g2 without -o wrote nothing")
 	}
 }
+
+// TestTargetDryRunWithYes: update cluster --target dryrun --yes exited 0 after a dry run whose plan ended with
+// "Must specify --yes to apply changes", although --yes was given. The contradiction is refused before anything
+// is read or changed; --target dryrun alone is a dry run, and --yes alone applies.
+func TestTargetDryRunWithYes(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	before := treeSums(t, state)
+	for _, args := range [][]string{
+		{"update", "cluster", name, "--target", "dryrun", "--yes"},
+		{"update", "cluster", name, "--target=dryrun", "-y", "-o", "json"},
+	} {
+		out, _, err := kubeup(t, state, args...)
+		if exitCode(err) != 1 || out != "" {
+			t.Fatalf("kubeup %s: %v, printed %q; want refused, nothing printed", strings.Join(args, " "), err, out)
+		}
+		for _, want := range []string{"--target dryrun only shows the changes and --yes applies them", "kubeup update cluster " + name + " --yes", "nothing was changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("kubeup %s: %v, want it to say %q", strings.Join(args, " "), err, want)
+			}
+		}
+	}
+	if after := treeSums(t, state); !sameSums(before, after) {
+		t.Error("the refused update changed the state store")
+	}
+	if out := mustKubeup(t, state, "update", "cluster", name, "--target", "dryrun"); !strings.Contains(out, "Must specify --yes to apply changes") {
+		t.Errorf("update --target dryrun: want a dry run, got:\n%s", out)
+	}
+	if after := treeSums(t, state); !sameSums(before, after) {
+		t.Error("update --target dryrun changed the state store")
+	}
+}

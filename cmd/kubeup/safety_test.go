@@ -197,7 +197,8 @@ func TestDetailedExitCode(t *testing.T) {
 	}{
 		{[]string{"update", "cluster", name, "--detailed-exitcode"}, 2},
 		{[]string{"update", "cluster", name, "--detailed-exitcode", "-o", "json"}, 2},
-		{[]string{"update", "cluster", name, "--detailed-exitcode", "--yes", "--target", "dryrun"}, 2},
+		{[]string{"update", "cluster", name, "--detailed-exitcode", "--target", "dryrun"}, 2},
+		{[]string{"update", "cluster", name, "--detailed-exitcode", "--yes", "--target", "dryrun"}, 1}, // a contradiction: refused
 		{[]string{"update", "cluster", name}, 0},
 		{[]string{"update", "cluster", "absent.example.com", "--detailed-exitcode"}, 1},
 		{[]string{"update", "cluster", name, "--detailed-exitcode", "--yes"}, 0},

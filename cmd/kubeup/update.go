@@ -23,7 +23,8 @@ func newUpdateCommand(g *globals) *cobra.Command {
 		Long: `Build the cluster's task graph from its complete spec (volumes for every etcd member, the API's DNS
 records, the complete spec and each instance group's node configuration in the state store) and compare it
 with the cloud. Without --yes, print what would change ("Will create resources", "Will modify resources")
-and change nothing. With --yes, apply those changes.
+and change nothing. With --yes, apply those changes. --target dryrun is the same dry run as leaving out --yes;
+with --yes it is refused, as the two contradict each other.
 
 update --yes holds the cluster's lock (the object <cluster>/lock of the state store) from its dry run to its
 end, so that two runs never change the cloud at once: a second update --yes (or delete --yes) waits for the
@@ -60,6 +61,12 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			case "direct":
 				o.Apply = yes
 			case "dryrun":
+				if yes {
+					// As terraform plan, which has no -auto-approve: a run that was asked to apply must not end
+					// with success and a plan that says "Must specify --yes".
+					return fmt.Errorf("--target dryrun only shows the changes and --yes applies them: give one of them "+
+						"(show: kubeup update cluster %s; apply: kubeup update cluster %s --yes); nothing was changed", n, n)
+				}
 			default:
 				return fmt.Errorf("--target %q: want direct or dryrun", target)
 			}
@@ -89,7 +96,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 	}
 	name.addFlag(cmd, g)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply the changes (without it, only show them)")
-	cmd.Flags().StringVar(&target, "target", "direct", "direct: change the cloud (with --yes); dryrun: only show the changes, even with --yes")
+	cmd.Flags().StringVar(&target, "target", "direct", "direct: change the cloud (with --yes); dryrun: only show the changes (refused with --yes)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when the dry run found changes, 0 when none, 1 on an error")
 	lockFlags(cmd, &lock)
