@@ -1,7 +1,9 @@
 package model
 
 import (
+	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,7 +79,7 @@ func kubeProxyPod(k *KubeProxyConfig) *nodetasks.Pod {
 	// It writes the node's iptables rules and conntrack settings.
 	privileged := true
 	p.Spec.Containers[0].SecurityContext = &nodetasks.SecurityContext{Privileged: &privileged}
-	mountHostPaths(p, path.Dir(k.Kubeconfig), "/lib/modules", "/run/xtables.lock")
+	mountHostPaths(p, path.Dir(k.Kubeconfig), "/lib/modules", xtablesLock)
 	return p
 }
 
@@ -111,25 +113,88 @@ func httpsProbe(path string, port int32) *nodetasks.Probe {
 	}
 }
 
-// mountHostPaths mounts each host path read-only at the same path in the pod's container, except the xtables
-// lock, which kube-proxy writes.
+// xtablesLock is the lock iptables' tools share on a node; kube-proxy takes it while it writes the rules.
+const xtablesLock = "/run/xtables.lock"
+
+// lockFiles are the host paths the model mounts as lock files: created as an empty file when missing, and
+// writable. Any other path is a directory, read-only, whatever its name ends with.
+var lockFiles = map[string]bool{xtablesLock: true}
+
+// mountHostPaths mounts each host path read-only at the same path in the pod's container, except the lock files
+// (lockFiles), which the container writes. A path given twice is mounted once.
 func mountHostPaths(p *nodetasks.Pod, paths ...string) {
 	c := &p.Spec.Containers[0]
-	for i, hp := range paths {
-		name := volumeName(hp, i)
+	var unique []string
+	for _, hp := range paths {
+		if !slices.Contains(unique, hp) {
+			unique = append(unique, hp)
+		}
+	}
+	taken := make([]string, len(p.Spec.Volumes))
+	for i, v := range p.Spec.Volumes {
+		taken[i] = v.Name
+	}
+	names := volumeNames(unique, taken)
+	for i, hp := range unique {
 		typ := "DirectoryOrCreate"
 		readOnly := true
-		if strings.HasSuffix(hp, ".lock") {
+		if lockFiles[hp] {
 			typ, readOnly = "FileOrCreate", false
 		}
 		p.Spec.Volumes = append(p.Spec.Volumes, nodetasks.Volume{
-			Name: name, HostPath: &nodetasks.HostPathVolumeSource{Path: hp, Type: typ},
+			Name: names[i], HostPath: &nodetasks.HostPathVolumeSource{Path: hp, Type: typ},
 		})
-		c.VolumeMounts = append(c.VolumeMounts, nodetasks.VolumeMount{Name: name, MountPath: hp, ReadOnly: readOnly})
+		c.VolumeMounts = append(c.VolumeMounts, nodetasks.VolumeMount{Name: names[i], MountPath: hp, ReadOnly: readOnly})
 	}
 }
 
-// volumeName names a host path's volume after the path's letters and digits (/srv/kubernetes -> srvkubernetes).
+// volumeNames names the volumes of the distinct host paths of one pod, none of them one of taken (the pod's
+// volumes already). Each is named by volumeName; where that gives two paths the same name (/srv/kubernetes and
+// /srv/kube/rnetes), the first of them in sorted order keeps it and the others get "-2", "-3"... appended, so
+// that the names are unique, the same whatever order the clashing paths come in, and those without a clash are
+// the names they always had.
+func volumeNames(paths, taken []string) []string {
+	names := make([]string, len(paths))
+	used := map[string]bool{}
+	for _, n := range taken {
+		used[n] = true
+	}
+	byName := map[string][]int{}
+	for i, hp := range paths {
+		names[i] = volumeName(hp, i)
+		byName[names[i]] = append(byName[names[i]], i)
+	}
+	for _, n := range names {
+		used[n] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		group := byName[name]
+		if len(group) == 1 && !slices.Contains(taken, name) {
+			continue
+		}
+		slices.SortFunc(group, func(a, b int) int { return strings.Compare(paths[a], paths[b]) })
+		if !slices.Contains(taken, name) {
+			group = group[1:] // the first keeps the name
+		}
+		k := 2
+		for _, i := range group {
+			for {
+				suffix := "-" + strconv.Itoa(k)
+				k++
+				n := name[:min(len(name), 63-len(suffix))] + suffix
+				if !used[n] {
+					names[i], used[n] = n, true
+					break
+				}
+			}
+		}
+	}
+	return names
+}
+
+// volumeName names a host path's volume after the path's letters and digits (/srv/kubernetes -> srvkubernetes);
+// the i-th path of a pod with none, or with more than 63, is hostpath<i>. Two paths may get the same name:
+// volumeNames makes them unique.
 func volumeName(hostPath string, i int) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(hostPath) {
