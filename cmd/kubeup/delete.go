@@ -32,6 +32,9 @@ is deleted. The report says which.`,
 			if err != nil {
 				return err
 			}
+			if err := checkLockFlags(o.Lock, o.Apply, "delete the cluster"); err != nil {
+				return err
+			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
 				return err

@@ -99,3 +99,57 @@ func TestTargetDryRunWithYes(t *testing.T) {
 		t.Error("update --target dryrun changed the state store")
 	}
 }
+
+// TestLockFlagMistakes: a negative --lock-timeout was taken as 0 (wait until interrupted), and --force-unlock
+// without --yes was ignored (only --yes takes the lock). Both are refused on update, delete and rolling-update
+// (with rolling-update's negative --validation-timeout and --interval), before anything is read; --force-unlock
+// with --yes takes over a lock of another machine.
+func TestLockFlagMistakes(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	before := treeSums(t, state)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"update", "cluster", name, "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s", "cannot be negative", "0 to wait until interrupted", "nothing was changed"}},
+		{[]string{"update", "cluster", name, "--yes", "--lock-timeout=-5m"}, []string{"--lock-timeout -5m0s", "cannot be negative"}},
+		{[]string{"delete", "cluster", name, "--yes", "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s", "cannot be negative"}},
+		{[]string{"update", "cluster", name, "--force-unlock", "0123abcd"}, []string{"--force-unlock 0123abcd", "only --yes takes the lock", "add --yes to take over lock 0123abcd and apply the changes", "nothing was changed"}},
+		{[]string{"delete", "cluster", name, "--force-unlock", "0123abcd"}, []string{"add --yes to take over lock 0123abcd and delete the cluster"}},
+		{[]string{"rolling-update", "cluster", name, "--force-unlock", "0123abcd"}, []string{"add --yes to take over lock 0123abcd and replace the machines"}},
+		{[]string{"rolling-update", "cluster", name, "--yes", "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s", "cannot be negative"}},
+		{[]string{"rolling-update", "cluster", name, "--yes", "--validation-timeout", "-1s"}, []string{"--validation-timeout -1s", "cannot be negative", "nothing was changed"}},
+		{[]string{"rolling-update", "cluster", name, "--interval", "-1s"}, []string{"--interval -1s", "cannot be negative"}},
+	} {
+		out, _, err := kubeup(t, state, c.args...)
+		if exitCode(err) != 1 || out != "" {
+			t.Errorf("kubeup %s: %v, printed %q; want refused, nothing printed", strings.Join(c.args, " "), err, out)
+			continue
+		}
+		for _, want := range c.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("kubeup %s: %v, want it to say %q", strings.Join(c.args, " "), err, want)
+			}
+		}
+	}
+	if after := treeSums(t, state); !sameSums(before, after) {
+		t.Errorf("the refused commands changed the state store:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A lock left by a run on another machine: --force-unlock with its ID and --yes takes it over, and the apply
+	// releases it at its end.
+	lock := filepath.Join(state, name, "lock")
+	held := `{"id":"0123abcd","operation":"update --yes","holder":"someone@elsewhere","pid":42,"since":"2026-01-02T03:04:05Z"}`
+	if err := os.WriteFile(lock, []byte(held), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := kubeup(t, state, "update", "cluster", name, "--yes", "--lock-timeout", "0s", "--force-unlock", "0123abcd"); err != nil ||
+		!strings.Contains(stderr, "Took over the lock of cluster "+name) {
+		t.Fatalf("update --yes --force-unlock: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock is left after the apply (%v)", err)
+	}
+}

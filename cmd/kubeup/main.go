@@ -96,9 +96,24 @@ func (g *globals) open(ctx context.Context, create bool) (*cloudup.Clusters, err
 // lockFlags adds the flags of a command that takes the cluster's lock (update --yes, delete --yes).
 func lockFlags(cmd *cobra.Command, o *cloudup.LockOptions) {
 	cmd.Flags().DurationVar(&o.Timeout, "lock-timeout", 10*time.Minute,
-		"how long to wait for the cluster's lock while another update or delete of it runs (0: until interrupted)")
+		"with --yes: how long to wait for the cluster's lock while another update or delete of it runs (0: until interrupted; a negative duration is refused)")
 	cmd.Flags().StringVar(&o.ForceUnlock, "force-unlock", "",
-		"take over the cluster's lock with this ID (shown while waiting for it) from a run that died on another machine")
+		"with --yes (refused without): take over the cluster's lock with this ID (shown while waiting for it) from a run that died on another machine")
+}
+
+// checkLockFlags refuses the lock flags' mistakes before anything is read: a negative --lock-timeout (it was
+// taken as 0, wait until interrupted), and --force-unlock without --yes, which takes no lock and so would
+// silently take over none. doing is what --yes does ("apply the changes").
+func checkLockFlags(o cloudup.LockOptions, apply bool, doing string) error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("--lock-timeout %s: a wait cannot be negative: give how long to wait for the cluster's lock (such as 10m), or 0 to wait until interrupted; nothing was changed", o.Timeout)
+	}
+	if o.ForceUnlock != "" && !apply {
+		return fmt.Errorf("--force-unlock %s takes over the cluster's lock, and only --yes takes the lock (a dry run neither waits for it nor takes it): "+
+			"add --yes to take over lock %s and %s, or leave --force-unlock out to only see what would change; nothing was changed",
+			o.ForceUnlock, o.ForceUnlock, doing)
+	}
+	return nil
 }
 
 // logger writes structured logs to stderr: warnings only, unless --verbose.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -53,6 +54,17 @@ A replacing run holds the cluster's lock, as update --yes does.`,
 			n, err := name.required(cmd, args)
 			if err != nil {
 				return err
+			}
+			if err := checkLockFlags(o.Lock, o.Apply, "replace the machines"); err != nil {
+				return err
+			}
+			for _, d := range []struct {
+				flag string
+				v    time.Duration
+			}{{"--validation-timeout", o.Timeout}, {"--interval", o.Interval}} {
+				if d.v < 0 {
+					return fmt.Errorf("%s %s: a duration cannot be negative; nothing was changed", d.flag, d.v)
+				}
 			}
 			cs, err := g.clusters(ctx)
 			if err != nil {

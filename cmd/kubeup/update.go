@@ -70,6 +70,9 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			default:
 				return fmt.Errorf("--target %q: want direct or dryrun", target)
 			}
+			if err := checkLockFlags(lock, o.Apply, "apply the changes"); err != nil {
+				return err
+			}
 			switch output {
 			case "text":
 			case "json":
