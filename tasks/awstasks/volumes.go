@@ -25,6 +25,9 @@ import (
 //
 // The attachment is the claim, and EC2 decides races: AttachVolume of a volume attached to another instance fails
 // with VolumeInUse, and the volume is held (a volumetasks.HeldError naming that instance and its addresses). A
+// volume attached to more than one instance at once (an io2 volume with Multi-Attach) is held by the others too,
+// whether or not this instance is one of them: it is never attached here, and one attached here already is not
+// reported attached (Attached refuses it), so that nothing formats or mounts it. A
 // volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is tried
 // when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
 // instance (Nitro) shows the volume as /dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id without its dash>,
@@ -135,9 +138,7 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 	}
 	var others []string
 	for _, vol := range found {
-		if a := holding(vol); a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
-			others = append(others, aws.ToString(a.InstanceId))
-		}
+		others = append(others, v.others(vol)...)
 	}
 	holders, err := v.instances(ctx, others)
 	if err != nil {
@@ -149,7 +150,7 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 		for _, t := range vol.Tags {
 			out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 		}
-		if a := holding(vol); a != nil {
+		if a := v.holding(vol); a != nil {
 			h := v.holder(holders, aws.ToString(a.InstanceId))
 			out.Holder = &h
 		}
@@ -166,11 +167,43 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 	return vols, nil
 }
 
-// holding returns the attachment that holds vol (attaching, attached or detaching: the volume is not free until
-// EC2 says it is detached), or nil.
-func holding(vol types.Volume) *types.VolumeAttachment {
+// live reports whether attachment a holds its volume: attaching, attached or detaching (the volume is not free
+// until EC2 says it is detached).
+func live(a types.VolumeAttachment) bool {
+	return a.State != types.VolumeAttachmentStateDetached && aws.ToString(a.InstanceId) != ""
+}
+
+// mine returns this instance's live attachment of vol, or nil.
+func (v *Volumes) mine(vol types.Volume) *types.VolumeAttachment {
 	for i, a := range vol.Attachments {
-		if a.State != types.VolumeAttachmentStateDetached && aws.ToString(a.InstanceId) != "" {
+		if live(a) && aws.ToString(a.InstanceId) == v.me.NodeID {
+			return &vol.Attachments[i]
+		}
+	}
+	return nil
+}
+
+// others returns the instances other than this one that hold vol, in EC2's order: more than one, or one while
+// this instance holds it too, only for a volume with Multi-Attach.
+func (v *Volumes) others(vol types.Volume) []string {
+	var ids []string
+	for _, a := range vol.Attachments {
+		if id := aws.ToString(a.InstanceId); live(a) && id != v.me.NodeID && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// holding returns the attachment that holds vol as List reports it: this instance's when it is one of them (so
+// that this instance's task for the volume finds it, and Attached refuses it when others hold it too), else the
+// first; nil when the volume is free.
+func (v *Volumes) holding(vol types.Volume) *types.VolumeAttachment {
+	if a := v.mine(vol); a != nil {
+		return a
+	}
+	for i, a := range vol.Attachments {
+		if live(a) {
 			return &vol.Attachments[i]
 		}
 	}
@@ -239,11 +272,10 @@ func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 	if z := aws.ToString(vol.AvailabilityZone); z != v.zone {
 		return "", engine.Terminal(fmt.Errorf("%s: the volume is in zone %s, the instance in %s: a volume attaches to an instance of its zone only", doing, z, v.zone))
 	}
-	a := holding(vol)
-	if a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
-		return "", v.held(ctx, id, aws.ToString(a.InstanceId))
+	if others := v.others(vol); len(others) > 0 {
+		return "", v.held(ctx, id, others, v.mine(vol) != nil)
 	}
-	if a == nil {
+	if v.mine(vol) == nil {
 		if err := v.attach(ctx, id, doing); err != nil {
 			return "", err
 		}
@@ -288,9 +320,9 @@ func (v *Volumes) attach(ctx context.Context, id, doing string) error {
 			if derr != nil {
 				return derr
 			}
-			if a := holding(vol); a != nil && aws.ToString(a.InstanceId) != v.me.NodeID {
-				return v.held(ctx, id, aws.ToString(a.InstanceId))
-			} else if a != nil {
+			if others := v.others(vol); len(others) > 0 {
+				return v.held(ctx, id, others, v.mine(vol) != nil)
+			} else if v.mine(vol) != nil {
 				return nil // attached here already: a former try got through
 			}
 			return engine.NotReady(Classify(doing+" (EC2 says it is in use, and shows no attachment yet)", err))
@@ -334,16 +366,24 @@ func (v *Volumes) usedDevices(ctx context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
-// held is the error of volume id held by instance other.
-func (v *Volumes) held(ctx context.Context, id, other string) error {
-	h := volumetasks.Holder{NodeID: other}
-	if known, err := v.instances(ctx, []string{other}); err == nil {
-		h = v.holder(known, other)
+// held is the error of volume id held by the instances others (at least one), and by this instance too when
+// mineToo: its holder is the first of them, and its fix names them all.
+func (v *Volumes) held(ctx context.Context, id string, others []string, mineToo bool) error {
+	h := volumetasks.Holder{NodeID: others[0]}
+	if known, err := v.instances(ctx, others[:1]); err == nil {
+		h = v.holder(known, others[0])
 	}
-	return &volumetasks.HeldError{
-		VolumeID: id, Holder: h,
-		Fix: fmt.Sprintf("detach it from instance %s (aws ec2 detach-volume --volume-id %s) if that instance is gone for good", other, id),
+	fix := fmt.Sprintf("detach it from instance %s (aws ec2 detach-volume --volume-id %s) if that instance is gone for good", others[0], id)
+	if len(others) > 1 || mineToo {
+		all := slices.Clone(others)
+		if mineToo {
+			all = append([]string{v.me.NodeID + " (this instance)"}, all...)
+		}
+		fix = fmt.Sprintf("it is attached to %d instances at once (EBS Multi-Attach): %s; kubeup neither formats nor mounts a volume "+
+			"attached to more than one instance: detach it from every instance but the one that should serve it "+
+			"(aws ec2 detach-volume --volume-id %s --instance-id ID)", len(all), strings.Join(all, ", "), id)
 	}
+	return &volumetasks.HeldError{VolumeID: id, Holder: h, Fix: fix}
 }
 
 // waitAttached polls DescribeVolumes until the volume's attachment to this instance is "attached", and returns
@@ -355,12 +395,12 @@ func (v *Volumes) waitAttached(ctx context.Context, id, doing string) (string, e
 		if err != nil {
 			return "", err
 		}
-		a := holding(vol)
-		switch {
+		a := v.mine(vol)
+		switch others := v.others(vol); {
+		case len(others) > 0:
+			return "", v.held(ctx, id, others, a != nil)
 		case a == nil:
 			return "", engine.NotReady(fmt.Errorf("%s: EC2 shows no attachment any more", doing))
-		case aws.ToString(a.InstanceId) != v.me.NodeID:
-			return "", v.held(ctx, id, aws.ToString(a.InstanceId))
 		case a.State == types.VolumeAttachmentStateAttached:
 			return aws.ToString(a.Device), nil
 		case a.State == types.VolumeAttachmentStateDetaching:
@@ -406,8 +446,9 @@ func (v *Volumes) device(id, name, doing string) (string, error) {
 }
 
 // Attached returns the device of volume id when it is attached to this instance; "" when it is not (or still
-// attaching). Attached here but without its device on this machine yet is not ready. The volume is as the last
-// List read it when that has not served an Attached yet (see listed), else as EC2 describes it now.
+// attaching). Attached here but without its device on this machine yet is not ready. Attached here and to another
+// instance too (Multi-Attach) is a *volumetasks.HeldError naming them: the volume must not be mounted. The volume
+// is as the last List read it when that has not served an Attached yet (see listed), else as EC2 describes it now.
 func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("looking for EBS volume %s on instance %s", id, v.me.NodeID)
 	vol, ok := v.take(id)
@@ -417,15 +458,18 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 	}
-	a := holding(vol)
-	if a == nil || aws.ToString(a.InstanceId) != v.me.NodeID || a.State != types.VolumeAttachmentStateAttached {
+	a := v.mine(vol)
+	if a == nil || a.State != types.VolumeAttachmentStateAttached {
 		return "", nil
+	}
+	if others := v.others(vol); len(others) > 0 {
+		return "", engine.Terminal(fmt.Errorf("%s: %w", doing, v.held(ctx, id, others, true)))
 	}
 	return v.device(id, aws.ToString(a.Device), doing)
 }
 
 // Detach detaches volume id from this instance and waits until EC2 says it is detached. A volume attached
-// elsewhere, or nowhere, is left alone.
+// elsewhere, or nowhere, is left alone; another instance's attachment of a volume attached here too stays.
 func (v *Volumes) Detach(ctx context.Context, id string) error {
 	doing := fmt.Sprintf("detaching EBS volume %s from instance %s", id, v.me.NodeID)
 	v.forget(id)
@@ -433,7 +477,7 @@ func (v *Volumes) Detach(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if a := holding(vol); a == nil || aws.ToString(a.InstanceId) != v.me.NodeID {
+	if v.mine(vol) == nil {
 		return nil
 	}
 	_, err = v.client.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(v.me.NodeID)})
@@ -450,7 +494,7 @@ func (v *Volumes) Detach(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if a := holding(vol); a == nil || aws.ToString(a.InstanceId) != v.me.NodeID {
+		if v.mine(vol) == nil {
 			return nil
 		}
 		t := time.NewTimer(delay)
