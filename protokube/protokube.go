@@ -54,6 +54,10 @@ type Options struct {
 	flags      *volumetasks.Holder
 	// conf reads Conf each round; it keeps the state store's client and what it decoded across rounds.
 	conf *nodeup.ConfigReader
+	// nodeLock is the local pool's lock of this node's id (localtasks.Pool.LockNode), held from the first round
+	// on the local provider until Run returns; nodeLockOf is the pool and id it locks.
+	nodeLock   *os.File
+	nodeLockOf string
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -108,6 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
+	defer o.unlockNode()
 	quick := 0
 	for {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
@@ -309,6 +314,11 @@ func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetas
 		if err != nil {
 			return nil, nil, err
 		}
+		if !o.DryRun { // a dry run changes nothing: it may run beside the node's protokube
+			if err := o.lockNode(pool, pc.Local.PoolDir, me.NodeID); err != nil {
+				return nil, nil, err
+			}
+		}
 		dns, err := localDNS(pc, root)
 		if err != nil {
 			return nil, nil, err
@@ -316,6 +326,29 @@ func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetas
 		return localtasks.NewVolumes(pool, me, lease), dns, nil
 	}
 	return nil, nil, fmt.Errorf("protokube: cloudProvider %s: kubeup cannot run its volumes and DNS yet (its provider is a later issue)", pc.CloudProvider)
+}
+
+// lockNode takes, once, the pool's lock of this node's id: no two protokubes run as one node of a pool (two
+// nodes that share a host name, the default id, would both take the same volumes as theirs).
+func (o *Options) lockNode(pool *localtasks.Pool, dir, id string) error {
+	of := dir + "\x00" + id
+	if o.nodeLock != nil && o.nodeLockOf == of {
+		return nil
+	}
+	o.unlockNode()
+	f, err := pool.LockNode(id)
+	if err != nil {
+		return err
+	}
+	o.nodeLock, o.nodeLockOf = f, of
+	return nil
+}
+
+func (o *Options) unlockNode() {
+	if o.nodeLock != nil {
+		o.nodeLock.Close()
+		o.nodeLock, o.nodeLockOf = nil, ""
+	}
 }
 
 // localDNS is the DNS provider the local cloud's spec names. Its files are the node's, under root.
