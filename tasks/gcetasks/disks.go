@@ -21,6 +21,9 @@ import (
 //
 // The attachment is the claim, and GCE decides races: attachDisk of a disk attached read-write to another
 // instance fails, and the disk is held (a volumetasks.HeldError naming that instance and its addresses). A disk
+// whose users are more than one instance (a multi-writer disk, or one attached read-only) is held by the others,
+// whether or not this instance is one of them: it is never attached here, and one attached here already is not
+// reported attached (Attached refuses it), so that nothing formats or mounts it. A disk
 // is attached under the device name of its own name, so that it shows on this machine as
 // /dev/disk/by-id/google-<name>; until that device appears, the attachment is not ready.
 //
@@ -115,8 +118,8 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 	vols := make([]volumetasks.Volume, 0, len(found))
 	for _, disk := range found {
 		v := volumetasks.Volume{ID: disk.Name, Zone: lastSegment(disk.Zone), Tags: DecodeLabels(disk.Labels, clusters...)}
-		if len(disk.Users) > 0 {
-			h, err := d.holder(ctx, disk.Users[0])
+		if u := d.holding(disk); u != "" {
+			h, err := d.holder(ctx, u)
 			if err != nil {
 				return nil, err
 			}
@@ -185,6 +188,33 @@ func users(disk *compute.Disk) []string {
 	return out
 }
 
+// others are the URLs of the users of disk other than this instance: more than one, or one while this instance
+// is a user too, only for a disk attached to several instances (multi-writer, or read-only).
+func (d *Disks) others(disk *compute.Disk) []string {
+	var out []string
+	for _, u := range disk.Users {
+		if lastSegment(u) != d.me.NodeID && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// holding is the user of disk that List reports as its holder: this instance when it is one (so that this
+// instance's task for the disk finds it, and Attached refuses it when others use it too), else the first; ""
+// when the disk is free.
+func (d *Disks) holding(disk *compute.Disk) string {
+	for _, u := range disk.Users {
+		if lastSegment(u) == d.me.NodeID {
+			return u
+		}
+	}
+	if len(disk.Users) > 0 {
+		return disk.Users[0]
+	}
+	return ""
+}
+
 func (d *Disks) get(ctx context.Context, name, doing string) (*compute.Disk, error) {
 	disk, err := d.svc.Disks.Get(d.project, d.zone, name).Context(ctx).Do()
 	if err != nil {
@@ -200,11 +230,11 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	us := users(disk)
-	switch {
-	case slices.Contains(us, d.me.NodeID):
-	case len(us) > 0:
-		return "", d.held(ctx, disk)
+	mine := slices.Contains(users(disk), d.me.NodeID)
+	switch others := d.others(disk); {
+	case len(others) > 0:
+		return "", d.held(ctx, disk, others, mine)
+	case mine:
 	default:
 		op, err := d.svc.Instances.AttachDisk(d.project, d.zone, d.me.NodeID, &compute.AttachedDisk{
 			Source: disk.SelfLink, DeviceName: id, Mode: "READ_WRITE", Type: "PERSISTENT",
@@ -224,27 +254,47 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 				}
 				return "", err
 			}
-			if us := users(again); len(us) > 0 && !slices.Contains(us, d.me.NodeID) {
-				return "", d.held(ctx, again)
+			if others := d.others(again); len(others) > 0 {
+				return "", d.held(ctx, again, others, slices.Contains(users(again), d.me.NodeID))
 			}
 			return "", err
 		}
 		engine.Logger(ctx).Info("attached disk", "disk", id, "instance", d.me.NodeID)
+		// A multi-writer disk may have been attached by another instance at the same time (both saw it free): the
+		// disk's users say, before its device is handed on to be formatted and mounted.
+		again, err := d.get(ctx, id, doing)
+		if err != nil {
+			return "", err
+		}
+		if others := d.others(again); len(others) > 0 {
+			return "", d.held(ctx, again, others, true)
+		}
 	}
 	return d.device(id, doing)
 }
 
-// held is the HeldError of disk, attached to another instance.
-func (d *Disks) held(ctx context.Context, disk *compute.Disk) error {
-	h, err := d.holder(ctx, disk.Users[0])
+// held is the HeldError of disk, attached to the other instances of URLs others (at least one), and to this
+// instance too when mineToo: its holder is the first of them, and its fix names them all.
+func (d *Disks) held(ctx context.Context, disk *compute.Disk, others []string, mineToo bool) error {
+	h, err := d.holder(ctx, others[0])
 	if err != nil {
 		return err
 	}
-	return engine.Terminal(&volumetasks.HeldError{
-		VolumeID: disk.Name, Holder: h,
-		Fix: fmt.Sprintf("if instance %s is gone for good, detach the disk: gcloud compute instances detach-disk %s --disk %s --zone %s",
-			h.NodeID, h.NodeID, disk.Name, d.zone),
-	})
+	fix := fmt.Sprintf("if instance %s is gone for good, detach the disk: gcloud compute instances detach-disk %s --disk %s --zone %s",
+		h.NodeID, h.NodeID, disk.Name, d.zone)
+	if len(others) > 1 || mineToo {
+		var all []string
+		if mineToo {
+			all = append(all, d.me.NodeID+" (this instance)")
+		}
+		for _, u := range others {
+			all = append(all, lastSegment(u))
+		}
+		fix = fmt.Sprintf("it is attached to %d instances at once (a multi-writer disk, or attached read-only): %s; kubeup neither "+
+			"formats nor mounts a disk attached to more than one instance: detach it from every instance but the one that should "+
+			"serve it (gcloud compute instances detach-disk INSTANCE --disk %s --zone %s)", len(all), strings.Join(all, ", "), disk.Name, d.zone)
+	}
+	return engine.Terminal(&volumetasks.HeldError{VolumeID: disk.Name, Holder: h, Fix: fix})
 }
 
 // device returns the device of disk id on this machine; NotReady until it shows.
@@ -260,7 +310,8 @@ func (d *Disks) device(id, doing string) (string, error) {
 }
 
 // Attached returns the device disk id is attached as on this machine; "" when this instance does not hold it or
-// its device does not show.
+// its device does not show. A disk attached here and to another instance too is a terminal *volumetasks.HeldError
+// naming them: it must not be mounted.
 func (d *Disks) Attached(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("reading disk %s", id)
 	disk, err := d.get(ctx, id, doing)
@@ -269,6 +320,9 @@ func (d *Disks) Attached(ctx context.Context, id string) (string, error) {
 	}
 	if !slices.Contains(users(disk), d.me.NodeID) {
 		return "", nil
+	}
+	if others := d.others(disk); len(others) > 0 {
+		return "", fmt.Errorf("%s: %w", doing, d.held(ctx, disk, others, true))
 	}
 	if _, err := os.Stat(d.devicePath(id)); err != nil {
 		return "", nil
