@@ -64,6 +64,13 @@ func (cs *Clusters) List(ctx context.Context) ([]string, error) {
 			names = append(names, strings.TrimSuffix(dir, "/"))
 		}
 	}
+	// A store URL that names a cluster's own directory (its configBase, pasted) holds the cluster's objects at
+	// its top: say so, rather than list no clusters.
+	if len(names) == 0 && slices.Contains(paths, "config") {
+		url := strings.TrimSuffix(cs.Store.URL(), "/")
+		return nil, fmt.Errorf("state store %s holds a cluster's objects at its top: it is the directory of a cluster (its spec.configBase), not a state store; "+
+			"use the directory above it: --state %s", url, url[:strings.LastIndex(url, "/")])
+	}
 	slices.Sort(names)
 	return names, nil
 }

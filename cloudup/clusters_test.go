@@ -626,3 +626,21 @@ func TestDeleteRemovesTheLocalMachineRecords(t *testing.T) {
 		t.Errorf("another cluster's machine record: %v, want it kept", err)
 	}
 }
+
+// TestListAClusterDirectory: a store URL that names a cluster's own directory (its configBase) is said to be one,
+// with the store above it, instead of listing no clusters.
+func TestListAClusterDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, igs := newDemo(t, 1)
+	if err := openStore(t, "file://"+dir).Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openStore(t, "file://"+dir+"/"+demo).List(ctx)
+	if err == nil || !strings.Contains(err.Error(), "it is the directory of a cluster") || !strings.Contains(err.Error(), "--state file://"+dir) {
+		t.Errorf("List of the cluster's directory: %v, want it named, with the store above it", err)
+	}
+	if names, err := openStore(t, "file://"+t.TempDir()).List(ctx); err != nil || len(names) != 0 {
+		t.Errorf("List of an empty store: %v, %v", names, err)
+	}
+}
