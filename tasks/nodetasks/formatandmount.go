@@ -305,9 +305,12 @@ func checkDevice(expected *FormatAndMount, mountedDevice string, pr *probe) erro
 	case pr.ptType != "" || (pr.fsType == "" && pr.other != ""):
 		return fmt.Errorf("device %s holds %s: kubeup formats only blank devices and mounts only filesystems: "+
 			"check that it is the right device; %s", name, pr, zeroHint(name))
-	case pr.fsType != "" && pr.fsType != want:
+	case pr.fsType != "" && pr.fsType != want && mountable(pr.fsType):
 		return fmt.Errorf("device %s holds %s, not %s: kubeup never reformats a device: "+
 			"check that it is the right device, or set FSType to %q", name, pr, want, pr.fsType)
+	case pr.fsType != "" && pr.fsType != want:
+		return fmt.Errorf("device %s holds %s, not %s: kubeup never reformats a device, and does not mount %s: "+
+			"check that it is the right device; %s", name, pr, want, pr.fsType, zeroHint(name))
 	}
 	return nil
 }
@@ -425,6 +428,16 @@ func mountOnto(ctx context.Context, dir *os.File, mountPoint string, args ...str
 		return fmt.Errorf("mount %s %s: %w: %s", strings.Join(args[:len(args)-1], " "), mountPoint, err, msg)
 	}
 	return nil
+}
+
+// mountable says whether blkid's type fsType is a filesystem FormatAndMount could mount as FSType: not swap, an
+// LVM or RAID member, or an encrypted volume's header.
+func mountable(fsType string) bool {
+	switch fsType {
+	case "ext2", "ext3", "ext4", "xfs", "btrfs":
+		return true
+	}
+	return false
 }
 
 // mkfs creates a filesystem on a device that was just probed blank and read as zeros. -F makes mke2fs work on a
