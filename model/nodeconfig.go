@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -349,5 +352,173 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	if err := ValidateInstanceGroup(source, nc.Cluster, nc.InstanceGroup); err != nil {
 		return nil, err
 	}
+	// What kubeup derives from that spec is derived again: protokube's configuration whole, and where the files
+	// go, with which mode and sensitivity (their contents are the keystore's: no node can derive them).
+	if err := checkDerived(source, nc); err != nil {
+		return nil, err
+	}
 	return nc, nil
+}
+
+// notWritten ends every problem checkDerived finds.
+const notWritten = "this object is not one kubeup wrote: re-run `kubeup update cluster --yes` to write it again"
+
+// checkDerived refuses a node configuration, valid spec and all, whose other parts are not what kubeup writes
+// from that spec (NewNodeConfig, AddKeystoreFiles): protokube's configuration must be newProtokubeConfig's
+// exactly (none for a Node group), and every file's path must be one nodeFiles gives the group's role, with
+// nodeFiles' mode and Sensitive flag, and given once. protokube would otherwise join a hand-made etcd cluster
+// name into a manifest's path, or nodeup write a file anywhere. Problems are an *InvalidError whose paths are
+// the object's own (protokube.etcdClusters[0].name, files[3].path).
+func checkDerived(source string, nc *NodeConfig) error {
+	var ps problems
+	s := &nc.Cluster.Spec
+	controlPlane := nc.InstanceGroup.Spec.Role == RoleControlPlane
+	// What newProtokubeConfig and nodeFiles read; validation leaves them optional, kubeup writes them all.
+	for _, part := range []struct {
+		field   string
+		missing bool
+	}{
+		{"api", s.API == nil}, {"kubelet", s.Kubelet == nil}, {"kubeProxy", s.KubeProxy == nil},
+		{"kubeAPIServer", controlPlane && s.KubeAPIServer == nil},
+		{"kubeControllerManager", controlPlane && s.KubeControllerManager == nil},
+		{"kubeScheduler", controlPlane && s.KubeScheduler == nil},
+	} {
+		if part.missing {
+			ps.add("cluster.spec."+part.field, "missing: kubeup writes the complete spec; "+notWritten)
+		}
+	}
+	if err := ps.err(source); err != nil {
+		return err
+	}
+
+	var want *ProtokubeConfig
+	if controlPlane {
+		want = newProtokubeConfig(nc.Cluster, nc.InstanceGroup)
+	}
+	switch {
+	case want == nil && nc.Protokube != nil:
+		ps.add("protokube", "set, but kubeup writes none for instance group %q (role %s); %s", nc.InstanceGroup.Metadata.Name, nc.InstanceGroup.Spec.Role, notWritten)
+	case want != nil && nc.Protokube == nil:
+		ps.add("protokube", "missing: kubeup writes protokube's configuration for control-plane instance group %q; %s", nc.InstanceGroup.Metadata.Name, notWritten)
+	case want != nil:
+		if err := diffDerived(&ps, "protokube", want, nc.Protokube); err != nil {
+			return fmt.Errorf("%s: comparing protokube's configuration with what kubeup writes: %w", source, err)
+		}
+	}
+
+	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup, Issued{})
+	if err != nil {
+		return fmt.Errorf("%s: the files kubeup writes for this instance group: %w", source, err)
+	}
+	written := make(map[string]NodeFile, len(files))
+	for _, f := range files {
+		written[f.Path] = f
+	}
+	first := map[string]int{}
+	for i, f := range nc.Files {
+		p := index("files", i)
+		w, ok := written[f.Path]
+		if !ok {
+			ps.add(p+".path", "%q is not a file kubeup writes for instance group %q (role %s); %s", f.Path, nc.InstanceGroup.Metadata.Name, nc.InstanceGroup.Spec.Role, notWritten)
+			continue
+		}
+		if j, ok := first[f.Path]; ok {
+			ps.add(p+".path", "%q is also files[%d].path: kubeup writes each file once; %s", f.Path, j, notWritten)
+			continue
+		}
+		first[f.Path] = i
+		if f.Mode != w.Mode {
+			ps.add(p+".mode", "%q, but kubeup writes %s with mode %q; %s", f.Mode, f.Path, w.Mode, notWritten)
+		}
+		if f.Sensitive != w.Sensitive {
+			ps.add(p+".sensitive", "%t, but kubeup writes %s with sensitive %t; %s", f.Sensitive, f.Path, w.Sensitive, notWritten)
+		}
+	}
+	return ps.err(source)
+}
+
+// diffDerived adds a problem for every place where got, as JSON, differs from want, under path (in the object's
+// own field names): a value that differs, a field or an entry that is missing or extra.
+func diffDerived(ps *problems, path string, want, got any) error {
+	var w, g any
+	for _, v := range []struct {
+		from any
+		to   *any
+	}{{want, &w}, {got, &g}} {
+		js, err := json.Marshal(v.from)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(js, v.to); err != nil {
+			return err
+		}
+	}
+	diffJSON(ps, path, w, g)
+	return nil
+}
+
+func diffJSON(ps *problems, path string, want, got any) {
+	switch w := want.(type) {
+	case map[string]any:
+		if g, ok := got.(map[string]any); ok {
+			keys := slices.Sorted(maps.Keys(w))
+			for k := range g {
+				if _, ok := w[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			slices.Sort(keys)
+			for _, k := range slices.Compact(keys) {
+				wv, inWant := w[k]
+				gv, inGot := g[k]
+				switch {
+				case !inGot:
+					ps.add(path+"."+k, "missing, but kubeup writes %s from this cluster and instance group; %s", shownJSON(wv), notWritten)
+				case !inWant:
+					ps.add(path+"."+k, "%s, but kubeup writes none there; %s", shownJSON(gv), notWritten)
+				default:
+					diffJSON(ps, path+"."+k, wv, gv)
+				}
+			}
+			return
+		}
+	case []any:
+		if g, ok := got.([]any); ok {
+			for i := range min(len(w), len(g)) {
+				diffJSON(ps, index(path, i), w[i], g[i])
+			}
+			if len(w) != len(g) {
+				ps.add(path, "%s, but kubeup writes %s from this cluster and instance group; %s", entries(len(g)), entries(len(w)), notWritten)
+			}
+			return
+		}
+	default:
+		if reflect.DeepEqual(want, got) {
+			return
+		}
+	}
+	ps.add(path, "%s, but kubeup writes %s from this cluster and instance group; %s", shownJSON(got), shownJSON(want), notWritten)
+}
+
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return strconv.Itoa(n) + " entries"
+}
+
+// shownJSON is v as JSON for a message, cut at 80 bytes.
+func shownJSON(v any) string {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return "(a value that does not encode)"
+	}
+	if len(js) <= 80 {
+		return string(js)
+	}
+	cut := 77
+	for cut > 0 && !utf8.RuneStart(js[cut]) {
+		cut--
+	}
+	return string(js[:cut]) + "..."
 }

@@ -25,6 +25,9 @@ const fuzzKeyBody = "U0VOVElORUwtbm9kZS1rZXk="
 //   - nothing panics;
 //   - an error is a *NodeConfigSumError, an *InvalidError whose every problem names a field path, or an error
 //     naming the source;
+//   - a configuration nodeup accepts holds what kubeup derives from its cluster and instance group: protokube's
+//     configuration exactly (none for a Node group), and files at paths kubeup writes for the role, with their
+//     mode and Sensitive flag, each path once (the contents cannot be derived: any are accepted);
 //   - a configuration nodeup accepts, Encode writes back to an object that decodes to the same configuration,
 //     byte for byte the same when encoded again;
 //   - RedactNodeConfigObject shows every file the rule calls secret (NodeFile.secret: Sensitive, a mode without
@@ -35,12 +38,28 @@ func FuzzNodeConfig(f *testing.F) {
 		c, igs := completeSpec(f, cloud, 3)
 		for _, ig := range []*InstanceGroup{igs[0], findInstanceGroup(igs, "nodes")} {
 			nc := NewNodeConfig(c, ig)
-			nc.Files = []NodeFile{
-				{Path: "/srv/kubernetes/ca.crt", Mode: "0644", Contents: "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n"},
-				{Path: "/srv/kubernetes/server.key", Mode: "0600", Contents: fuzzKeyPEM, Sensitive: true},
+			if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+				f.Fatal(err)
+			}
+			for i := range nc.Files {
+				nc.Files[i].Contents = "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n"
+				if nc.Files[i].Sensitive {
+					nc.Files[i].Contents = fuzzKeyPEM
+				}
 			}
 			body, _, err := nc.Marshal()
 			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(body, true)
+			// The same without the flag, or with the mode of a certificate: refused, and still redacted.
+			nc.Files[1].Sensitive = false
+			if body, _, err = nc.Marshal(); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(body, true)
+			nc.Files[1].Sensitive, nc.Files[1].Mode = true, "0644"
+			if body, _, err = nc.Marshal(); err != nil {
 				f.Fatal(err)
 			}
 			f.Add(body, true)
@@ -63,6 +82,7 @@ func FuzzNodeConfig(f *testing.F) {
 			checkNodeConfigError(t, err)
 			return
 		}
+		checkDerivedHeld(t, nc)
 		written, err := nc.Encode()
 		if err != nil {
 			t.Fatalf("encoding a configuration nodeup accepted: %v", err)
@@ -78,6 +98,40 @@ func FuzzNodeConfig(f *testing.F) {
 			t.Fatalf("writing the configuration again gives other bytes (%v):\nfirst:\n%s\nsecond:\n%s", err, written, twice)
 		}
 	})
+}
+
+// checkDerivedHeld fails unless nc, a configuration DecodeNodeConfigObject accepted, holds what kubeup derives
+// from its cluster and instance group (compared here as kubeup writes it: protokube's configuration through
+// Marshal, the files by path).
+func checkDerivedHeld(t *testing.T, nc *NodeConfig) {
+	t.Helper()
+	want := NewNodeConfig(nc.Cluster, nc.InstanceGroup)
+	if err := want.AddKeystoreFiles(Issued{}); err != nil {
+		t.Fatalf("the files of an accepted configuration: %v", err)
+	}
+	wantJS, err := yaml.Marshal(want.Protokube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotJS, err := yaml.Marshal(nc.Protokube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(wantJS), string(gotJS)); diff != "" {
+		t.Fatalf("accepted a protokube configuration kubeup does not write (-kubeup's +accepted):\n%s", diff)
+	}
+	byPath := map[string]NodeFile{}
+	for _, f := range want.Files {
+		byPath[f.Path] = f
+	}
+	seen := map[string]bool{}
+	for i, f := range nc.Files {
+		w, ok := byPath[f.Path]
+		if !ok || seen[f.Path] || w.Mode != f.Mode || w.Sensitive != f.Sensitive {
+			t.Fatalf("accepted files[%d] %q mode %q sensitive %t: kubeup writes %+v (given before: %t)", i, f.Path, f.Mode, f.Sensitive, w, seen[f.Path])
+		}
+		seen[f.Path] = true
+	}
 }
 
 // checkNodeConfigError fails unless err is one of the errors DecodeNodeConfigObject documents.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,15 +67,22 @@ const PendingPEM = "(to be issued by this update)"
 func nodeFiles(c *Cluster, ig *InstanceGroup, ks Issued) ([]NodeFile, error) {
 	s := &c.Spec
 	var files []NodeFile
+	// add adds f unless the same file is there already: two fields of the spec may name one path when they mean
+	// the same contents (validateKeystoreFiles), and a node configuration gives each path once (checkDerived).
+	add := func(f NodeFile) {
+		if !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
 	cert := func(p, name string) {
-		files = append(files, NodeFile{Path: p, Mode: "0644", Contents: certPEM(ks[name])})
+		add(NodeFile{Path: p, Mode: "0644", Contents: certPEM(ks[name])})
 	}
 	key := func(p, name string) {
-		files = append(files, NodeFile{Path: p, Mode: "0600", Contents: keyPEM(ks[name]), Sensitive: true})
+		add(NodeFile{Path: p, Mode: "0600", Contents: keyPEM(ks[name]), Sensitive: true})
 	}
 	pair := func(certPath, keyPath, name string) { cert(certPath, name); key(keyPath, name) }
 	kubeconfig := func(p, server, name string) {
-		files = append(files, NodeFile{Path: p, Mode: "0600", Contents: nodeKubeconfig(c, server, ks, name), Sensitive: true})
+		add(NodeFile{Path: p, Mode: "0600", Contents: nodeKubeconfig(c, server, ks, name), Sensitive: true})
 	}
 	internalAPI := "https://" + s.API.InternalName + apiPortSuffix(s)
 
@@ -94,7 +102,7 @@ func nodeFiles(c *Cluster, ig *InstanceGroup, ks Issued) ([]NodeFile, error) {
 	cert(a.RequestheaderClientCAFile, KeypairFrontProxyCA)
 	pair(a.ProxyClientCertFile, a.ProxyClientKeyFile, KeypairFrontProxyClient)
 	key(a.ServiceAccountSigningKeyFile, KeypairServiceAccount)
-	files = append(files, NodeFile{Path: a.ServiceAccountKeyFile, Mode: "0644", Contents: publicKeyPEM(ks[KeypairServiceAccount])})
+	add(NodeFile{Path: a.ServiceAccountKeyFile, Mode: "0644", Contents: publicKeyPEM(ks[KeypairServiceAccount])})
 	m := s.KubeControllerManager
 	if m.ServiceAccountPrivateKeyFile != a.ServiceAccountSigningKeyFile {
 		key(m.ServiceAccountPrivateKeyFile, KeypairServiceAccount)
