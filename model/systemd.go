@@ -146,6 +146,10 @@ func execLine(argv ...string) (string, error) {
 	return strings.Join(words, " "), nil
 }
 
+// ExecLine is execLine for the other packages that write units (nodeup's own unit): the value of an ExecStart=
+// line that runs argv, each word written by execArg so that systemd reads back exactly argv.
+func ExecLine(argv ...string) (string, error) { return execLine(argv...) }
+
 // unitPath is a path as the value of a unit directive that takes one (EnvironmentFile=): "%" written as "%%". A
 // path with whitespace, a quote, a backslash or a control character is refused: such directives do not unquote.
 func unitPath(p string) (string, error) {

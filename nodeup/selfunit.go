@@ -1,11 +1,14 @@
 package nodeup
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -21,25 +24,36 @@ const (
 // InstalledBinary, and the oneshot unit that runs it with the same configuration. The unit is enabled but not
 // started: this run is converging the node already. It is not pinned to a configuration's sha256 (--conf-sha256
 // is the first boot's): a later boot converges the node to the configuration in the store.
+//
+// A conf that no unit can hold (not UTF-8, a NUL byte: see model.ExecLine) adds a refusedUnit instead, whose
+// Validate stops the whole run before anything on the node changed.
 func addSelfUnit(g *engine.Graph[*nodetasks.Node], executable, sha, conf string, retries int) {
+	unit, err := selfUnitDefinition(conf, retries)
+	if err != nil {
+		engine.Add(g, &refusedUnit{Name: UnitName, Problem: err.Error()})
+		return
+	}
 	engine.Add(g, &Executable{Path: InstalledBinary, Source: executable, SHA256: sha, Mode: ptr(os.FileMode(0o755))})
 	engine.Add(g, &nodetasks.SystemdService{
 		Name:       UnitName,
-		Definition: ptr(selfUnit(conf, retries)),
+		Definition: ptr(unit),
 		Enabled:    ptr(true),
 	})
 }
 
-// selfUnit is the unit that runs nodeup with conf at boot: after the network is up, once, and reported active
-// afterwards so that `systemctl status` shows how the last run went.
-func selfUnit(conf string, retries int) string {
+// selfUnitDefinition is the unit that runs nodeup with conf at boot: after the network is up, once, and reported
+// active afterwards so that `systemctl status` shows how the last run went. Its command line is written by the
+// model's rules for units (model.ExecLine): systemd reads back exactly conf, whatever it holds (a quote, "%",
+// "$", a carriage return or another control character is escaped, never a new line of the unit); a conf that
+// no unit can hold is an error.
+func selfUnitDefinition(conf string, retries int) (string, error) {
 	args := []string{InstalledBinary, "--conf=" + conf}
 	if retries != 0 {
 		args = append(args, "--retries="+strconv.Itoa(retries))
 	}
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = systemdQuote(a)
+	exec, err := model.ExecLine(args...)
+	if err != nil {
+		return "", fmt.Errorf("--install-systemd-unit: --conf %q cannot be written into %s: %w; nothing was changed", conf, UnitName, err)
 	}
 	return `# Managed by kubeup (nodeup --install-systemd-unit): runs nodeup at every boot.
 [Unit]
@@ -50,28 +64,44 @@ After=network-online.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=` + strings.Join(quoted, " ") + `
+ExecStart=` + exec + `
 
 [Install]
 WantedBy=multi-user.target
-`
+`, nil
 }
 
-// systemdQuote quotes one word of an ExecStart= line: specifiers (%) and variables ($) are escaped, and a word
-// with anything but plain characters is put in double quotes.
-func systemdQuote(s string) string {
-	s = strings.ReplaceAll(s, "%", "%%")
-	s = strings.ReplaceAll(s, "$", "$$")
-	plain := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%$", r)) {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
-	return `"` + r.Replace(s) + `"`
+// selfUnit is selfUnitDefinition's unit, "" for a conf it refuses (addSelfUnit never writes that: it refuses
+// the run first).
+func selfUnit(conf string, retries int) string {
+	unit, _ := selfUnitDefinition(conf, retries)
+	return unit
+}
+
+// refusedUnit stands in the graph for a unit nodeup cannot write. Its Validate fails, so the engine stops the
+// run before any task's Find (an *engine.ValidationError: not retried), with the problem under the unit's key.
+// It never runs.
+type refusedUnit struct {
+	// Name is the unit's name; Problem says why it cannot be written.
+	Name, Problem string
+}
+
+var (
+	_ engine.Resource[*refusedUnit, *nodetasks.Node] = (*refusedUnit)(nil)
+	_ engine.Renderer[*refusedUnit, *nodetasks.Node] = (*refusedUnit)(nil)
+	_ engine.Validator                               = (*refusedUnit)(nil)
+)
+
+func (u *refusedUnit) Key() engine.Key     { return engine.Key{Type: "SystemdService", Name: u.Name} }
+func (u *refusedUnit) Deps() []engine.Task { return nil }
+func (u *refusedUnit) Validate() error     { return errors.New(u.Problem) }
+
+func (u *refusedUnit) Find(ctx context.Context, n *nodetasks.Node) (*refusedUnit, error) {
+	return nil, engine.Terminal(u.Validate())
+}
+
+func (u *refusedUnit) CheckChanges(actual, expected, changes *refusedUnit) error { return u.Validate() }
+
+func (u *refusedUnit) Render(ctx context.Context, n *nodetasks.Node, actual, expected, changes *refusedUnit) error {
+	return u.Validate()
 }
