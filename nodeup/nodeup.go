@@ -137,9 +137,10 @@ func retryable(err error) bool {
 	return !errors.As(err, &ce) && !errors.As(err, &ve) && !errors.Is(err, context.Canceled)
 }
 
-// selfInstall is what --install-systemd-unit installs: this binary and the configuration the unit names.
+// selfInstall is what --install-systemd-unit installs: this binary, and the unit that runs it with the
+// configuration conf.
 type selfInstall struct {
-	executable, sha256, conf string
+	executable, sha256, conf, unit string
 }
 
 func (o *Options) selfInstall(src *confSource, root string) (*selfInstall, error) {
@@ -157,7 +158,12 @@ func (o *Options) selfInstall(src *confSource, root string) (*selfInstall, error
 	if err != nil {
 		return nil, fmt.Errorf("--install-systemd-unit: reading the nodeup binary: %w", err)
 	}
-	return &selfInstall{executable: exe, sha256: sum, conf: conf}, nil
+	// A conf no unit can hold (see model.ExecLine) is refused before any run: nothing was changed.
+	unit, err := selfUnitDefinition(conf, o.Retries)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	return &selfInstall{executable: exe, sha256: sum, conf: conf, unit: unit}, nil
 }
 
 // runOnce is one attempt: load, build, converge.
@@ -171,7 +177,7 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 		return &ConfigError{Err: fmt.Errorf("%s: %w", src.name, err)}
 	}
 	if self != nil {
-		addSelfUnit(g, self.executable, self.sha256, self.conf, o.Retries)
+		addSelfUnit(g, self)
 	}
 
 	st, err := os.Stat(root)

@@ -456,8 +456,8 @@ func TestSelfUnit(t *testing.T) {
 		{"/etc/kube up/100%$x\"", 2, `ExecStart=/usr/local/bin/nodeup "--conf=/etc/kube up/100%%$$x\"" --retries=2` + "\n"},
 	}
 	for _, tt := range tests {
-		if got := selfUnit(tt.conf, tt.retries); !strings.Contains(got, tt.want) {
-			t.Errorf("selfUnit(%q, %d):\n%s\nwant it to contain %q", tt.conf, tt.retries, got, tt.want)
+		if got, err := selfUnitDefinition(tt.conf, tt.retries); err != nil || !strings.Contains(got, tt.want) {
+			t.Errorf("selfUnitDefinition(%q, %d): %v\n%s\nwant it to contain %q", tt.conf, tt.retries, err, got, tt.want)
 		}
 	}
 }
@@ -485,7 +485,11 @@ func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addSelfUnit(g, exe, exeSum, "/etc/kubeup/nodeup.conf", 0)
+		unit, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addSelfUnit(g, &selfInstall{executable: exe, sha256: exeSum, conf: "/etc/kubeup/nodeup.conf", unit: unit})
 		return g
 	})
 }

@@ -1,8 +1,6 @@
 package nodeup
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -21,22 +19,14 @@ const (
 )
 
 // addSelfUnit adds to g the tasks that make nodeup run at every boot: the running binary copied to
-// InstalledBinary, and the oneshot unit that runs it with the same configuration. The unit is enabled but not
-// started: this run is converging the node already. It is not pinned to a configuration's sha256 (--conf-sha256
-// is the first boot's): a later boot converges the node to the configuration in the store.
-//
-// A conf that no unit can hold (not UTF-8, a NUL byte: see model.ExecLine) adds a refusedUnit instead, whose
-// Validate stops the whole run before anything on the node changed.
-func addSelfUnit(g *engine.Graph[*nodetasks.Node], executable, sha, conf string, retries int) {
-	unit, err := selfUnitDefinition(conf, retries)
-	if err != nil {
-		engine.Add(g, &refusedUnit{Name: UnitName, Problem: err.Error()})
-		return
-	}
-	engine.Add(g, &Executable{Path: InstalledBinary, Source: executable, SHA256: sha, Mode: ptr(os.FileMode(0o755))})
+// InstalledBinary, and the oneshot unit that runs it with the same configuration (self.unit). The unit is
+// enabled but not started: this run is converging the node already. It is not pinned to a configuration's sha256
+// (--conf-sha256 is the first boot's): a later boot converges the node to the configuration in the store.
+func addSelfUnit(g *engine.Graph[*nodetasks.Node], self *selfInstall) {
+	engine.Add(g, &Executable{Path: InstalledBinary, Source: self.executable, SHA256: self.sha256, Mode: ptr(os.FileMode(0o755))})
 	engine.Add(g, &nodetasks.SystemdService{
 		Name:       UnitName,
-		Definition: ptr(unit),
+		Definition: ptr(self.unit),
 		Enabled:    ptr(true),
 	})
 }
@@ -69,39 +59,4 @@ ExecStart=` + exec + `
 [Install]
 WantedBy=multi-user.target
 `, nil
-}
-
-// selfUnit is selfUnitDefinition's unit, "" for a conf it refuses (addSelfUnit never writes that: it refuses
-// the run first).
-func selfUnit(conf string, retries int) string {
-	unit, _ := selfUnitDefinition(conf, retries)
-	return unit
-}
-
-// refusedUnit stands in the graph for a unit nodeup cannot write. Its Validate fails, so the engine stops the
-// run before any task's Find (an *engine.ValidationError: not retried), with the problem under the unit's key.
-// It never runs.
-type refusedUnit struct {
-	// Name is the unit's name; Problem says why it cannot be written.
-	Name, Problem string
-}
-
-var (
-	_ engine.Resource[*refusedUnit, *nodetasks.Node] = (*refusedUnit)(nil)
-	_ engine.Renderer[*refusedUnit, *nodetasks.Node] = (*refusedUnit)(nil)
-	_ engine.Validator                               = (*refusedUnit)(nil)
-)
-
-func (u *refusedUnit) Key() engine.Key     { return engine.Key{Type: "SystemdService", Name: u.Name} }
-func (u *refusedUnit) Deps() []engine.Task { return nil }
-func (u *refusedUnit) Validate() error     { return errors.New(u.Problem) }
-
-func (u *refusedUnit) Find(ctx context.Context, n *nodetasks.Node) (*refusedUnit, error) {
-	return nil, engine.Terminal(u.Validate())
-}
-
-func (u *refusedUnit) CheckChanges(actual, expected, changes *refusedUnit) error { return u.Validate() }
-
-func (u *refusedUnit) Render(ctx context.Context, n *nodetasks.Node, actual, expected, changes *refusedUnit) error {
-	return u.Validate()
 }
