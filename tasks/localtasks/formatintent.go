@@ -62,6 +62,9 @@ func (v *Volumes) BeginFormat(ctx context.Context, id string) error {
 		return err
 	}
 	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
+		if err := v.stillMine(id, "formatting it"); err != nil {
+			return err
+		}
 		if sc.raw == nil {
 			sc.raw = map[string]json.RawMessage{}
 		}
@@ -70,10 +73,36 @@ func (v *Volumes) BeginFormat(ctx context.Context, id string) error {
 	})
 }
 
-// EndFormat removes the format intent from volume id's sidecar; none is not an error.
+// EndFormat removes the format intent from volume id's sidecar; none is not an error. The node must still hold
+// the volume (it mounts it next); a node that lost it leaves the intent to the new holder, which formats again
+// what is a filesystem this node made and never mounted.
 func (v *Volumes) EndFormat(ctx context.Context, id string) error {
 	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
+		if err := v.stillMine(id, "mounting it"); err != nil {
+			return err
+		}
 		delete(sc.raw, formatIntentField)
 		return nil
 	})
+}
+
+// stillMine refuses, with a terminal error, unless this node's claim of volume id is there and its lease has not
+// expired: between its attach and its mkfs or mount, a node that stalled longer than its lease may have lost the
+// volume to another, which unbound this node's loop device (that a third volume may now use). The caller holds
+// the pool's lock, under which claims change.
+func (v *Volumes) stillMine(id, doing string) error {
+	c, err := v.pool.readClaim(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c == nil:
+		return engine.Terminal(fmt.Errorf("volume %s: this node's claim is gone, so it stops short of %s: nothing was changed (the next round claims a volume again)", id, doing))
+	case c.NodeID != v.node.NodeID:
+		return v.heldBy(id, c)
+	case c.expired(v.now()):
+		return engine.Terminal(fmt.Errorf("volume %s: this node's claim expired at %s (the node stalled longer than its lease, %s), so it stops short of %s: "+
+			"nothing was changed; the next round renews the claim if no other node took the volume", id, c.expires().Format(time.RFC3339), v.leaseString(), doing))
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package localtasks
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -30,7 +31,22 @@ func TestVolumesFormatIntent(t *testing.T) {
 			t.Fatalf("FormatIntent = %q, %v; want %q", got, err, want)
 		}
 	}
+	claim := func(node string, renewed time.Time) {
+		t.Helper()
+		if err := pool.writeClaim("v", &claimRecord{NodeID: node, Since: renewed, Renewed: renewed, Lease: "1m0s"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	intent("")
+	// Only the node that holds the volume records or removes an intent: it is about to format or mount it.
+	if err := a.BeginFormat(ctx, "v"); err == nil || !strings.Contains(err.Error(), "this node's claim is gone") {
+		t.Errorf("BeginFormat without a claim: %v", err)
+	}
+	claim("node-a", time.Now().Add(-2*time.Minute))
+	if err := a.BeginFormat(ctx, "v"); err == nil || !strings.Contains(err.Error(), "this node's claim expired") {
+		t.Errorf("BeginFormat with an expired claim: %v", err)
+	}
+	claim("node-a", time.Now())
 	if err := a.EndFormat(ctx, "v"); err != nil {
 		t.Fatalf("EndFormat without an intent: %v", err)
 	}
@@ -38,6 +54,10 @@ func TestVolumesFormatIntent(t *testing.T) {
 		t.Fatal(err)
 	}
 	intent("node-a")
+	var held *volumetasks.HeldError
+	if err := b.BeginFormat(ctx, "v"); !errors.As(err, &held) || held.Holder.NodeID != "node-a" {
+		t.Errorf("BeginFormat of a volume node-a holds: %v", err)
+	}
 	if err := pool.SetTags(ctx, "v", map[string]string{"k8s.io/etcd/main": "a/a,b,c"}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +65,16 @@ func TestVolumesFormatIntent(t *testing.T) {
 		t.Fatal(err)
 	}
 	intent("node-a")
+	claim("node-b", time.Now()) // node-a's lease ran out and node-b took the volume over
+	if err := a.EndFormat(ctx, "v"); !errors.As(err, &held) || held.Holder.NodeID != "node-b" {
+		t.Errorf("EndFormat of a volume node-a lost: %v", err)
+	}
+	intent("node-a")
 	if err := b.BeginFormat(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	intent("node-b")
-	if err := a.EndFormat(ctx, "v"); err != nil {
+	if err := b.EndFormat(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	intent("")

@@ -31,7 +31,7 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// node-a began the formats and died; node-b holds the volumes now.
+	// node-a began the formats and died, its claims ended; node-b holds the volumes now.
 	a := localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute)
 	b := &round{node: n, vols: localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-b"}, time.Minute)}
 
@@ -88,8 +88,14 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 			mp := filepath.Join(t.TempDir(), "master-"+name)
 			e2e.Unmount(t, mp)
 			tt.leave(t, img)
-			if tt.intent {
+			if tt.intent { // node-a held the volume when it began the format; its claim ended since
+				if _, err := a.Attach(ctx, name); err != nil {
+					t.Fatal(err)
+				}
 				if err := a.BeginFormat(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Detach(ctx, name); err != nil {
 					t.Fatal(err)
 				}
 			}
