@@ -54,6 +54,10 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 				ch.problems = append(ch.problems, fmt.Sprintf("volume %s: its tag %s=%s names no member of etcd cluster %s: left alone", v.ID, ec.TagKey, tag, ec.Name))
 				continue
 			}
+			if !plainVolumeID(v.ID) {
+				ch.problems = append(ch.problems, fmt.Sprintf("volume %q: its id is not a name protokube makes a mount point of (letters, digits, '-', '_' and '.', not first): left alone", v.ID))
+				continue
+			}
 			mv := memberVolume{volume: v, cluster: ec, member: &ec.Members[j]}
 			ch.all = append(ch.all, mv)
 			switch {
@@ -102,4 +106,20 @@ func (ch *choice) apiAddresses(me volumetasks.Holder) (internal, external []stri
 	slices.Sort(internal)
 	slices.Sort(external)
 	return slices.Compact(internal), slices.Compact(external)
+}
+
+// plainVolumeID says whether a volume id, as the provider's API gave it, is a plain name: it becomes a path
+// (the mount point /mnt/master-<id>, etcd's data directory under it), so one that is not (a "/", "..", a control
+// character) from an API that lies or a pool edited by hand is never used. EBS ids, GCE disk names and the local
+// pool's volume names are all plain.
+func plainVolumeID(id string) bool {
+	if id == "" || len(id) > 255 || id[0] == '.' {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -58,6 +58,12 @@ func TestChoose(t *testing.T) {
 			vols:     []volumetasks.Volume{vol("x.main", "main", "x", "a", "")},
 			want:     map[string]string{},
 			problems: []string{"volume x.main: its tag k8s.io/etcd/main=x/a,b,c names no member of etcd cluster main: left alone"}},
+		{name: "an id that is no plain name (it becomes a mount point) is left alone",
+			vols: []volumetasks.Volume{vol("a.main/../../../etc", "main", "a", "a", ""), vol("..", "main", "a", "a", ""),
+				vol("a.main\nx", "main", "a", "a", ""), vol("b.main", "main", "b", "a", "")},
+			want: map[string]string{"main": "b.main"},
+			problems: []string{`volume "a.main/../../../etc": its id is not a name protokube makes a mount point of`,
+				`volume "..": its id is not a name`, `volume "a.main\nx": its id is not a name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
