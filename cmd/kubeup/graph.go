@@ -62,9 +62,11 @@ the first instance group with that role.`,
 				}
 				return graph.WriteDOT(out)
 			}
-			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode}[role]
+			// The instance groups' spelling (spec.role) is taken too.
+			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode,
+				model.RoleControlPlane: model.RoleControlPlane, model.RoleNode: model.RoleNode}[role]
 			if want == "" {
-				return fmt.Errorf("--role %q: want control-plane or node", role)
+				return fmt.Errorf("--role %q: want control-plane or node (or an instance group's role, ControlPlane or Node)", role)
 			}
 			for _, ig := range igs {
 				if ig.Spec.Role != want {

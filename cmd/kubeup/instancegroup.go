@@ -280,11 +280,12 @@ func selectGroups(cluster string, igs []*model.InstanceGroup, names []string) ([
 	var missing []string
 	for _, n := range names {
 		i := slices.IndexFunc(igs, func(ig *model.InstanceGroup) bool { return ig.Metadata.Name == n })
-		if i < 0 {
+		switch {
+		case i < 0:
 			missing = append(missing, n)
-			continue
+		case !slices.Contains(out, igs[i]): // a name given twice shows its group once
+			out = append(out, igs[i])
 		}
-		out = append(out, igs[i])
 	}
 	if len(missing) > 0 {
 		var have []string
