@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"kubeup.dev/kubeup/model"
@@ -141,6 +143,14 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 	if bytes.Equal(edited, original) {
 		return false, "", nil
 	}
+	if len(bytes.TrimSpace(stripComments(edited))) == 0 { // as kubectl edit: an emptied file cancels the edit
+		return false, "", nil
+	}
+	if was, now := topKinds(original), topKinds(edited); len(now) > 0 && !slices.Equal(was, now) {
+		keep = true
+		return false, path, fmt.Errorf("%s: kind: %s: an edit changes the object it shows, a %s, and cannot make it another kind: set kind back to %s",
+			path, strings.Join(now, ", "), strings.Join(was, ", "), strings.Join(was, ", "))
+	}
 	objs, err := model.Decode(path, edited)
 	if err == nil {
 		err = apply(path, objs)
@@ -161,3 +171,25 @@ func readFile(path string) ([]byte, error) {
 	defer f.Close()
 	return model.ReadSpec(path, f)
 }
+
+// stripComments drops the lines of b that are YAML comments (the edit header).
+func stripComments(b []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(b) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// topKinds lists the top-level kind: of each document of b, in order.
+func topKinds(b []byte) []string {
+	var kinds []string
+	for _, m := range topKind.FindAllSubmatch(b, -1) {
+		kinds = append(kinds, strings.Trim(string(m[1]), `"'`))
+	}
+	return kinds
+}
+
+var topKind = regexp.MustCompile(`(?m)^kind:[ \t]*(\S+)[ \t]*$`)

@@ -22,8 +22,8 @@ func newEditCommand(g *globals) *cobra.Command {
 		Long: `Open the cluster's spec in $KUBE_EDITOR, else $EDITOR, else vi. When you save and quit, the spec is validated and
 written back; an invalid spec is refused with every problem listed and your edited text is kept in a file
 whose path is printed (fix it and run "kubeup replace -f FILE"). If someone else changes the cluster while you
-edit, your edit is refused and kept the same way, rather than written over their change. The cloud is not
-changed until "kubeup update cluster NAME --yes".`,
+edit, your edit is refused and kept the same way, rather than written over their change. Saving the file
+unchanged, or emptied, cancels the edit. The cloud is not changed until "kubeup update cluster NAME --yes".`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+
+	"github.com/google/go-cmp/cmp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,5 +26,34 @@ func TestRoleSpellingsAndRepeatedNames(t *testing.T) {
 	table := mustKubeup(t, state, "get", "ig", "nodes", "nodes", "--name", name)
 	if n := strings.Count(table, "\nnodes "); n != 1 {
 		t.Errorf("get ig nodes nodes shows the group %d times:\n%s", n, table)
+	}
+}
+
+// TestEditKindAndEmpty: an edit that changes the kind of what it shows is refused for that, in one line (not as
+// the other kind's unknown fields), and the edit kept; an emptied file cancels the edit, as kubectl edit's does.
+func TestEditKindAndEmpty(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	before := treeSums(t, state)
+
+	t.Setenv("KUBE_EDITOR", `sed -i -e "s/^kind: InstanceGroup$/kind: Cluster/"`)
+	_, _, err := kubeup(t, state, "edit", "ig", "nodes", "--name", name)
+	if err == nil || !strings.Contains(err.Error(), "kind: Cluster: an edit changes the object it shows, a InstanceGroup, and cannot make it another kind: set kind back to InstanceGroup") ||
+		strings.Contains(err.Error(), "unknown field") {
+		t.Errorf("edit ig changing the kind: %v", err)
+	}
+	if _, kept, ok := strings.Cut(err.Error(), "your edit is kept in "); ok {
+		t.Cleanup(func() { os.Remove(strings.Fields(kept)[0]) })
+	} else {
+		t.Errorf("the edit is not kept: %v", err)
+	}
+
+	t.Setenv("KUBE_EDITOR", `sh -c ': > "$1"' sh`)
+	if out, _, err := kubeup(t, state, "edit", "cluster", name); err != nil || !strings.Contains(out, "Edit cancelled: no changes made.") {
+		t.Errorf("edit cluster emptying the file: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(before, treeSums(t, state)); diff != "" {
+		t.Errorf("the store changed (-before +after):\n%s", diff)
 	}
 }
