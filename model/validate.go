@@ -270,6 +270,9 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup, all bool) 
 
 func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, igs []*InstanceGroup, all bool) {
 	switch n := len(e.Members); {
+	case n == 0 && all && !slices.ContainsFunc(igs, func(ig *InstanceGroup) bool { return ig.Spec.Role == RoleControlPlane }):
+		// The members are made one per ControlPlane group: "instancegroups: no control-plane instance group"
+		// says what to fix, once, rather than a member list the spec may never have written.
 	case n == 0:
 		ps.add(p+".members", "required: 1, 3 or 5 members")
 	case n%2 == 0:

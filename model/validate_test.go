@@ -394,8 +394,6 @@ func TestValidate(t *testing.T) {
 			name: "no control-plane instance group",
 			user: func(_ *Cluster, igs []*InstanceGroup) []*InstanceGroup { return igs[len(igs)-1:] },
 			want: []wantProblem{
-				{"spec.etcdClusters[0].members", "required: 1, 3 or 5 members"},
-				{"spec.etcdClusters[1].members", "required: 1, 3 or 5 members"},
 				{"instancegroups", "no control-plane instance group: add one with spec.role: ControlPlane"},
 			},
 		},
