@@ -116,6 +116,14 @@ would write the group and print none). The cloud is not changed until "kubeup up
 			if err != nil {
 				return err
 			}
+			if r == model.RoleControlPlane && len(zones) == 0 {
+				// The default, all of the cluster's zones, is a Node group's: say what a ControlPlane group needs
+				// first, rather than among what follows from several zones.
+				if s, err := cs.Get(ctx, cluster); err == nil && len(s.Cluster.Spec.Zones) > 1 {
+					return fmt.Errorf("create instancegroup %s: --zones is required for a ControlPlane group of a cluster with several zones: it runs in one (its etcd volumes are zonal): give --zones ZONE, one of %s; nothing was written",
+						group, strings.Join(s.Cluster.Spec.Zones, ", "))
+				}
+			}
 			s, err := cs.CreateInstanceGroups(ctx, "create instancegroup "+group, cluster, []*model.InstanceGroup{ig}, !dryRun)
 			if err != nil {
 				return err

@@ -57,3 +57,25 @@ func TestEditKindAndEmpty(t *testing.T) {
 		t.Errorf("the store changed (-before +after):\n%s", diff)
 	}
 }
+
+// TestCreateControlPlaneGroupNeedsAZone: create instancegroup --role ControlPlane without --zones, in a cluster of
+// several zones, is told that first and alone.
+func TestCreateControlPlaneGroupNeedsAZone(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a,b,c")
+	before := treeSums(t, state)
+	_, _, err := kubeup(t, state, "create", "ig", "cp-d", "--name", name, "--role", "ControlPlane")
+	if err == nil || !strings.Contains(err.Error(), "--zones is required for a ControlPlane group of a cluster with several zones") ||
+		!strings.Contains(err.Error(), "give --zones ZONE, one of a, b, c; nothing was written") || strings.Contains(err.Error(), "problems") {
+		t.Errorf("create ig --role ControlPlane without --zones: %v", err)
+	}
+	if diff := cmp.Diff(before, treeSums(t, state)); diff != "" {
+		t.Errorf("the store changed (-before +after):\n%s", diff)
+	}
+	single := filepath.Join(t.TempDir(), "s")
+	mustKubeup(t, single, "create", "cluster", name, "--cloud", "local", "--zones", "a")
+	if _, _, err := kubeup(t, single, "create", "ig", "cp-b", "--name", name, "--role", "ControlPlane", "--dry-run"); err != nil && strings.Contains(err.Error(), "--zones is required") {
+		t.Errorf("a single-zone cluster's ControlPlane group needs no --zones: %v", err)
+	}
+}
