@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/version"
 )
 
 // KindNodeConfig is the kind of the configuration nodeup reads.
@@ -360,8 +361,12 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 	return nc, nil
 }
 
-// notWritten ends every problem checkDerived finds.
-const notWritten = "this object is not one kubeup wrote: re-run `kubeup update cluster --yes` to write it again"
+// notWritten ends every problem checkDerived finds. Since the check compares with this binary's derivation, a
+// configuration another kubeup version wrote is refused where the derivations differ: a change to
+// newProtokubeConfig or nodeFiles must keep what earlier versions wrote acceptable (or the check must learn the
+// writer's version), or nodes that run the other version refuse it during an upgrade.
+var notWritten = "this object is not what this kubeup (" + version.Version + ") writes from the object's own spec: it was written by hand, or by another kubeup version; " +
+	"re-run `kubeup update cluster --yes` with the kubeup whose nodeup runs on this node, to write it again"
 
 // checkDerived refuses a node configuration, valid spec and all, whose other parts are not what kubeup writes
 // from that spec (NewNodeConfig, AddKeystoreFiles): protokube's configuration must be newProtokubeConfig's
@@ -384,7 +389,7 @@ func checkDerived(source string, nc *NodeConfig) error {
 		{"kubeScheduler", controlPlane && s.KubeScheduler == nil},
 	} {
 		if part.missing {
-			ps.add("cluster.spec."+part.field, "missing: kubeup writes the complete spec; "+notWritten)
+			ps.add("cluster.spec."+part.field, "missing: kubeup writes the complete spec; %s", notWritten)
 		}
 	}
 	if err := ps.err(source); err != nil {
@@ -423,7 +428,10 @@ func checkDerived(source string, nc *NodeConfig) error {
 			continue
 		}
 		if j, ok := first[f.Path]; ok {
-			ps.add(p+".path", "%q is also files[%d].path: kubeup writes each file once; %s", f.Path, j, notWritten)
+			// An earlier kubeup listed a file twice when two spec fields named it, with the same contents.
+			if g := nc.Files[j]; g.Mode != f.Mode || g.Sensitive != f.Sensitive || g.Contents != f.Contents {
+				ps.add(p+".path", "%q is also files[%d].path, with other contents or mode: a file is written once; %s", f.Path, j, notWritten)
+			}
 			continue
 		}
 		first[f.Path] = i

@@ -30,6 +30,19 @@ func TestDecodeNodeConfigDerivedAccepted(t *testing.T) {
 			}
 		}
 	}
+	// As an earlier kubeup wrote it when two spec fields named one file: the same entry twice.
+	c, igs := completeSpec(t, CloudLocal, 1)
+	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-a"))
+	if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Files = append(nc.Files, nc.Files[0])
+	if obj, err := nc.Encode(); err != nil {
+		t.Fatal(err)
+	} else if _, err := DecodeNodeConfigObject("conf", obj); err != nil {
+		t.Errorf("a file listed twice, the same: %v", err)
+	}
+
 	c, igs, _, store := appliedCluster(t, 3)
 	for _, ig := range igs {
 		nc, _ := storedNodeConfig(t, store, c.Metadata.Name, ig.Metadata.Name) // fails the test if refused
@@ -98,8 +111,12 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 				nc.Files = append(nc.Files, NodeFile{Path: c.Spec.KubeAPIServer.TLSPrivateKeyFile, Mode: "0600", Contents: "k", Sensitive: true})
 			},
 			[]string{"files[2].path"}},
-		{"a file given twice", "nodes",
-			func(nc *NodeConfig) { nc.Files = append(nc.Files, nc.Files[0]) },
+		{"a file given twice, other contents", "nodes",
+			func(nc *NodeConfig) {
+				again := nc.Files[0]
+				again.Contents += "x"
+				nc.Files = append(nc.Files, again)
+			},
 			[]string{"files[2].path"}},
 		{"a key readable by all", "control-plane-a",
 			func(nc *NodeConfig) { nc.Files[1].Mode = "0644" },
@@ -129,7 +146,7 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 			var paths []string
 			for _, p := range problemsOf(t, err) {
 				paths = append(paths, p.Path)
-				for _, want := range []string{"this object is not one kubeup wrote", "re-run `kubeup update cluster --yes` to write it again"} {
+				for _, want := range []string{"this object is not what this kubeup (", "re-run `kubeup update cluster --yes` with the kubeup whose nodeup runs on this node"} {
 					if !strings.Contains(p.Message, want) {
 						t.Errorf("%s: %q does not say %q", p.Path, p.Message, want)
 					}
