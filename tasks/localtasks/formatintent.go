@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"kubeup.dev/kubeup/engine"
@@ -62,7 +63,7 @@ func (v *Volumes) BeginFormat(ctx context.Context, id string) error {
 		return err
 	}
 	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
-		if err := v.stillMine(id, "formatting it"); err != nil {
+		if err := v.stillMine(ctx, id, sc.info.Device != "", "formatting it"); err != nil {
 			return err
 		}
 		if sc.raw == nil {
@@ -78,7 +79,7 @@ func (v *Volumes) BeginFormat(ctx context.Context, id string) error {
 // what is a filesystem this node made and never mounted.
 func (v *Volumes) EndFormat(ctx context.Context, id string) error {
 	return v.pool.updateSidecar(ctx, id, func(sc *sidecar) error {
-		if err := v.stillMine(id, "mounting it"); err != nil {
+		if err := v.stillMine(ctx, id, sc.info.Device != "", "mounting it"); err != nil {
 			return err
 		}
 		delete(sc.raw, formatIntentField)
@@ -86,11 +87,13 @@ func (v *Volumes) EndFormat(ctx context.Context, id string) error {
 	})
 }
 
-// stillMine refuses, with a terminal error, unless this node's claim of volume id is there and its lease has not
-// expired: between its attach and its mkfs or mount, a node that stalled longer than its lease may have lost the
-// volume to another, which unbound this node's loop device (that a third volume may now use). The caller holds
+// stillMine refuses, with a terminal error, unless this node still holds volume id: between its attach and its
+// mkfs or mount, a node that took longer than its lease (a stall, or a long read of a slow device) may have lost
+// the volume to another, which unbound this node's loop device (that a third volume may now use). A claim of
+// this node whose lease ran out while nobody took it over is still this node's, as List says: it is renewed
+// here. deviceVolume says the volume is a block device of its own (no loop device to check). The caller holds
 // the pool's lock, under which claims change.
-func (v *Volumes) stillMine(id, doing string) error {
+func (v *Volumes) stillMine(ctx context.Context, id string, deviceVolume bool, doing string) error {
 	c, err := v.pool.readClaim(id)
 	if err != nil {
 		return err
@@ -100,9 +103,24 @@ func (v *Volumes) stillMine(id, doing string) error {
 		return engine.Terminal(fmt.Errorf("volume %s: this node's claim is gone, so it stops short of %s: nothing was changed (the next round claims a volume again)", id, doing))
 	case c.NodeID != v.node.NodeID:
 		return v.heldBy(id, c)
-	case c.expired(v.now()):
-		return engine.Terminal(fmt.Errorf("volume %s: this node's claim expired at %s (the node stalled longer than its lease, %s), so it stops short of %s: "+
-			"nothing was changed; the next round renews the claim if no other node took the volume", id, c.expires().Format(time.RFC3339), v.leaseString(), doing))
+	}
+	if c.Device != "" && !deviceVolume { // a loop device: still bound to this volume's image
+		img, err := v.pool.ImagePath(id)
+		if err != nil {
+			return err
+		}
+		bound, err := v.loops.bound(ctx, img)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(bound, c.Device) {
+			return engine.Terminal(fmt.Errorf("volume %s: this node's claim names %s, which is no longer bound to %s, so it stops short of %s: nothing was changed (the next round attaches it again)",
+				id, c.Device, img, doing))
+		}
+	}
+	if c.expired(v.now()) {
+		c.Renewed = v.now()
+		return v.pool.writeClaim(id, c)
 	}
 	return nil
 }

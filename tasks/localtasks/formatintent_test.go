@@ -42,9 +42,20 @@ func TestVolumesFormatIntent(t *testing.T) {
 	if err := a.BeginFormat(ctx, "v"); err == nil || !strings.Contains(err.Error(), "this node's claim is gone") {
 		t.Errorf("BeginFormat without a claim: %v", err)
 	}
+	// A claim of this node whose lease ran out while nobody took the volume over is still this node's: renewed.
 	claim("node-a", time.Now().Add(-2*time.Minute))
-	if err := a.BeginFormat(ctx, "v"); err == nil || !strings.Contains(err.Error(), "this node's claim expired") {
-		t.Errorf("BeginFormat with an expired claim: %v", err)
+	if err := a.EndFormat(ctx, "v"); err != nil {
+		t.Fatalf("EndFormat with this node's expired claim: %v", err)
+	}
+	if c, err := pool.readClaim("v"); err != nil || c.expired(time.Now()) {
+		t.Errorf("the claim after: %+v, %v; want it renewed", c, err)
+	}
+	// A claim that names a loop device no longer bound to the volume's image (unbound by a takeover since).
+	if err := pool.writeClaim("v", &claimRecord{NodeID: "node-a", Device: "/dev/loop-gone", Since: time.Now(), Renewed: time.Now(), Lease: "1m0s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.BeginFormat(ctx, "v"); err == nil || !strings.Contains(err.Error(), "/dev/loop-gone, which is no longer bound to") {
+		t.Errorf("BeginFormat with a loop device no longer bound: %v", err)
 	}
 	claim("node-a", time.Now())
 	if err := a.EndFormat(ctx, "v"); err != nil {

@@ -59,7 +59,7 @@ const (
 func (m *FormatAndMount) assess(ctx context.Context, dev string, pr probe, fsType string) (v verdict, node string, err error) {
 	switch {
 	case pr.blank():
-		off, err := firstDataByte(dev)
+		off, err := firstDataByte(ctx, dev)
 		if err != nil {
 			return keep, "", err
 		}
@@ -134,7 +134,7 @@ func stillHolds(ctx context.Context, dev string, assessed probe, v verdict) erro
 	}
 	switch {
 	case v == formatBlank:
-		return checkZeroed(dev)
+		return checkZeroed(ctx, dev)
 	case now.fsType != "" && !extNeverMounted(dev):
 		return engine.Terminal(fmt.Errorf("device %s: its %s filesystem (UUID %s) was mounted while it was being formatted again: it may hold data now, so nothing was formatted; "+
 			"mount it and look (its format intent is left on the volume)", dev, now.fsType, now.uuid))

@@ -3,6 +3,7 @@ package nodetasks
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
@@ -22,7 +24,8 @@ import (
 //     both for "nothing found" and for "could not open the device" (EACCES, ENXIO, EIO), telling them apart only
 //     on stderr: any stderr output, any other exit status, any unreadable first MiB is an error, never "blank".
 //  2. firstDataByte: the device reads, and reads as zeros: all of it up to fullScanMax (1 GiB), a larger one in
-//     its first 2 MiB, its last MiB and 64 KiB at every 8 MiB (zeroCheckSpans). It needs no blkid, so a blkid
+//     its first 2 MiB, its last MiB, ext's first backup superblocks and 64 KiB at every 8 MiB (farther apart
+//     beyond 32 GiB: at most 4096 samples; zeroCheckSpans). It needs no blkid, so a blkid
 //     that lies or cannot see (a wrapper, a seccomp or LSM rule that denies it alone, a signature it does not
 //     know) cannot get a device with data formatted; nor can a header wiped by hand (dd over the first sectors
 //     leaves a partition's filesystem at 1 MiB, ext's backup superblocks at 8, 32 and 128 MiB, XFS's
@@ -206,8 +209,8 @@ func readHeadOf(f *os.File, dev string) ([]byte, int64, error) {
 }
 
 // checkZeroed refuses dev unless it reads as zeros where firstDataByte looks.
-func checkZeroed(dev string) error {
-	off, err := firstDataByte(dev)
+func checkZeroed(ctx context.Context, dev string) error {
+	off, err := firstDataByte(ctx, dev)
 	if err != nil || off < 0 {
 		return err
 	}
@@ -224,20 +227,24 @@ func notZeroed(dev string, off int64) error {
 
 // A device up to fullScanMax is read whole before it is formatted; a larger one where metadata lives and in
 // samples (zeroCheckSpans): at a first format of a new cloud volume, a whole read of hundreds of GiB would take
-// minutes.
+// minutes. The samples are sampleEvery apart, farther on a device so large that there would be more than
+// maxSamples (a multiple of sampleEvery: 1 TiB is read at every 256 MiB), so that the check stays within
+// seconds on a slow disk (a few thousand reads).
 const (
 	fullScanMax = 1 << 30
 	sampleEvery = 8 * mib
 	sampleSize  = 64 << 10
+	maxSamples  = 4096
 )
 
 // span is a range of a device: n bytes at off.
 type span struct{ off, n int64 }
 
 // zeroCheckSpans are the ranges of a device of size bytes that firstDataByte reads after its first MiB, in
-// order: everything up to fullScanMax; beyond, the second MiB (a partition's filesystem starts at 1 MiB),
-// sampleSize bytes at every multiple of sampleEvery (ext's backup superblocks at 8, 32 and 128 MiB for 1, 2
-// and 4 KiB blocks are among them) and the last MiB (RAID, LVM and GPT metadata at the end).
+// order: everything up to fullScanMax; beyond, the second MiB (a partition's filesystem starts at 1 MiB), ext's
+// backup superblocks of its first block groups (at 8, 32 and 128 MiB for 1, 2 and 4 KiB blocks), sampleSize
+// bytes at every multiple of the sample step (sampleEvery, or more on a huge device) and the last MiB (RAID,
+// LVM and GPT metadata at the end).
 func zeroCheckSpans(size int64) []span {
 	var out []span
 	add := func(off, n int64) {
@@ -256,16 +263,27 @@ func zeroCheckSpans(size int64) []span {
 		return out
 	}
 	add(mib, mib)
-	for off := int64(sampleEvery); off < size-mib; off += sampleEvery {
+	step := int64(sampleEvery)
+	for size/step > maxSamples {
+		step *= 2
+	}
+	for _, off := range []int64{8 * mib, 32 * mib, 128 * mib} {
+		if off%step != 0 { // else a sample below reads it
+			add(off, sampleSize)
+		}
+	}
+	for off := step; off < size-mib; off += step {
 		add(off, sampleSize)
 	}
 	add(size-mib, mib)
+	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.off, b.off) })
 	return out
 }
 
 // firstDataByte returns the offset of the first byte that is not zero in dev's first MiB or in its
-// zeroCheckSpans; -1 when they all read as zeros. A device that cannot be read is an unreadable error.
-func firstDataByte(dev string) (int64, error) {
+// zeroCheckSpans; -1 when they all read as zeros. A device that cannot be read is an unreadable error; ctx
+// ending stops the reads.
+func firstDataByte(ctx context.Context, dev string) (int64, error) {
 	f, err := os.Open(dev)
 	if err != nil {
 		return 0, unreadable(dev, "opening it", err)
@@ -280,6 +298,9 @@ func firstDataByte(dev string) (int64, error) {
 	}
 	buf := head[:cap(head)]
 	for _, s := range zeroCheckSpans(size) {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("device %s: reading it for zeros: %w", dev, err)
+		}
 		b := buf[:s.n]
 		if n, err := f.ReadAt(b, s.off); n < len(b) {
 			return 0, unreadable(dev, fmt.Sprintf("reading %d bytes at byte %d", s.n, s.off), fmt.Errorf("read %d: %w", n, err))

@@ -156,7 +156,7 @@ func TestCheckZeroed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dev := tt.device(t)
-			err := checkZeroed(dev)
+			err := checkZeroed(context.Background(), dev)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("checkZeroed: %v", err)
@@ -200,5 +200,34 @@ func TestZeroCheckSpans(t *testing.T) {
 	}
 	if read > size/100 {
 		t.Errorf("20 GiB: %d bytes read, more than 1%%", read)
+	}
+
+	// A huge device: at most maxSamples samples (and the fixed places), ext's backup superblocks still read.
+	size = 1 << 40
+	got = zeroCheckSpans(size)
+	if len(got) > maxSamples+8 {
+		t.Errorf("1 TiB: %d spans", len(got))
+	}
+	at = map[int64]bool{}
+	for i, s := range got {
+		at[s.off] = true
+		if s.off < mib || s.off+s.n > size || i > 0 && s.off < got[i-1].off+got[i-1].n {
+			t.Errorf("1 TiB: span %d %v: outside the device or out of order", i, s)
+		}
+	}
+	for _, off := range []int64{mib, 8 * mib, 32 * mib, 128 * mib, size - mib} {
+		if !at[off] {
+			t.Errorf("1 TiB: nothing read at %d", off)
+		}
+	}
+}
+
+// The zero check stops when its context ends.
+func TestCheckZeroedCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dev := fakeDevice(t, 2<<30, nil)
+	if err := checkZeroed(ctx, dev); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("checkZeroed with its context ended: %v", err)
 	}
 }
