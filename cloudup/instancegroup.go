@@ -121,20 +121,21 @@ func heldMembers(c *model.Cluster, group string) []string {
 }
 
 // checkEtcdMembership refuses c with igs, a change of the spec of a cluster that was applied (read from source),
-// when its etcd members are not those the cluster was last applied with (model.CompletedSpecPath): a
-// ControlPlane group added or removed, a role changed to or from ControlPlane, or spec.etcdClusters' members
+// when the members of an etcd cluster it ran are not those it was last applied with (model.CompletedSpecPath):
+// a ControlPlane group added or removed, a role changed to or from ControlPlane, or spec.etcdClusters' members
 // written anew. The members of a running etcd cluster started knowing each other (--initial-cluster); new
 // members listed beside a running one would not join it, and two of three could even start a second, empty
-// cluster. kubeup does not add members to, or remove them from, a running etcd cluster. Before the first apply,
-// nothing runs yet.
+// cluster. kubeup does not add members to, or remove them from, a running etcd cluster. An etcd cluster added
+// whole (its members all new: they start a cluster of their own) or removed whole is not such a change. Before
+// the first apply, nothing runs yet.
 func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
 	name := c.Metadata.Name
-	applied, err := cs.appliedSpec(ctx, name)
+	applied, err := cs.appliedEtcd(ctx, name)
 	if err != nil || applied == nil {
 		return err
 	}
 	after, _ := model.Complete(c, igs)
-	added, removed := memberChanges(applied, after)
+	added, removed := memberChanges(applied, after.Spec.EtcdClusters)
 	if len(added) == 0 && len(removed) == 0 {
 		return nil
 	}
@@ -156,10 +157,10 @@ func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *m
 	return err
 }
 
-// appliedSpec returns the complete Cluster the last `update cluster --yes` of the cluster named name applied
-// (model.CompletedSpecPath), or nil when it was never applied. A spec that cannot be read is an error: which
-// etcd members run cannot be known then.
-func (cs *Clusters) appliedSpec(ctx context.Context, name string) (*model.Cluster, error) {
+// appliedEtcd returns the etcd clusters the last `update cluster --yes` of the cluster named name applied
+// (model.CompletedSpecPath, read leniently: another kubeup version may have written it), or nil when it was
+// never applied. A spec that cannot be read is an error: which etcd members run cannot be known then.
+func (cs *Clusters) appliedEtcd(ctx context.Context, name string) ([]model.EtcdClusterSpec, error) {
 	p := model.CompletedSpecPath(name)
 	data, err := cs.Store.ReadFile(ctx, p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -168,30 +169,32 @@ func (cs *Clusters) appliedSpec(ctx context.Context, name string) (*model.Cluste
 	if err != nil {
 		return nil, err
 	}
-	objs, err := model.Decode(cs.location(p), data)
-	if err == nil && objs.Cluster == nil {
-		err = errors.New("it holds no Cluster")
-	}
+	etcd, err := model.EtcdClustersOf(cs.location(p), data)
 	if err != nil {
-		return nil, fmt.Errorf("the spec cluster %s was last applied with cannot be read (%w), so which etcd members run cannot be known: nothing was written. "+
-			"Use the kubeup that applied it", name, err)
+		return nil, fmt.Errorf("the spec cluster %s was last applied with cannot be read (%w), so which etcd members run cannot be known: nothing was written", name, err)
 	}
-	return objs.Cluster, nil
+	if etcd == nil {
+		etcd = []model.EtcdClusterSpec{} // applied, with none: not "never applied"
+	}
+	return etcd, nil
 }
 
 // memberChanges lists the etcd members of after that before does not have, and those of before that after does
-// not, as "member a of etcd main (instance group control-plane-a)".
-func memberChanges(before, after *model.Cluster) (added, removed []string) {
-	members := func(c *model.Cluster) []string {
+// not, as "member a of etcd main (instance group control-plane-a)", for the etcd clusters both have.
+func memberChanges(before, after []model.EtcdClusterSpec) (added, removed []string) {
+	members := func(clusters []model.EtcdClusterSpec, in []model.EtcdClusterSpec) []string {
 		var out []string
-		for _, e := range c.Spec.EtcdClusters {
+		for _, e := range clusters {
+			if !slices.ContainsFunc(in, func(o model.EtcdClusterSpec) bool { return o.Name == e.Name }) {
+				continue // added or removed whole
+			}
 			for _, m := range e.Members {
 				out = append(out, fmt.Sprintf("member %s of etcd %s (instance group %s)", m.Name, e.Name, m.InstanceGroup))
 			}
 		}
 		return out
 	}
-	b, a := members(before), members(after)
+	b, a := members(before, after), members(after, before)
 	for _, m := range a {
 		if !slices.Contains(b, m) {
 			added = append(added, m)

@@ -459,3 +459,24 @@ func Encode(objs ...any) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// EtcdClustersOf reads the etcd clusters of the Cluster in data, leniently: data is a complete spec kubeup
+// stored (model.CompletedSpecPath), perhaps by another kubeup version, whose other fields and apiVersion this
+// one may not know; only spec.etcdClusters is read. file names data in errors.
+func EtcdClustersOf(file string, data []byte) ([]EtcdClusterSpec, error) {
+	for _, doc := range splitDocuments(data) {
+		var c struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				EtcdClusters []EtcdClusterSpec `json:"etcdClusters"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(doc.text, &c); err != nil {
+			return nil, fmt.Errorf("%s: malformed YAML: %w", file, yamlError(err, doc.line))
+		}
+		if c.Kind == KindCluster {
+			return c.Spec.EtcdClusters, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: it holds no Cluster", file)
+}

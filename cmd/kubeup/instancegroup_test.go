@@ -380,3 +380,29 @@ func TestDeleteInstanceGroupOnAWS(t *testing.T) {
 		t.Errorf("delete ig --yes on aws: %v, printed\n%s\nand on stderr\n%s", err, out, stderr)
 	}
 }
+
+// TestAddAWholeEtcdCluster: an etcd cluster added whole to an applied cluster (its members all new: they start
+// a cluster of their own) is not a change of a running etcd cluster's members: replace and update take it.
+func TestAddAWholeEtcdCluster(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "s")
+	const name = "demo.example.com"
+	mustKubeup(t, state, "create", "cluster", name, "--cloud", "local", "--zones", "a", "--control-plane-count", "3")
+	converge(t, state, name)
+	spec := mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")
+	etcd := "  etcdClusters:\n"
+	for _, e := range []string{"main", "events", "cilium"} {
+		etcd += "  - name: " + e + "\n    members:\n"
+		for _, i := range []string{"1", "2", "3"} {
+			etcd += "    - {name: a-" + i + ", instanceGroup: control-plane-a-" + i + "}\n"
+		}
+	}
+	file := filepath.Join(dir, "cilium.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(spec, "spec:\n", "spec:\n"+etcd, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustKubeup(t, state, "replace", "-f", file)
+	if out := mustKubeup(t, state, "update", "cluster", name); !strings.Contains(out, "a-1.etcd-cilium") {
+		t.Errorf("the dry run shows no volume of the new etcd cluster:\n%s", out)
+	}
+}
