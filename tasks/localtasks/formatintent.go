@@ -24,7 +24,31 @@ type formatIntentRecord struct {
 	Since  time.Time `json:"since"`
 }
 
-var _ volumetasks.FormatIntents = (*Volumes)(nil)
+var (
+	_ volumetasks.FormatIntents = (*Volumes)(nil)
+	_ volumetasks.MountGuard    = (*Volumes)(nil)
+)
+
+// BeforeMount confirms, under the pool's lock, that this node still holds volume id right before it is mounted
+// (stillMine): a node that took longer than its lease since its attach may have lost it.
+func (v *Volumes) BeforeMount(ctx context.Context, id string) error {
+	if err := validateVolumeName(id); err != nil {
+		return err
+	}
+	unlock, err := v.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sc, err := v.pool.readSidecar(id)
+	if err != nil {
+		return err
+	}
+	if sc == nil {
+		return engine.Terminal(fmt.Errorf("volume %s: %w", id, fs.ErrNotExist))
+	}
+	return v.stillMine(ctx, id, sc.info.Device != "", "mounting it")
+}
 
 // FormatIntent returns the node whose format intent volume id's sidecar records; "" when it records none.
 func (v *Volumes) FormatIntent(ctx context.Context, id string) (string, error) {

@@ -104,3 +104,35 @@ func TestVolumesFormatIntent(t *testing.T) {
 		t.Error("the intent of a volume that does not exist: no error")
 	}
 }
+
+// TestBeforeMount: right before a mount, the volume must still be this node's (its claim renewed if its lease
+// ran out and nobody took it); a claim gone or another node's refuses the mount.
+func TestBeforeMount(t *testing.T) {
+	ctx := context.Background()
+	pool, err := NewPool(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Create(ctx, VolumeInfo{Name: "v", Zone: "local-a", SizeGB: 1, VolumeType: VolumeTypeSparse}); err != nil {
+		t.Fatal(err)
+	}
+	a := NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute)
+	if err := a.BeforeMount(ctx, "v"); err == nil || !strings.Contains(err.Error(), "this node's claim is gone, so it stops short of mounting it") {
+		t.Errorf("without a claim: %v", err)
+	}
+	claim := func(node string, renewed time.Time) {
+		t.Helper()
+		if err := pool.writeClaim("v", &claimRecord{NodeID: node, Since: renewed, Renewed: renewed, Lease: "1m0s"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("node-a", time.Now().Add(-time.Hour))
+	if err := a.BeforeMount(ctx, "v"); err != nil {
+		t.Errorf("this node's expired claim, nobody took it: %v", err)
+	}
+	claim("node-b", time.Now())
+	var held *volumetasks.HeldError
+	if err := a.BeforeMount(ctx, "v"); !errors.As(err, &held) || held.Holder.NodeID != "node-b" {
+		t.Errorf("another node's claim: %v", err)
+	}
+}

@@ -393,6 +393,11 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		log.Info("remounted", "mountpoint", expected.MountPoint, "options", expected.Options)
 		return nil
 	}
+	if g, ok := expected.Attachment.(MountGuard); ok {
+		if err := g.BeforeMount(ctx); err != nil {
+			return err
+		}
+	}
 	// The device is mounted by the path of its node, the one just probed under the lock (mount(8) would look a
 	// UUID= up again, and find a clone with the same UUID as well).
 	args := []string{"-t", fsType}

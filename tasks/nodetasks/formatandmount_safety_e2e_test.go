@@ -5,6 +5,7 @@ package nodetasks
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,6 +185,8 @@ type journalThatWrites struct {
 	Device *string `kubeup:"output"`
 	device string
 	write  func()
+	// beforeMount is what BeforeMount answers (the volume is no longer this node's: an error).
+	beforeMount error
 }
 
 var _ FormatJournal = (*journalThatWrites)(nil)
@@ -200,6 +203,7 @@ func (j *journalThatWrites) CheckChanges(_, _, _ *journalThatWrites) error      
 func (j *journalThatWrites) FormatIntent(context.Context) (string, bool, error) { return "", true, nil }
 func (j *journalThatWrites) BeginFormat(context.Context) error                  { j.write(); return nil }
 func (j *journalThatWrites) EndFormat(context.Context) error                    { return nil }
+func (j *journalThatWrites) BeforeMount(context.Context) error                  { return j.beforeMount }
 func (j *journalThatWrites) Find(context.Context, *Node) (*journalThatWrites, error) {
 	return &journalThatWrites{Name: j.Name, Device: &j.device}, nil
 }
@@ -256,6 +260,31 @@ func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
 				t.Error("the device was written after the refusal")
 			}
 		})
+	}
+}
+
+// A volume that is no longer this node's right before the mount (MountGuard) is not mounted, whatever it holds.
+func TestFormatAndMountAsksBeforeMounting(t *testing.T) {
+	e2e.RequireTools(t, "blkid", "mkfs.ext4")
+	realBlkid, err := exec.LookPath("blkid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n := realNode(t, "")
+	dev := e2e.LoopDevice(t, diskSize)
+	etcdData(t, realBlkid, dev)
+	mp := filepath.Join(t.TempDir(), "etcd")
+	e2e.Unmount(t, mp)
+	j := &journalThatWrites{Name: "v", device: dev, write: func() {}, beforeMount: engine.Terminal(errors.New("volume v: held by node-b since a moment ago"))}
+	g := engine.NewGraph[*Node]()
+	engine.Add(g, j)
+	engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, FSType: ptr("ext4")})
+	if _, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply}); err == nil || !strings.Contains(err.Error(), "held by node-b") {
+		t.Fatalf("apply: %v; want the guard's refusal", err)
+	}
+	if got := mountedDevice(t, mp); got != "" {
+		t.Errorf("%s is mounted at %s", got, mp)
 	}
 }
 

@@ -40,6 +40,13 @@ type FormatJournal interface {
 	EndFormat(ctx context.Context) error
 }
 
+// MountGuard is a DeviceSource that confirms, right before the mount, that this node still holds the volume
+// (volumetasks.Attach is one; the local provider's claims have a lease that may lapse between attach and mount).
+type MountGuard interface {
+	DeviceSource
+	BeforeMount(ctx context.Context) error
+}
+
 // verdict is what FormatAndMount makes of a device it is to mount.
 type verdict int
 

@@ -24,8 +24,10 @@ type Attach[C World] struct {
 	// when it is attached already, or by Render.
 	Device *string `kubeup:"output"`
 
-	// intents is the world's provider once Find or Render has run, when it records format intents.
+	// intents is the world's provider once Find or Render has run, when it records format intents; guard,
+	// when it guards mounts.
 	intents FormatIntents
+	guard   MountGuard
 }
 
 func (a *Attach[C]) Key() engine.Key     { return engine.Key{Type: AttachKeyType, Name: a.VolumeID} }
@@ -60,6 +62,7 @@ func (a *Attach[C]) Validate() error {
 // or claimed but not attached yet).
 func (a *Attach[C]) Find(ctx context.Context, world C) (*Attach[C], error) {
 	a.intents, _ = world.VolumeProvider().(FormatIntents)
+	a.guard, _ = world.VolumeProvider().(MountGuard)
 	dev, err := world.VolumeProvider().Attached(ctx, a.VolumeID)
 	if err != nil {
 		return nil, fmt.Errorf("volume %s: %w", a.VolumeID, err)
@@ -80,6 +83,7 @@ func (a *Attach[C]) CheckChanges(actual, expected, changes *Attach[C]) error {
 func (a *Attach[C]) Render(ctx context.Context, world C, actual, expected, changes *Attach[C]) error {
 	p := world.VolumeProvider()
 	expected.intents, _ = p.(FormatIntents)
+	expected.guard, _ = p.(MountGuard)
 	dev, err := p.Attach(ctx, expected.VolumeID)
 	switch {
 	case errors.Is(err, ErrHeld):
@@ -126,6 +130,18 @@ func (a *Attach[C]) EndFormat(ctx context.Context) error {
 	}
 	if err := a.intents.EndFormat(ctx, a.VolumeID); err != nil {
 		return fmt.Errorf("removing the format intent of volume %s: %w", a.VolumeID, err)
+	}
+	return nil
+}
+
+// BeforeMount confirms, right before the volume is mounted, that this node still holds it, when the provider
+// guards mounts (MountGuard); it makes Attach a nodetasks.MountGuard.
+func (a *Attach[C]) BeforeMount(ctx context.Context) error {
+	if a.guard == nil {
+		return nil
+	}
+	if err := a.guard.BeforeMount(ctx, a.VolumeID); err != nil {
+		return fmt.Errorf("volume %s, about to be mounted: %w", a.VolumeID, err)
 	}
 	return nil
 }

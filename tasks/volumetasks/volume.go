@@ -117,6 +117,13 @@ func (e *HeldError) Error() string {
 // Is makes a HeldError match ErrHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
+// MountGuard is implemented by a provider whose hold on a volume can lapse while the node is between its attach
+// and its mount (the local provider's claims have a lease; on AWS and GCE the attachment is the hold): BeforeMount
+// confirms, right before the mount, that this node still holds volume id, as attached.
+type MountGuard interface {
+	BeforeMount(ctx context.Context, id string) error
+}
+
 // FormatIntents is implemented by providers that can record on a volume itself (a tag, a label, a file of the
 // pool) that a node is about to format it. FormatAndMount records the intent before mkfs and removes it once the
 // filesystem is made and before it is mounted, so that a volume found with the intent still there was never
