@@ -163,7 +163,7 @@ func TestFormatAndMountAttachmentCheckChanges(t *testing.T) {
 		{name: "partition table", actual: &FormatAndMount{found: &probe{ptType: "gpt"}},
 			wantErr: "device /dev/loop3 holds a partition table (gpt): kubeup formats only blank devices"},
 		{name: "other filesystem", actual: &FormatAndMount{found: &probe{fsType: "xfs"}},
-			wantErr: "device /dev/loop3 holds a xfs filesystem, not ext4: kubeup never reformats"},
+			wantErr: "device /dev/loop3 holds an xfs filesystem, not ext4: kubeup never reformats"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,8 +14,8 @@ func TestCheckDeviceOtherTypes(t *testing.T) {
 		found       string
 		want, never string
 	}{
-		{found: "xfs", want: `holds a xfs filesystem, not ext4: kubeup never reformats a device: check that it is the right device, or set FSType to "xfs"`},
-		{found: "swap", want: "does not mount swap", never: "set FSType"},
+		{found: "xfs", want: `holds an xfs filesystem, not ext4: kubeup never reformats a device: check that it is the right device, or set FSType to "xfs"`},
+		{found: "swap", want: "holds swap space (blkid TYPE=swap), not ext4: kubeup never reformats a device, and does not mount swap", never: "set FSType"},
 		{found: "LVM2_member", want: "does not mount LVM2_member", never: "set FSType"},
 		{found: "crypto_LUKS", want: "does not mount crypto_LUKS", never: "set FSType"},
 	} {

@@ -226,7 +226,7 @@ func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
 		write func(t *testing.T, dev string) func()
 		want  string
 	}{
-		{name: "a filesystem made meanwhile", want: "changed while it was being formatted: it held nothing, and now holds a ext4 filesystem",
+		{name: "a filesystem made meanwhile", want: "changed while it was being formatted: it held nothing, and now holds an ext4 filesystem",
 			write: func(t *testing.T, dev string) func() { return func() { etcdData(t, realBlkid, dev) } }},
 		{name: "data written meanwhile", want: "blkid found no signature, but byte 33554432 is not zero",
 			write: func(t *testing.T, dev string) func() {

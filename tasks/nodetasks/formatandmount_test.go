@@ -96,7 +96,7 @@ func TestFormatAndMountCheckChanges(t *testing.T) {
 		{name: "partition table", expected: exp, actual: &FormatAndMount{Device: "/dev/loop3", found: &probe{ptType: "gpt"}},
 			wantErr: "device /dev/loop3 holds a partition table (gpt): kubeup formats only blank devices"},
 		{name: "other filesystem", expected: exp, actual: &FormatAndMount{Device: "/dev/loop3", found: &probe{fsType: "xfs"}},
-			wantErr: "device /dev/loop3 holds a xfs filesystem, not ext4: kubeup never reformats"},
+			wantErr: "device /dev/loop3 holds an xfs filesystem, not ext4: kubeup never reformats"},
 		{name: "unknown signature", expected: exp, actual: &FormatAndMount{Device: "/dev/loop3", found: &probe{other: "partitions"}},
 			wantErr: "holds partitions"},
 	}

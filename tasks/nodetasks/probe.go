@@ -58,6 +58,18 @@ func (p probe) String() string {
 	switch {
 	case p.ptType != "":
 		return "a partition table (" + p.ptType + ")"
+	case p.fsType == "swap":
+		return "swap space (blkid TYPE=swap)"
+	case p.fsType == "LVM2_member":
+		return "an LVM physical volume (blkid TYPE=LVM2_member)"
+	case p.fsType == "crypto_LUKS":
+		return "a LUKS encrypted volume's header (blkid TYPE=crypto_LUKS)"
+	case p.fsType == "linux_raid_member":
+		return "a RAID member's superblock (blkid TYPE=linux_raid_member)"
+	case p.fsType != "" && !mountable(p.fsType):
+		return "a " + p.fsType + " signature (blkid TYPE)"
+	case p.fsType != "" && strings.ContainsRune("aeiox", rune(p.fsType[0])):
+		return "an " + p.fsType + " filesystem" // an ext4, an xfs
 	case p.fsType != "":
 		return "a " + p.fsType + " filesystem"
 	case p.other != "":
