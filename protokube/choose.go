@@ -55,7 +55,8 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 				continue
 			}
 			if !plainVolumeID(v.ID) {
-				ch.problems = append(ch.problems, fmt.Sprintf("volume %q: its id is not a name protokube makes a mount point of (letters, digits, '-', '_' and '.', not first): left alone", v.ID))
+				ch.problems = append(ch.problems, fmt.Sprintf("volume %q: its id is not a name protokube makes a mount point of (letters, digits, '-', '_' and '.', not first): left alone; "+
+					"a local pool's volume file renamed by hand: give it back its name; a cloud's: check which API answers", v.ID))
 				continue
 			}
 			mv := memberVolume{volume: v, cluster: ec, member: &ec.Members[j]}
