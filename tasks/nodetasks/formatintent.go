@@ -21,11 +21,12 @@ import (
 //
 // A volume that still carries an intent was never mounted since its intent was recorded on a zeroed device, so
 // whatever is on it came from the interrupted mkfs: the device is formatted again when it holds nothing blkid
-// names, or an ext filesystem of the expected type whose superblock says it was never mounted (mkfs may have
-// been killed after the superblock and before its last metadata). An intent that outlives its EndFormat (a
-// cloud's eventually consistent read) cannot cost data: a filesystem that was mounted has a mount time in its
-// superblock and is mounted, never formatted; anything else on the device (a partition table, another
-// signature, another filesystem type) is refused as ever.
+// names, or an ext filesystem of the expected type whose superblock says it was never mounted and holds no file
+// beyond what mke2fs makes (mkfs may have been killed after the superblock and before its last metadata). An
+// intent that outlives its EndFormat (a cloud's eventually consistent read, a DeleteTags the node may not call)
+// cannot cost data: a filesystem that was mounted has a mount time in its superblock, and one filled offline
+// (mke2fs -d, debugfs -w) an inode in use more; either is mounted, never formatted. Anything else on the device
+// (a partition table, another signature, another filesystem type) is refused as ever.
 
 // FormatJournal is a DeviceSource whose volume can carry a format intent: volumetasks.Attach is one. A
 // FormatAndMount whose Attachment is a FormatJournal records its formats there.
@@ -77,7 +78,7 @@ func (m *FormatAndMount) assess(ctx context.Context, dev string, pr probe, fsTyp
 			return formatAgain, node, err
 		}
 		return keep, "", notZeroed(dev, off)
-	case pr.fsType == fsType && pr.ptType == "" && isExt(fsType) && extNeverMounted(dev):
+	case pr.fsType == fsType && pr.ptType == "" && isExt(fsType) && extNeverMounted(dev) && extAsMade(dev):
 		if node, err = m.formatIntent(ctx); err != nil || node != "" {
 			return formatAgain, node, err
 		}
@@ -142,8 +143,8 @@ func stillHolds(ctx context.Context, dev string, assessed probe, v verdict) erro
 	switch {
 	case v == formatBlank:
 		return checkZeroed(ctx, dev)
-	case now.fsType != "" && !extNeverMounted(dev):
-		return engine.Terminal(fmt.Errorf("device %s: its %s filesystem (UUID %s) was mounted while it was being formatted again: it may hold data now, so nothing was formatted; "+
+	case now.fsType != "" && !(extNeverMounted(dev) && extAsMade(dev)):
+		return engine.Terminal(fmt.Errorf("device %s: its %s filesystem (UUID %s) was mounted or written to while it was being formatted again: it may hold data now, so nothing was formatted; "+
 			"mount it and look (its format intent is left on the volume)", dev, now.fsType, now.uuid))
 	}
 	return nil

@@ -60,6 +60,13 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 		}
 	}
 	partitioned := func(t *testing.T, img string) { writeMBR(t, img) }
+	filledOffline := func(t *testing.T, img string) { // never mounted, but a file put in it: mke2fs -d
+		seed := t.TempDir()
+		if err := os.WriteFile(filepath.Join(seed, "member-data"), []byte("etcd data\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e2e.MustRun(t, "mkfs.ext4", "-q", "-F", "-d", seed, img)
+	}
 
 	for i, tt := range []struct {
 		name   string
@@ -76,6 +83,7 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 		{name: "a filesystem never mounted, intent", leave: neverMounted, intent: true, formats: true},
 		{name: "a filesystem never mounted, no intent", leave: neverMounted},
 		{name: "a filesystem with data, intent", leave: withData, intent: true, data: true},
+		{name: "a filesystem filled offline, never mounted, intent", leave: filledOffline, intent: true, data: true},
 		{name: "a partition table, intent", leave: partitioned, intent: true, refusal: "holds a partition table (dos)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

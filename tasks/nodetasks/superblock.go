@@ -58,3 +58,36 @@ func superblockNeverMounted(sb []byte) bool {
 	return binary.LittleEndian.Uint32(sb[0x2C:]) == 0 && sb[0x275] == 0 &&
 		binary.LittleEndian.Uint16(sb[0x34:]) == 0 && firstNonZero(sb[0x88:0xC8]) < 0
 }
+
+// extAsMade reports whether dev holds an ext2/3/4 filesystem whose superblock counts no inode in use beyond what
+// mke2fs makes (superblockAsMade): nothing was put in it, mounted or not (mke2fs -d, debugfs -w and e2tools
+// write files without a mount, and leave the mount fields zero). false when dev cannot be read or holds no ext
+// superblock.
+func extAsMade(dev string) bool {
+	f, err := os.Open(dev)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sb := make([]byte, 1024)
+	if n, err := f.ReadAt(sb, 1024); n < len(sb) || err != nil {
+		return false
+	}
+	return superblockAsMade(sb)
+}
+
+// superblockAsMade is extAsMade of a superblock's first 1024 bytes: its free inodes (s_free_inodes_count at
+// 0x10) are its inodes (s_inodes_count at 0x00) but the reserved ones and lost+found, that is all but the first
+// non-reserved inode's number (s_first_ino at 0x54; 11 for revision 0, s_rev_level at 0x4C), as mke2fs leaves
+// them. A file written offline uses an inode more.
+func superblockAsMade(sb []byte) bool {
+	if _, ok := parseExtSuperblock(sb); !ok || len(sb) < 0x58 {
+		return false
+	}
+	inodes, free := binary.LittleEndian.Uint32(sb[0x00:]), binary.LittleEndian.Uint32(sb[0x10:])
+	first := uint32(11)
+	if binary.LittleEndian.Uint32(sb[0x4C:]) >= 1 {
+		first = binary.LittleEndian.Uint32(sb[0x54:])
+	}
+	return first >= 11 && inodes > first && free == inodes-first
+}

@@ -1,6 +1,9 @@
 package nodetasks
 
-import "testing"
+import (
+	"encoding/binary"
+	"testing"
+)
 
 func TestParseExtSuperblock(t *testing.T) {
 	sb := make([]byte, 1024)
@@ -53,6 +56,37 @@ func TestSuperblockNeverMounted(t *testing.T) {
 	} {
 		if got := superblockNeverMounted(tt.sb); got != tt.want {
 			t.Errorf("%s: superblockNeverMounted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSuperblockAsMade: a superblock counts as mke2fs made it when its free inodes are all but the reserved ones
+// and lost+found; a file written offline (mke2fs -d, debugfs) uses one more.
+func TestSuperblockAsMade(t *testing.T) {
+	sb := func(inodes, free, rev, first uint32) []byte {
+		b := make([]byte, 1024)
+		b[0x38], b[0x39] = 0x53, 0xEF
+		binary.LittleEndian.PutUint32(b[0x00:], inodes)
+		binary.LittleEndian.PutUint32(b[0x10:], free)
+		binary.LittleEndian.PutUint32(b[0x4C:], rev)
+		binary.LittleEndian.PutUint32(b[0x54:], first)
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		sb   []byte
+		want bool
+	}{
+		{name: "as mke2fs leaves it (16384 inodes)", sb: sb(16384, 16373, 1, 11), want: true},
+		{name: "a file written offline", sb: sb(16384, 16372, 1, 11)},
+		{name: "revision 0: first inode 11", sb: sb(16384, 16373, 0, 0), want: true},
+		{name: "a larger first inode", sb: sb(16384, 16364, 1, 20), want: true},
+		{name: "a first inode below the reserved ones", sb: sb(16384, 16382, 1, 2)},
+		{name: "no magic", sb: func() []byte { b := sb(16384, 16373, 1, 11); b[0x38] = 0; return b }()},
+		{name: "short", sb: sb(16384, 16373, 1, 11)[:0x50]},
+	} {
+		if got := superblockAsMade(tt.sb); got != tt.want {
+			t.Errorf("%s: superblockAsMade = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
