@@ -45,7 +45,7 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 			name, _, _ := strings.Cut(tag, "/")
 			j := slices.IndexFunc(ec.Members, func(m model.ProtokubeEtcdMember) bool { return m.Name == name })
 			if j >= 0 && v.Holder != nil {
-				ch.holders[v.Holder.NodeID] = *v.Holder
+				ch.holders[v.Holder.NodeID] = ch.holderAddresses(*v.Holder, v.ID)
 			}
 			if v.Zone != pc.Zone {
 				continue
@@ -84,6 +84,22 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 		}
 	}
 	return ch
+}
+
+// holderAddresses returns h with its addresses as IPv4 addresses in their usual form; one that is no IPv4
+// address (a claim written by hand, or by a protokube that did not check) is left out, and said, rather than
+// fail every node's API records.
+func (ch *choice) holderAddresses(h volumetasks.Holder, volume string) volumetasks.Holder {
+	for _, a := range []*string{&h.InternalIP, &h.ExternalIP} {
+		v, ok := ipv4(*a)
+		if !ok {
+			ch.problems = append(ch.problems, fmt.Sprintf("node %s's claim of volume %s records the address %q, which is no IPv4 address: "+
+				"left out of the API's records; fix that node's --internal-ip/--external-ip", h.NodeID, volume, *a))
+			v = ""
+		}
+		*a = v
+	}
+	return h
 }
 
 // apiAddresses are the addresses the API names carry: the internal and external addresses of every node that

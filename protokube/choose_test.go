@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -109,5 +110,56 @@ func TestAPIAddresses(t *testing.T) {
 	}
 	if want := []string{"10.0.0.2", "10.0.0.4", "203.0.113.1", "203.0.113.3"}; !slices.Equal(external, want) {
 		t.Errorf("external %v, want %v", external, want)
+	}
+}
+
+// TestHolderAddresses: a claim's IPv4-mapped address counts as the IPv4 address it is; one that is no IPv4 address
+// is left out of the API's records and said, and the other nodes' records are still made.
+func TestHolderAddresses(t *testing.T) {
+	mapped := vol("a.main", "main", "a", "a", "node2")
+	mapped.Holder.InternalIP = "::ffff:10.0.0.7"
+	bad := vol("b.main", "main", "b", "a", "node3")
+	bad.Holder.InternalIP, bad.Holder.ExternalIP = "fd00::3", "203.0.113.3"
+	ch := choose(testConfig(), "node1", []volumetasks.Volume{mapped, bad})
+	internal, external := ch.apiAddresses(volumetasks.Holder{NodeID: "node1", InternalIP: "10.0.0.1"})
+	if want := []string{"10.0.0.7"}; !slices.Equal(internal, want) {
+		t.Errorf("internal %v, want %v", internal, want)
+	}
+	if want := []string{"10.0.0.7", "203.0.113.3"}; !slices.Equal(external, want) {
+		t.Errorf("external %v, want %v", external, want)
+	}
+	if len(ch.problems) != 1 || !strings.Contains(ch.problems[0], `node node3's claim of volume b.main records the address "fd00::3", which is no IPv4 address`) {
+		t.Errorf("problems %q", ch.problems)
+	}
+}
+
+// TestCheckAddressesAndDurations: an IPv4-mapped --internal-ip is taken as its IPv4 address; what is no IPv4
+// address, a negative interval or lease, and a lease not longer than the interval are refused.
+func TestCheckAddressesAndDurations(t *testing.T) {
+	me := volumetasks.Holder{NodeID: "n1", InternalIP: "::ffff:10.0.0.1", ExternalIP: "203.0.113.1"}
+	if err := checkAddresses(&me); err != nil || me.InternalIP != "10.0.0.1" || me.ExternalIP != "203.0.113.1" {
+		t.Errorf("checkAddresses = %v, %+v", err, me)
+	}
+	for _, bad := range []volumetasks.Holder{{InternalIP: "fd00::1"}, {InternalIP: "10.0.0.300"}, {ExternalIP: "2001:db8::1"}} {
+		if err := checkAddresses(&bad); err == nil {
+			t.Errorf("checkAddresses(%+v) accepted it", bad)
+		}
+	}
+	for _, tt := range []struct {
+		interval, lease time.Duration
+		want            string
+	}{
+		{interval: -time.Second, want: "--interval -1s: want a positive time"},
+		{lease: -time.Second, want: "--lease -1s: want a positive duration"},
+		{interval: time.Minute, lease: time.Second, want: "--lease 1s is not longer than --interval 1m0s"},
+		{interval: time.Minute, lease: time.Minute, want: "is not longer than --interval"},
+		{interval: time.Minute},
+		{interval: time.Minute, lease: 5 * time.Minute},
+	} {
+		o := &Options{Conf: "x", Root: t.TempDir(), Interval: tt.interval, Lease: tt.lease, Node: volumetasks.Holder{NodeID: "n1"}}
+		err := o.defaults()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("interval %s, lease %s: %v, want %q", tt.interval, tt.lease, err, tt.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,11 +79,20 @@ func (o *Options) defaults() error {
 	if o.Root == "" {
 		o.Root = "/"
 	}
-	if o.Interval <= 0 {
+	switch {
+	case o.Interval < 0:
+		return fmt.Errorf("--interval %s: want a positive time between rounds (default %s)", o.Interval, DefaultInterval)
+	case o.Interval == 0:
 		o.Interval = DefaultInterval
 	}
-	if o.Lease <= 0 {
+	switch {
+	case o.Lease < 0:
+		return fmt.Errorf("--lease %s: want a positive duration (default 5 × --interval)", o.Lease)
+	case o.Lease == 0:
 		o.Lease = 5 * o.Interval
+	case o.Lease <= o.Interval:
+		return fmt.Errorf("--lease %s is not longer than --interval %s: this node's claims would expire between its rounds and other nodes take its volumes over; "+
+			"give a lease of several intervals (default 5 × --interval)", o.Lease, o.Interval)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -93,7 +103,7 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(o.Err, nil))
 	}
-	if err := checkAddresses(o.Node); err != nil {
+	if err := checkAddresses(&o.Node); err != nil {
 		return err
 	}
 	root, err := filepath.Abs(o.Root)
@@ -210,7 +220,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		changes = res.Plan.Changes
 	}
 	if o.DryRun && runErr == nil {
-		if err := res.Plan.WriteText(o.Out); err != nil {
+		if err := res.Plan.WriteTextApplying(o.Out, "Run protokube without --dryrun to apply these changes (it does, every round)"); err != nil {
 			return false, err
 		}
 	}
@@ -272,7 +282,7 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 		}
 		o.Node.InternalIP = ip
 	}
-	if err := checkAddresses(o.Node); err != nil {
+	if err := checkAddresses(&o.Node); err != nil {
 		return err
 	}
 	o.identified = true
@@ -280,15 +290,29 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 	return nil
 }
 
-// checkAddresses refuses addresses that are not IPv4 (the records protokube publishes are A records).
-func checkAddresses(me volumetasks.Holder) error {
-	if ip := net.ParseIP(me.InternalIP); me.InternalIP != "" && (ip == nil || ip.To4() == nil) {
+// checkAddresses refuses addresses that are not IPv4 (the records protokube publishes are A records), and writes
+// an IPv4-mapped IPv6 address (::ffff:10.0.0.1) as the IPv4 address it is: the claims carry it to every node.
+func checkAddresses(me *volumetasks.Holder) error {
+	var ok bool
+	if me.InternalIP, ok = ipv4(me.InternalIP); !ok {
 		return fmt.Errorf("--internal-ip %q: want this node's IPv4 address (its records are A records)", me.InternalIP)
 	}
-	if ip := net.ParseIP(me.ExternalIP); me.ExternalIP != "" && (ip == nil || ip.To4() == nil) {
+	if me.ExternalIP, ok = ipv4(me.ExternalIP); !ok {
 		return fmt.Errorf("--external-ip %q: want this node's public IPv4 address, or none", me.ExternalIP)
 	}
 	return nil
+}
+
+// ipv4 returns s as an IPv4 address in its usual form ("" stays ""); false, with s, when it is not one.
+func ipv4(s string) (string, bool) {
+	if s == "" {
+		return "", true
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Unmap().Is4() {
+		return s, false
+	}
+	return a.Unmap().String(), true
 }
 
 // instanceCloud is this instance in a cloud (awsCloud, gceCloud): who it is, and its providers.
