@@ -60,6 +60,12 @@ func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
 // flag; secrets are (sensitive). It ends with "Must specify --yes to apply changes", or "No changes need to be
 // applied" when the plan is empty.
 func (p *Plan) WriteText(w io.Writer) error {
+	return p.WriteTextApplying(w, "Must specify --yes to apply changes")
+}
+
+// WriteTextApplying is WriteText whose last line, when there are changes, is howToApply: the way to apply them
+// of the binary that prints it ("Run nodeup without --dryrun to apply these changes").
+func (p *Plan) WriteTextApplying(w io.Writer, howToApply string) error {
 	bw := bufio.NewWriter(w)
 	if len(p.Spec) > 0 {
 		bw.WriteString("Spec changes:\n")
@@ -88,7 +94,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Empty() {
 		bw.WriteString("No changes need to be applied\n")
 	} else {
-		bw.WriteString("Must specify --yes to apply changes\n")
+		bw.WriteString(howToApply + "\n")
 	}
 	return bw.Flush()
 }

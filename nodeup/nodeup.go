@@ -1,7 +1,6 @@
 package nodeup
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -159,7 +158,7 @@ func (o *Options) selfInstall(src *confSource, root string) (*selfInstall, error
 		return nil, fmt.Errorf("--install-systemd-unit: reading the nodeup binary: %w", err)
 	}
 	// A conf no unit can hold (see model.ExecLine) is refused before any run: nothing was changed.
-	unit, err := selfUnitDefinition(conf, o.Retries)
+	unit, err := selfUnitDefinition(conf, o.Retries, o.NodeID)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -237,19 +236,9 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 	return err
 }
 
-// writePlan prints the dry run's report, whose last line says how to apply it.
+// writePlan prints the dry run's report, whose last line says how to apply it: nodeup applies without --dryrun.
 func writePlan(w io.Writer, p *engine.Plan) error {
-	var b bytes.Buffer
-	if err := p.WriteText(&b); err != nil {
-		return err
-	}
-	// The engine's report ends with the advice of `kubeup update cluster`; nodeup applies without --dryrun.
-	text, found := strings.CutSuffix(b.String(), "Must specify --yes to apply changes\n")
-	if found {
-		text += "Run nodeup without --dryrun to apply these changes\n"
-	}
-	_, err := io.WriteString(w, text)
-	return err
+	return p.WriteTextApplying(w, "Run nodeup without --dryrun to apply these changes")
 }
 
 // writeApplied prints the changes an apply made: one line per object.
