@@ -456,9 +456,14 @@ func TestSelfUnit(t *testing.T) {
 		{"/etc/kube up/100%$x\"", 2, `ExecStart=/usr/local/bin/nodeup "--conf=/etc/kube up/100%%$$x\"" --retries=2` + "\n"},
 	}
 	for _, tt := range tests {
-		if got, err := selfUnitDefinition(tt.conf, tt.retries); err != nil || !strings.Contains(got, tt.want) {
+		if got, err := selfUnitDefinition(tt.conf, tt.retries, ""); err != nil || !strings.Contains(got, tt.want) {
 			t.Errorf("selfUnitDefinition(%q, %d): %v\n%s\nwant it to contain %q", tt.conf, tt.retries, err, got, tt.want)
 		}
+	}
+	// The machine's --node-id is kept for its later boots (its record on the local provider is by id).
+	want := "ExecStart=/usr/local/bin/nodeup --conf=/etc/kubeup/nodeup.conf --retries=3 --node-id=node2\n"
+	if got, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 3, "node2"); err != nil || !strings.Contains(got, want) {
+		t.Errorf("selfUnitDefinition with a node id: %v\n%s\nwant it to contain %q", err, got, want)
 	}
 }
 
@@ -485,7 +490,7 @@ func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unit, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 0)
+		unit, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 0, "")
 		if err != nil {
 			t.Fatal(err)
 		}

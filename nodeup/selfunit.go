@@ -36,10 +36,13 @@ func addSelfUnit(g *engine.Graph[*nodetasks.Node], self *selfInstall) {
 // model's rules for units (model.ExecLine): systemd reads back exactly conf, whatever it holds (a quote, "%",
 // "$", a carriage return or another control character is escaped, never a new line of the unit); a conf that
 // no unit can hold is an error.
-func selfUnitDefinition(conf string, retries int) (string, error) {
+func selfUnitDefinition(conf string, retries int, nodeID string) (string, error) {
 	args := []string{InstalledBinary, "--conf=" + conf}
 	if retries != 0 {
 		args = append(args, "--retries="+strconv.Itoa(retries))
+	}
+	if nodeID != "" { // the machine keeps the id it was given at every boot (its record on the local provider)
+		args = append(args, "--node-id="+nodeID)
 	}
 	exec, err := model.ExecLine(args...)
 	if err != nil {

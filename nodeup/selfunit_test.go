@@ -12,7 +12,7 @@ import (
 // character is written escaped inside the quoted word of ExecStart=: the unit has the lines it always has and
 // no other (a raw \r ended the line for systemd, and what followed became a directive of its own).
 func TestSelfUnitControlCharacters(t *testing.T) {
-	plain, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 0)
+	plain, err := selfUnitDefinition("/etc/kubeup/nodeup.conf", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestSelfUnitControlCharacters(t *testing.T) {
 		{"/x\x01\x1b\x7f\v\f", `/usr/local/bin/nodeup "--conf=/x\x01\x1b\x7f\x0b\x0c"`},
 	}
 	for _, tt := range tests {
-		unit, err := selfUnitDefinition(tt.conf, 0)
+		unit, err := selfUnitDefinition(tt.conf, 0, "")
 		if err != nil {
 			t.Errorf("%q: %v", tt.conf, err)
 			continue
@@ -61,7 +61,7 @@ func TestSelfUnitRefusesUnwritableConf(t *testing.T) {
 				t.Errorf("%q, dry run %t: the tree changed:\n%s", name, dry, got)
 			}
 		}
-		if _, err := selfUnitDefinition("/etc/kubeup/"+name, 0); err == nil {
+		if _, err := selfUnitDefinition("/etc/kubeup/"+name, 0, ""); err == nil {
 			t.Errorf("selfUnitDefinition accepted %q", name)
 		}
 	}
