@@ -154,7 +154,7 @@ func newKillFixture(t *testing.T) *killFixture {
 func volumeOf(img string) string { return strings.TrimSuffix(filepath.Base(img), ".img") }
 
 func (f *killFixture) args(ip string, extra ...string) []string {
-	return append([]string{"--conf=" + f.conf, "--root=" + f.root, "--node-id=node1", "--internal-ip=" + ip, "--interval=1h", "--lease=1h"}, extra...)
+	return append([]string{"--conf=" + f.conf, "--root=" + f.root, "--node-id=node1", "--internal-ip=" + ip, "--interval=1h", "--lease=2h"}, extra...)
 }
 
 // start starts the protokube daemon; its first round starts at once, and the rounds after one that attached or
