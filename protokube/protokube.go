@@ -59,6 +59,9 @@ type Options struct {
 	// on the local provider until Run returns; nodeLockOf is the pool and id it locks.
 	nodeLock   *os.File
 	nodeLockOf string
+	// stop is Run's context: it ends on SIGTERM. A round runs to its end whatever it says, but the wait for a
+	// valid node configuration at its start does not (it can last minutes and changes nothing).
+	stop context.Context
 
 	// Out receives the report of a dry run; Logger the logs, one line per round (default: text to Err).
 	Out, Err io.Writer
@@ -116,13 +119,14 @@ func (o *Options) defaults() error {
 
 // Run runs rounds until ctx ends: the first at once, then every Interval, at once on Wake, and at once again
 // (up to quickRounds times) after a round that attached or mounted a volume. A failed round is logged, and the
-// next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish, then
-// Run returns nil. With Once, Run runs one round and returns its error.
+// next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish (but
+// stops its wait for a valid node configuration), then Run returns nil. With Once, Run runs one round and returns its error.
 func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
 	defer o.unlockNode()
+	o.stop = ctx
 	quick := 0
 	for {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
@@ -159,7 +163,14 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			return false, err
 		}
 	}
-	nc, err := o.conf.Load(ctx)
+	loadCtx := ctx
+	if o.stop != nil {
+		var cancel context.CancelFunc
+		loadCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(o.stop, cancel)()
+	}
+	nc, err := o.conf.Load(loadCtx)
 	if err != nil {
 		return false, err
 	}
