@@ -200,6 +200,8 @@ func (cs *Clusters) deleteOwned(ctx context.Context, cloud ownedDeleter, c *mode
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
+	slices.Sort(records)
+	records = slices.Compact(records) // the spec's and the applied spec's names are mostly the same
 	listed, err := cloud.DeleteOwned(ctx, records, false)
 	if err != nil {
 		return nil, nil, err

@@ -192,8 +192,13 @@ func (c *Cloud) deleteRecords(ctx context.Context, names []string, apply bool) (
 	}
 	var keys []string
 	var changes []dnsChange
+	seen := map[string]bool{}
 	for _, n := range names {
 		n = dnstasks.CanonicalName(n)
+		if seen[n] { // a change that deletes one record set twice is refused by Cloud DNS
+			continue
+		}
+		seen[n] = true
 		for k := range all {
 			if k.name == n {
 				keys = append(keys, dnstasks.RecordKey(k.name, k.rrtype).String())
