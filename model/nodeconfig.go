@@ -124,6 +124,9 @@ func EtcdVolumeTags(cluster string, e EtcdClusterSpec, m EtcdMemberSpec) map[str
 // NewNodeConfig returns the node configuration of one instance group of a complete, valid spec.
 func NewNodeConfig(c *Cluster, ig *InstanceGroup) *NodeConfig {
 	nc := &NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, Cluster: deepCopy(c), InstanceGroup: deepCopy(ig)}
+	// The group's size is the cloud's business, not a node's: left out, a resize changes no node configuration,
+	// so no launch template version, and rolling-update replaces no machine for it (as kops).
+	nc.InstanceGroup.Spec.MinSize, nc.InstanceGroup.Spec.MaxSize = nil, nil
 	if ig.Spec.Role == RoleControlPlane {
 		nc.Protokube = newProtokubeConfig(c, ig)
 	}

@@ -181,3 +181,26 @@ func TestDecodeNodeConfigDerivedMessage(t *testing.T) {
 		t.Error("the error quotes a file's contents")
 	}
 }
+
+// TestNodeConfigLeavesTheSizeOut: a group's size is the cloud's, not a node's: resizing a group changes no node
+// configuration, so no launch template or instance template, and no machine is to be replaced for it.
+func TestNodeConfigLeavesTheSizeOut(t *testing.T) {
+	c, igs := completeSpec(t, CloudAWS, 3)
+	ig := findInstanceGroup(igs, "nodes")
+	before, err := NewNodeConfig(c, ig).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resized := *ig
+	resized.Spec.MinSize, resized.Spec.MaxSize = ptr(int32(7)), ptr(int32(9))
+	after, err := NewNodeConfig(c, &resized).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Errorf("a resize changed the node configuration:\n%s\n---\n%s", before, after)
+	}
+	if _, err := DecodeNodeConfigObject("conf", after); err != nil {
+		t.Errorf("the configuration without the size is refused: %v", err)
+	}
+}

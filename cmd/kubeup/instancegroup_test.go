@@ -80,10 +80,12 @@ func TestInstanceGroupLifecycle(t *testing.T) {
 	if !strings.Contains(out, "Updated instance group gpu of cluster demo.example.com. Review the changes: kubeup update cluster demo.example.com") {
 		t.Errorf("edit instancegroup printed:\n%s", out)
 	}
+	// A size is the cloud's (an Auto Scaling group's, a managed instance group's): the nodes' configuration does
+	// not change, so no machine is to be replaced for it.
 	planShows(t, state, name, []string{
 		"Spec changes:\n  instanceGroups[gpu].spec.maxSize: 3 -> 5\nWill modify resources:\n",
-		"  StoreFile/demo.example.com/nodeup/gpu\n",
-	}, []string{"Will create", "Will delete"})
+		"  StoreFile/demo.example.com/cluster-completed.spec\n",
+	}, []string{"Will create", "Will delete", "nodeup/gpu"})
 	converge(t, state, name)
 
 	// Delete it: the dry run changes nothing, --yes takes it out of the spec.
