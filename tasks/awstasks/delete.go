@@ -23,6 +23,9 @@ import (
 var (
 	deletePoll = 2 * time.Second
 	deleteWait = 10 * time.Minute
+	// deleteReport is how often a wait says, as a warning, what it waits for and why (a group still in use,
+	// with the rule that uses it): a delete blocked for minutes must not look hung.
+	deleteReport = 30 * time.Second
 )
 
 // DeleteOwned deletes what the cluster owns, found by the tag kubernetes.io/cluster/<Cluster>=owned, in an
@@ -296,6 +299,7 @@ const volumeNotFound = "InvalidVolume.NotFound"
 // (throttling, a group still in use) are retried; the last one is returned when the time is up.
 func poll(ctx context.Context, deadline time.Time, doing string, check func() (bool, error)) error {
 	var last error
+	start, reported := time.Now(), time.Now()
 	for {
 		done, err := check()
 		if done {
@@ -305,7 +309,16 @@ func poll(ctx context.Context, deadline time.Time, doing string, check func() (b
 			return err
 		}
 		last = err
+		if time.Since(reported) >= deleteReport {
+			reported = time.Now()
+			engine.Logger(ctx).Warn("still waiting", "for", doing, "waited", time.Since(start).Round(time.Second),
+				"givingUpAt", deadline.Format(time.TimeOnly), "last", last)
+		}
 		if time.Now().After(deadline) {
+			if last != nil && ErrorCode(last) == "DependencyViolation" {
+				return fmt.Errorf("%s: gave up at the end of the deletion's %s: %w: something outside the cluster still uses it "+
+					"(a rule of another security group that names it, a network interface): remove that, then run the delete again", doing, deleteWait, last)
+			}
 			if last != nil {
 				return fmt.Errorf("%s: gave up at the end of the deletion's %s: %w", doing, deleteWait, last)
 			}

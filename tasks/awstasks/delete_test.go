@@ -2,6 +2,8 @@ package awstasks
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,29 @@ func TestDeleteOfWhatIsGoneAlready(t *testing.T) {
 	}
 	if n := srv.Calls()["DeleteVolume"]; n != 0 {
 		t.Errorf("DeleteVolume called %d times for a volume that is gone, want 0", n)
+	}
+}
+
+// TestPollSaysWhatItWaitsFor: a wait that lasts says, as a warning at every deleteReport, what it waits for and
+// the last error, instead of looking hung.
+func TestPollSaysWhatItWaitsFor(t *testing.T) {
+	var logs strings.Builder
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	p, r := deletePoll, deleteReport
+	deletePoll, deleteReport = time.Millisecond, 5*time.Millisecond
+	t.Cleanup(func() { deletePoll, deleteReport = p, r })
+
+	calls := 0
+	err := poll(context.Background(), time.Now().Add(50*time.Millisecond), "deleting security group sg-1", func() (bool, error) {
+		calls++
+		return false, engine.NotReady(errors.New("DependencyViolation: a rule of sg-2 uses it"))
+	})
+	if err == nil || !strings.Contains(err.Error(), "gave up") {
+		t.Errorf("poll: %v", err)
+	}
+	if !strings.Contains(logs.String(), `msg="still waiting" for="deleting security group sg-1"`) || !strings.Contains(logs.String(), "a rule of sg-2 uses it") {
+		t.Errorf("logs:\n%s", logs.String())
 	}
 }
