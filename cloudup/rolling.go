@@ -153,7 +153,11 @@ func (cs *Clusters) RollingUpdate(ctx context.Context, name string, o RollingOpt
 		return nil
 	}
 	if !o.Apply {
-		fmt.Fprintf(o.Out, "%d machines would be replaced, control plane first. Must specify --yes to rolling-update.\n", len(todo))
+		machines := "machines"
+		if len(todo) == 1 {
+			machines = "machine"
+		}
+		fmt.Fprintf(o.Out, "%d %s would be replaced, control plane first. Must specify --yes to rolling-update.\n", len(todo), machines)
 		return nil
 	}
 	health, err := cs.rollingHealth(ctx, c, igs, cloud, o)
