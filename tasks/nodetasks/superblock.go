@@ -11,13 +11,8 @@ import (
 // It only reads: FormatAndMount uses it for a filesystem the kernel has mounted, where blkid's probe has nothing
 // to decide.
 func extUUID(dev string) (uuid string, ok bool) {
-	f, err := os.Open(dev)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sb := make([]byte, 1024)
-	if n, err := f.ReadAt(sb, 1024); n < len(sb) || err != nil {
+	sb, ok := readSuperblock(dev)
+	if !ok {
 		return "", false
 	}
 	return parseExtSuperblock(sb)
@@ -38,16 +33,23 @@ func parseExtSuperblock(sb []byte) (string, bool) {
 // mount time and e2fsck does not clear it, so only a filesystem nothing was ever written to through the kernel
 // reads as never mounted. false when dev cannot be read or holds no ext superblock.
 func extNeverMounted(dev string) bool {
+	sb, ok := readSuperblock(dev)
+	return ok && superblockNeverMounted(sb)
+}
+
+// readSuperblock reads the first 1024 bytes of the ext superblock of dev (1024 bytes in); false when dev cannot
+// be read.
+func readSuperblock(dev string) ([]byte, bool) {
 	f, err := os.Open(dev)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer f.Close()
 	sb := make([]byte, 1024)
 	if n, err := f.ReadAt(sb, 1024); n < len(sb) || err != nil {
-		return false
+		return nil, false
 	}
-	return superblockNeverMounted(sb)
+	return sb, true
 }
 
 // superblockNeverMounted is extNeverMounted of a superblock's first 1024 bytes.
@@ -64,16 +66,8 @@ func superblockNeverMounted(sb []byte) bool {
 // write files without a mount, and leave the mount fields zero). false when dev cannot be read or holds no ext
 // superblock.
 func extAsMade(dev string) bool {
-	f, err := os.Open(dev)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sb := make([]byte, 1024)
-	if n, err := f.ReadAt(sb, 1024); n < len(sb) || err != nil {
-		return false
-	}
-	return superblockAsMade(sb)
+	sb, ok := readSuperblock(dev)
+	return ok && superblockAsMade(sb)
 }
 
 // superblockAsMade is extAsMade of a superblock's first 1024 bytes: its free inodes (s_free_inodes_count at
