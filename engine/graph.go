@@ -236,7 +236,7 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 	}
 	switch lc { // lifecycles that never render decide before CheckChanges: nothing will be changed
 	case ExistsAndValidates:
-		return nil, Terminal(fmt.Errorf("lifecycle %s: differs from the world in %s", lc, fieldNames(fields)))
+		return nil, Terminal(fmt.Errorf("lifecycle %s: differs from the world in %s%s", lc, fieldNames(fields), fieldValues(fields)))
 	case ExistsAndWarnIfChanges:
 		Logger(ctx).Warn("differs from the world; not changing it (lifecycle ExistsAndWarnIfChanges)",
 			"fields", fieldNames(fields))
@@ -256,6 +256,24 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 		return nil, fmt.Errorf("rendering: %w", err)
 	}
 	return change, nil
+}
+
+// fieldValues shows, for an error, what the world has and what the task wants of each field whose values are
+// short (secrets redacted, as in every report): " (Zone: us-east-1c in the world, us-east-1x wanted)"; "" when
+// none is.
+func fieldValues(fields []FieldChange) string {
+	var parts []string
+	for _, f := range fields {
+		had, want := formatValue(f.Old), formatValue(f.New)
+		if len(had)+len(want) > 120 || strings.ContainsAny(had+want, "\n") {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s in the world, %s wanted", f.Name, had, want))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func fieldNames(fields []FieldChange) string {
