@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -43,5 +46,30 @@ func TestCannotRunFailsUnderCI(t *testing.T) {
 				t.Errorf("failure message %q does not say the test could not run", r.msg)
 			}
 		})
+	}
+}
+
+// .ci/run sets CI=true itself, whatever the runner's environment says, so that a green CI run means the e2e
+// tests ran: a runner without CI (or with CI=false) still gets failures, not skips. The script runs here with a
+// `make` on PATH that prints what it was given.
+func TestCIRunSetsCI(t *testing.T) {
+	dir := t.TempDir()
+	fakeMake := "#!/bin/sh\necho \"CI=$CI make $*\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "make"), []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, ci := range []string{"", "false"} {
+		cmd := exec.Command("bash", "../../.ci/run")
+		cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+		if ci != "" {
+			cmd.Env = append(cmd.Env, "CI="+ci)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf(".ci/run with CI=%q: %v\n%s", ci, err, out)
+		}
+		if got, want := strings.TrimSpace(string(out)), "CI=true make test"; got != want {
+			t.Errorf(".ci/run with CI=%q ran %q, want %q", ci, got, want)
+		}
 	}
 }
