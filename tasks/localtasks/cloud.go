@@ -3,6 +3,7 @@ package localtasks
 import (
 	"context"
 	"errors"
+	"time"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
@@ -17,6 +18,25 @@ type Cloud struct {
 	// fails with a clear error.
 	Zone  *ZoneFile
 	Store storetasks.Store
+
+	// loops and now are the machine's loop devices and clock, for DeleteOwned; nil: losetup and time.Now.
+	// Tests replace them.
+	loops loopDevices
+	now   func() time.Time
+}
+
+func (c *Cloud) loopDevices() loopDevices {
+	if c.loops == nil {
+		return losetup{}
+	}
+	return c.loops
+}
+
+func (c *Cloud) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
 }
 
 var (
