@@ -233,3 +233,29 @@ func TestRemoveNodeLock(t *testing.T) {
 		t.Errorf("RemoveNodeLock of no lock: %v, %v", removed, err)
 	}
 }
+
+// DeleteOwned checks and deletes under the pool's lock, the one protokube attaches under: while another process
+// holds it (a protokube round), the delete waits, and one that gives up deletes nothing.
+func TestDeleteOwnedTakesThePoolLock(t *testing.T) {
+	m := newMachine(t)
+	c := heldCloud(t, m)
+	other, err := NewPool(m.dir) // another process's view of the pool
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := other.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	before := poolFiles(t, m.dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.DeleteOwned(ctx, "demo.example.com", nil, false)
+	if err == nil || !strings.Contains(err.Error(), "waiting for the volume pool lock on "+m.dir) {
+		t.Errorf("DeleteOwned while another holds the pool's lock: %v, want it to wait for the lock", err)
+	}
+	if diff := cmp.Diff(before, poolFiles(t, m.dir)); diff != "" {
+		t.Errorf("the delete changed the pool (-before +after):\n%s", diff)
+	}
+}
