@@ -19,10 +19,18 @@ type Cloud struct {
 	Zone  *ZoneFile
 	Store storetasks.Store
 
-	// loops and now are the machine's loop devices and clock, for DeleteOwned; nil: losetup and time.Now.
-	// Tests replace them.
-	loops loopDevices
-	now   func() time.Time
+	// loops, now and mounts are the machine's loop devices, clock and mount table, for DeleteOwned; nil:
+	// losetup, time.Now and mountPointsOf. Tests replace them.
+	loops  loopDevices
+	now    func() time.Time
+	mounts func(dev string) []string
+}
+
+func (c *Cloud) mountPoints(dev string) []string {
+	if c.mounts == nil {
+		return mountPointsOf(dev)
+	}
+	return c.mounts(dev)
 }
 
 func (c *Cloud) loopDevices() loopDevices {

@@ -32,7 +32,7 @@ func TestDeleteOwnedHeldVolumeE2E(t *testing.T) {
 	ctx := context.Background()
 	m := realMachine(t)
 	c := heldCloud(t, m)
-	c.loops = losetup{}
+	c.loops, c.mounts = losetup{}, nil
 	img := m.img("a.etcd-main")
 	e2e.DetachLoopsOf(t, img)
 	n1 := m.realNode(t, "n1", time.Minute)

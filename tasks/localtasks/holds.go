@@ -133,7 +133,7 @@ func (c *Cloud) holds(ctx context.Context, vols []VolumeInfo) ([]Hold, error) {
 				return nil, fmt.Errorf("deleting volume %s: %w", v.Name, err)
 			}
 			h.InUse = h.InUse || busy
-			h.Mounts = append(h.Mounts, mountPointsOf(d)...)
+			h.Mounts = append(h.Mounts, c.mountPoints(d)...)
 		}
 		if cl != nil && !h.Expired || len(h.Devices) > 0 {
 			out = append(out, h)

@@ -23,6 +23,7 @@ func heldCloud(t *testing.T, m *machine) *Cloud {
 		t.Fatal(err)
 	}
 	c.loops, c.now = m.loops, m.clock.now
+	c.mounts = func(dev string) []string { return nil } // the fake devices are mounted nowhere (not the machine's loop devices of the same names)
 	for _, name := range []string{"a.etcd-main", "b.etcd-main"} {
 		mustCreate(t, c.Pool, VolumeInfo{Name: name, Zone: "local-a", SizeGB: 1,
 			Tags: map[string]string{ClusterTag("demo.example.com"): "owned"}})
