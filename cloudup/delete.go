@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
 // DeleteOptions say how Delete runs.
@@ -66,8 +67,14 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 		if err != nil {
 			return err
 		}
+		// A volume a node still holds is refused: the dry run marks it, and --yes deletes nothing at all (the
+		// cleanup below checks again, under the pool's lock).
 		if cloudKeys, err = cloud.DeleteOwned(ctx, name, others, true); err != nil {
-			return err
+			var held *localtasks.HeldVolumesError
+			if o.Apply || !errors.As(err, &held) {
+				return fmt.Errorf("deleting cluster %s: %w", name, err)
+			}
+			cloudKeys = markHeld(cloudKeys, held)
 		}
 		// The zone file the last update wrote, when the spec names another since (spec.local.zoneFile changed,
 		// not yet applied): its records of the cluster go too.
@@ -93,7 +100,7 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 					return err
 				}
 			}
-			machines, err := removeMachineRecords(filepath.FromSlash(c.Spec.Local.PoolDir), name)
+			machines, err := removeMachineRecords(cloud.Pool, name)
 			if err != nil {
 				return err
 			}
@@ -258,17 +265,33 @@ func (cs *Clusters) specToDelete(ctx context.Context, name string, out io.Writer
 		"Replace its spec with a valid one (`kubeup replace -f FILE`), then delete it", name, unreadable.Err, err)
 }
 
+// markHeld marks, in the keys of a dry run, the volumes that nodes hold, which the delete refuses.
+func markHeld(keys []string, held *localtasks.HeldVolumesError) []string {
+	for _, h := range held.Holds {
+		k := slices.Index(keys, (&localtasks.Volume{Name: h.Volume}).Key().String())
+		if k >= 0 {
+			keys[k] += " (held: " + h.State() + ": the delete refuses it, and deletes nothing, until it is released: " +
+				"stop protokube on its node, unmount it and detach its loop device)"
+		}
+	}
+	return keys
+}
+
 // removeMachineRecords removes the records nodeup made of the cluster's local machines (rolling_local.go):
-// <dir of poolDir>/machines/<cluster>/*.json, then that directory when it is empty. It returns the machines
-// directory, for removeEmptyDirs. Anything else found there stays.
-func removeMachineRecords(poolDir, cluster string) (string, error) {
-	machines := filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
+// <dir of poolDir>/machines/<cluster>/<node id>.json, then that directory when it is empty, and the lock files
+// of those nodes in the pool (localtasks.Pool.LockNode) that no process holds. It returns the machines directory,
+// for removeEmptyDirs. Anything else found there stays.
+func removeMachineRecords(pool *localtasks.Pool, cluster string) (string, error) {
+	machines := filepath.Join(filepath.Dir(pool.Dir()), "machines")
 	dir := filepath.Join(machines, cluster)
 	records, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return "", err
 	}
 	for _, r := range records {
+		if _, err := pool.RemoveNodeLock(strings.TrimSuffix(filepath.Base(r), ".json")); err != nil {
+			return "", fmt.Errorf("cluster %s: %w", cluster, err)
+		}
 		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("removing the record of a local machine of cluster %s: %w", cluster, err)
 		}

@@ -3,6 +3,7 @@ package localtasks
 import (
 	"context"
 	"errors"
+	"time"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
@@ -17,6 +18,33 @@ type Cloud struct {
 	// fails with a clear error.
 	Zone  *ZoneFile
 	Store storetasks.Store
+
+	// loops, now and mounts are the machine's loop devices, clock and mount table, for DeleteOwned; nil:
+	// losetup, time.Now and mountPointsOf. Tests replace them.
+	loops  loopDevices
+	now    func() time.Time
+	mounts func(dev string) []string
+}
+
+func (c *Cloud) mountPoints(dev string) []string {
+	if c.mounts == nil {
+		return mountPointsOf(dev)
+	}
+	return c.mounts(dev)
+}
+
+func (c *Cloud) loopDevices() loopDevices {
+	if c.loops == nil {
+		return losetup{}
+	}
+	return c.loops
+}
+
+func (c *Cloud) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
 }
 
 var (

@@ -21,6 +21,6 @@
 // providers of protokube are ZoneFile, HostsFile (a managed block of a hosts file) and RFC2136 (dynamic updates
 // signed with TSIG).
 //
-// It imports engine, dnstasks, storetasks, miekg/dns and the standard library. It must not import cloudup, model,
-// nodeup, protokube or cmd, nor any cloud SDK.
+// It imports engine, dnstasks, storetasks, internal/mountinfo, miekg/dns and the standard library. It must not
+// import cloudup, model, nodeup, protokube or cmd, nor any cloud SDK.
 package localtasks

@@ -24,8 +24,7 @@ func (p *Pool) LockNode(id string) (*os.File, error) {
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("volume pool %s: %w", p.dir, classify(err))
 	}
-	sum := sha256.Sum256([]byte(id))
-	path := filepath.Join(p.dir, ".node-"+hex.EncodeToString(sum[:8])+".lock")
+	path := p.nodeLockPath(id)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("the lock of node %q in volume pool %s: %w", id, p.dir, classify(err))
@@ -44,4 +43,24 @@ func (p *Pool) LockNode(id string) (*os.File, error) {
 		_, _ = f.WriteAt([]byte(id+"\n"), 0)
 	}
 	return f, nil
+}
+
+// nodeLockPath is the path of node id's lock in the pool.
+func (p *Pool) nodeLockPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(p.dir, ".node-"+hex.EncodeToString(sum[:8])+".lock")
+}
+
+// RemoveNodeLock removes the lock file of node id (see LockNode) unless a process holds it: what deleting a
+// cluster does for its nodes. It reports whether the file was removed; none is not an error.
+func (p *Pool) RemoveNodeLock(id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	path := p.nodeLockPath(id)
+	removed, err := removeIfUnlocked(path)
+	if err != nil {
+		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, classify(err))
+	}
+	return removed, nil
 }

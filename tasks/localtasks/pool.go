@@ -299,6 +299,9 @@ func (p *Pool) Create(ctx context.Context, v VolumeInfo) error {
 	} else if sc != nil {
 		return fmt.Errorf("creating volume %s: %w", v.Name, fs.ErrExist)
 	}
+	if err := p.removeStaleClaim(ctx, v.Name); err != nil {
+		return fmt.Errorf("creating volume %s: %w", v.Name, err)
+	}
 	img, _ := p.ImagePath(v.Name)
 	f, err := os.OpenFile(img, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -401,11 +404,12 @@ func (p *Pool) SetTags(ctx context.Context, name string, tags map[string]string)
 	})
 }
 
-// Delete removes a volume, its image first and then its sidecar. An absent volume is not an error. A device
-// volume loses only its sidecar: the device and its data are left as they are.
+// Delete removes a volume: its image, then its claim, then its sidecar (with the format intent it records). An
+// absent volume is not an error. A device volume loses only its claim and sidecar: the device and its data are
+// left as they are. Delete does not look at who holds the volume: Cloud.DeleteOwned does, and refuses a volume a
+// node still holds.
 func (p *Pool) Delete(ctx context.Context, name string) error {
-	img, err := p.ImagePath(name)
-	if err != nil {
+	if _, err := p.ImagePath(name); err != nil {
 		return err
 	}
 	if _, err := os.Stat(p.dir); errors.Is(err, fs.ErrNotExist) {
@@ -416,14 +420,23 @@ func (p *Pool) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	defer unlock()
-	paths := []string{img, p.sidecarPath(name)}
+	return p.deleteLocked(ctx, name)
+}
+
+// deleteLocked is Delete, under the pool's lock.
+func (p *Pool) deleteLocked(ctx context.Context, name string) error {
+	img, err := p.ImagePath(name)
+	if err != nil {
+		return err
+	}
+	paths := []string{img, p.claimPath(name), p.sidecarPath(name)}
 	sc, err := p.readSidecar(name)
 	if err != nil {
 		return fmt.Errorf("deleting volume %s: %w", name, err)
 	}
 	if sc != nil && sc.info.Device != "" {
 		paths = paths[1:]
-		engine.Logger(ctx).Info("deleting a device volume: removing its sidecar only, the device and its data are left as they are",
+		engine.Logger(ctx).Info("deleting a device volume: removing its claim and sidecar only, the device and its data are left as they are",
 			"volume", name, "device", sc.info.Device, "sidecar", p.sidecarPath(name))
 	}
 	for _, path := range paths {
@@ -435,4 +448,24 @@ func (p *Pool) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("deleting volume %s: %w", name, classify(err))
 	}
 	return nil
+}
+
+// removeStaleClaim removes the claim a volume of the same name left (deleted by hand, or by a kubeup that left
+// claims behind), under the pool's lock, before volume name is created: a claim is made only of a volume that
+// exists, so one without a sidecar is of a volume that is gone, and the new volume is nobody's. The previous
+// holder, if it still runs, finds its claim gone at its next renewal.
+func (p *Pool) removeStaleClaim(ctx context.Context, name string) error {
+	path := p.claimPath(name)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return classify(err)
+	}
+	var c claimRecord
+	_ = json.Unmarshal(b, &c) // for the log alone: whatever it holds, it is not a claim of the new volume
+	engine.Logger(ctx).Warn("removing the claim a deleted volume of the same name left: the new volume is nobody's",
+		"volume", name, "claim", path, "node", c.NodeID, "device", c.Device)
+	return p.removeClaim(name)
 }
