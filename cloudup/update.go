@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
@@ -155,16 +157,93 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		}
 		return nil, explainConflict(name, err)
 	}
+	// The report below says a dry run now plans nothing: on a cloud whose reads lag its writes, it is checked.
+	var settleErr error
+	if w, ok := any(world).(interface{ ReadsLagWrites() bool }); ok && w.ReadsLagWrites() {
+		settleErr = settle(ctx, world, build, opts, applied.Plan, name)
+	}
 	if o.JSON {
 		explainSpec(applied.Plan, name)
-		return applied.Plan, applied.Plan.WriteJSON(o.Out)
+		if err := applied.Plan.WriteJSON(o.Out); err != nil {
+			return nil, err
+		}
+		return applied.Plan, settleErr
 	}
 	fmt.Fprintf(o.Out, "Applied %d changes to cluster %s:\n", len(applied.Plan.Changes), name)
 	for _, c := range applied.Plan.Changes {
 		fmt.Fprintf(o.Out, "  %s %s\n", c.Action, c.Key)
 	}
+	if settleErr != nil {
+		return nil, settleErr
+	}
 	fmt.Fprintln(o.Out, "Cluster is up to date: `kubeup update cluster "+name+"` now reports no changes.")
 	return applied.Plan, nil
+}
+
+// settleWait bounds how long settle waits for the cloud to show what an apply made, and settleFirst is its first
+// wait between two dry runs (doubling, up to settleMax).
+var (
+	settleWait  = 2 * time.Minute
+	settleFirst = time.Second
+	settleMax   = 15 * time.Second
+)
+
+// settle runs dry runs of fresh graphs after an apply until one plans nothing, and returns nil then. A cloud's
+// reads may lag its writes (a new EBS volume is missing from DescribeVolumes for a while): while a dry run plans
+// any change the apply made (a task that depends on what is not shown yet may plan a change too), settle waits
+// and looks again, up to settleWait; then, or at once when a dry run plans only changes the apply did not make
+// (something else changes the cloud, or a task that never converges), it returns an error that names the
+// changes still planned. Without it, an apply whose creates were not visible yet said the cluster was up to
+// date, and the next update planned them again.
+func settle[C any](ctx context.Context, world C, build func() (*engine.Graph[C], error), opts engine.Options, applied *engine.Plan, name string) error {
+	made := map[engine.Key]bool{}
+	for _, c := range applied.Changes {
+		made[c.Key] = true
+	}
+	opts.Target = engine.DryRun
+	deadline := time.Now().Add(settleWait)
+	wait := settleFirst
+	for {
+		g, err := build()
+		if err != nil {
+			return err
+		}
+		newRun(world)
+		res, err := engine.Run(ctx, g, world, opts)
+		if err != nil {
+			return fmt.Errorf("cluster %s: the changes were applied, but the dry run that checks them failed: %w; run `kubeup update cluster %s` to check again", name, err, name)
+		}
+		if res.Plan.Empty() {
+			return nil
+		}
+		var pending, other []string
+		for _, c := range res.Plan.Changes {
+			if made[c.Key] {
+				pending = append(pending, string(c.Action)+" "+c.Key.String())
+			} else {
+				other = append(other, string(c.Action)+" "+c.Key.String())
+			}
+		}
+		if len(pending) == 0 {
+			return fmt.Errorf("cluster %s: the changes were applied, but a dry run right after plans changes the apply did not make: %s "+
+				"(something else changes the cloud, or a task that never converges): run `kubeup update cluster %s` to see them",
+				name, strings.Join(other, ", "), name)
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("cluster %s: the changes were applied, but after %s the cloud's reads still do not show all of them "+
+				"(a dry run still plans %s): run `kubeup update cluster %s` again later; it finds what was made, and makes nothing twice",
+				name, settleWait, strings.Join(append(pending, other...), ", "), name)
+		}
+		if opts.Logger != nil {
+			opts.Logger.Info("waiting for the cloud to show what the apply made", "cluster", name, "notShownYet", pending, "lookingAgainIn", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s: waiting for the cloud to show what the apply made (%s): %w", name, strings.Join(pending, ", "), ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, settleMax)
+	}
 }
 
 // newRun tells a world that batches its reads (one Describe per resource type feeds every task's Find) that a

@@ -99,11 +99,11 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 			rule(role, "all-from-"+short[from], &awstasks.SecurityGroupRule{Protocol: "-1", SourceGroup: groups[from]})
 		}
 		for _, cidr := range a.SSHAccess {
-			rule(role, "ssh-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: ptr(cidr)})
+			rule(role, "ssh-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: ptr[int32](22), ToPort: ptr[int32](22), CIDR: ptr(cidr)})
 		}
 	}
 	for _, cidr := range a.APIAccess {
-		rule(RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: ptr(cidr)})
+		rule(RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: ptr[int32](443), ToPort: ptr[int32](443), CIDR: ptr(cidr)})
 	}
 	// Nodes reach the control plane on every port but etcd's (clients' and peers'), as kops does: a node does not
 	// talk to etcd, and a node taken over must not reach it.
@@ -113,11 +113,11 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 	for _, r := range portRangesWithout(etcdPorts) {
 		rule(RoleControlPlane, fmt.Sprintf("tcp-%d-%d-from-nodes", r[0], r[1]), &awstasks.SecurityGroupRule{
-			Protocol: "tcp", FromPort: r[0], ToPort: r[1], SourceGroup: groups[RoleNode],
+			Protocol: "tcp", FromPort: ptr(r[0]), ToPort: ptr(r[1]), SourceGroup: groups[RoleNode],
 		})
 	}
-	rule(RoleControlPlane, "udp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "udp", FromPort: 0, ToPort: 65535, SourceGroup: groups[RoleNode]})
-	rule(RoleControlPlane, "icmp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "icmp", FromPort: -1, ToPort: -1, SourceGroup: groups[RoleNode]})
+	rule(RoleControlPlane, "udp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "udp", FromPort: ptr[int32](0), ToPort: ptr[int32](65535), SourceGroup: groups[RoleNode]})
+	rule(RoleControlPlane, "icmp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "icmp", FromPort: ptr[int32](-1), ToPort: ptr[int32](-1), SourceGroup: groups[RoleNode]})
 	// Each group's ingress: the rules above, and none other of kubeup's (a CIDR removed from the spec is revoked).
 	for _, role := range []string{RoleControlPlane, RoleNode} {
 		engine.Add(g, &awstasks.SecurityGroupIngress{Group: groups[role], Rules: rules[role]})

@@ -76,7 +76,7 @@ func awsFields(t *testing.T, g *engine.Graph[*awstasks.Cloud]) []byte {
 			if x.SourceGroup != nil {
 				src = "source group " + x.SourceGroup.Name
 			}
-			f = []string{"group " + x.Group.Name, fmt.Sprintf("protocol %s ports %d-%d", x.Protocol, x.FromPort, x.ToPort), src}
+			f = []string{"group " + x.Group.Name, fmt.Sprintf("protocol %s ports %d-%d", x.Protocol, port(x.FromPort), port(x.ToPort)), src}
 		case *awstasks.EBSVolume:
 			f = []string{"zone " + str(x.Zone), "size " + num(x.SizeGB) + " type " + str(x.VolumeType),
 				fmt.Sprintf("encrypted %v iops %s throughput %s kms %s", *x.Encrypted, num(x.IOPS), num(x.Throughput), str(x.KMSKeyID)),
@@ -144,7 +144,7 @@ func TestBuildAWSCloudGraphAccess(t *testing.T) {
 	var rules []string
 	for _, task := range g.Tasks() {
 		if r, ok := task.(*awstasks.SecurityGroupRule); ok && r.CIDR != nil {
-			rules = append(rules, fmt.Sprintf("%s %s %d %s", r.Group.Name, r.Protocol, r.FromPort, *r.CIDR))
+			rules = append(rules, fmt.Sprintf("%s %s %d %s", r.Group.Name, r.Protocol, port(r.FromPort), *r.CIDR))
 		}
 	}
 	slices.Sort(rules)
@@ -251,4 +251,12 @@ func TestNodeConfigURL(t *testing.T) {
 			t.Errorf("NodeConfigURL with configBase %s = %q, %v; want %q", base, got, err, want)
 		}
 	}
+}
+
+// port is a security group rule's port, 0 when it has none (protocol -1).
+func port(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

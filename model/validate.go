@@ -90,14 +90,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	}
 	switch s.CloudProvider {
 	case CloudAWS:
-		if s.Region == "" {
-			ps.add("spec.region", "required for cloudProvider aws (for example us-east-1)")
-		}
-		for i, z := range s.Zones {
-			if s.Region != "" && !strings.HasPrefix(z, s.Region) {
-				ps.add(index("spec.zones", i), "%q is not a zone of spec.region %q", z, s.Region)
-			}
-		}
+		validateAWSRegionAndZones(ps, s)
 		validateAWS(ps, s)
 	case CloudGCE:
 		validateGCE(ps, s)

@@ -38,6 +38,31 @@ const maxAWSTagValue = 256
 // <group>.<cluster>.
 func LaunchTemplateName(cluster, ig string) string { return ig + "." + cluster }
 
+// awsZone is an AWS availability zone: its region (us-east-1, ap-southeast-2, us-gov-west-1) and one letter.
+var awsZone = regexp.MustCompile(`^([a-z]{2}(-[a-z]+)+-[0-9]+)[a-z]$`)
+
+// validateAWSRegionAndZones checks spec.region and that each of spec.zones is an availability zone of it, by
+// form (whether AWS has the zone is asked at update, when its subnet is read). A zone that is no AWS zone is
+// said at the zone, not as a missing spec.region (the region is taken from the first zone when not set).
+func validateAWSRegionAndZones(ps *problems, s *ClusterSpec) {
+	const fix = "an availability zone is its region and one letter, for example us-east-1a (kubeup create cluster --zones)"
+	malformed := false
+	for i, z := range s.Zones {
+		m := awsZone.FindStringSubmatch(z)
+		switch {
+		case z == "": // said with the zones' names
+		case m == nil:
+			malformed = true
+			ps.add(index("spec.zones", i), "%q is not an AWS availability zone: %s", z, fix)
+		case s.Region != "" && m[1] != s.Region:
+			ps.add(index("spec.zones", i), "%q is not a zone of spec.region %q: %s", z, s.Region, fix)
+		}
+	}
+	if s.Region == "" && !malformed {
+		ps.add("spec.region", "required for cloudProvider aws (for example us-east-1)")
+	}
+}
+
 // validateAWS checks spec.aws and what else an aws cluster needs: its state store on S3 (the machines read their
 // configuration there at boot).
 func validateAWS(ps *problems, s *ClusterSpec) {

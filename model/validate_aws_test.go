@@ -283,3 +283,32 @@ func TestValidateAWSEtcdTagValue(t *testing.T) {
 	}
 	matchProblems(t, want, problemsOf(t, Validate("test", c, igs)))
 }
+
+// TestAWSRegionAndZones: a zone that is no AWS availability zone (its region and a letter) is said at
+// spec.zones[N], with the --zones flag; a zone of another region too; and spec.region, taken from the first zone
+// when not set, is not blamed for a first zone that is no zone (--zones foo said "spec.region: required").
+func TestAWSRegionAndZones(t *testing.T) {
+	const fix = ": an availability zone is its region and one letter, for example us-east-1a (kubeup create cluster --zones)"
+	for _, tt := range []struct {
+		name   string
+		region string
+		zones  []string
+		want   []Problem
+	}{
+		{"zones of the region", "us-east-1", []string{"us-east-1a", "us-east-1f"}, nil},
+		{"other partitions' regions", "us-gov-west-1", []string{"us-gov-west-1a"}, nil},
+		{"no zone: the region not blamed", "", []string{"foo"}, []Problem{{"spec.zones[0]", `"foo" is not an AWS availability zone` + fix}}},
+		{"a region, not a zone", "us-east-1", []string{"us-east-1a", "us-east-1"}, []Problem{{"spec.zones[1]", `"us-east-1" is not an AWS availability zone` + fix}}},
+		{"two letters", "us-east-1", []string{"us-east-1ab"}, []Problem{{"spec.zones[0]", `"us-east-1ab" is not an AWS availability zone` + fix}}},
+		{"another region that shares a prefix", "us-east-1", []string{"us-east-10a"}, []Problem{{"spec.zones[0]", `"us-east-10a" is not a zone of spec.region "us-east-1"` + fix}}},
+		{"no region, well-formed zones", "", []string{"us-east-1a"}, []Problem{{"spec.region", "required for cloudProvider aws (for example us-east-1)"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps problems
+			validateAWSRegionAndZones(&ps, &ClusterSpec{Region: tt.region, Zones: tt.zones})
+			if diff := cmp.Diff(tt.want, ps.list); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"kubeup.dev/kubeup/engine"
@@ -29,6 +31,7 @@ const MaxAttempts = 10
 func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return NewRetryer() }),
+		config.WithLogger(sdkLogger),
 	}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
@@ -40,8 +43,43 @@ func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	if cfg.Region == "" {
 		return aws.Config{}, errors.New("no AWS region: set spec.region, or AWS_REGION")
 	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = hintedCredentials{cfg.Credentials}
+	}
 	return cfg, nil
 }
+
+// sdkLogger passes what the SDK logs (its warnings about a response body it could not drain, a clock skew, a
+// deprecated setting) to slog's default logger at debug level, instead of the SDK's default of printing to
+// stderr, where they reached the user's terminal between kubeup's own lines.
+var sdkLogger = logging.LoggerFunc(func(class logging.Classification, format string, args ...any) {
+	slog.Debug("the AWS SDK says", "class", string(class), "message", fmt.Sprintf(format, args...))
+})
+
+// hintedCredentials is the SDK's credential chain whose failure says how to give kubeup credentials
+// (NoCredentialsError), instead of the chain's own error alone.
+type hintedCredentials struct{ aws.CredentialsProvider }
+
+func (h hintedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	creds, err := h.CredentialsProvider.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return creds, &NoCredentialsError{Err: err}
+	}
+	return creds, err
+}
+
+// NoCredentialsError is the failure of the SDK's credential chain to find any credentials. Its message says
+// where kubeup looks for them; it unwraps to the chain's error. Classify makes it terminal: retrying does not
+// make credentials appear.
+type NoCredentialsError struct{ Err error }
+
+func (e *NoCredentialsError) Error() string {
+	return "no AWS credentials: set AWS_PROFILE to a profile of ~/.aws/config or ~/.aws/credentials, or AWS_ACCESS_KEY_ID and " +
+		"AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones), or run where an instance role provides them " +
+		"(the SDK's credential chain said: " + e.Err.Error() + ")"
+}
+
+func (e *NoCredentialsError) Unwrap() error { return e.Err }
 
 // throttling are the codes AWS answers a caller that goes too fast with.
 var throttling = map[string]bool{
@@ -103,6 +141,10 @@ func Classify(doing string, err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", doing, err)
+	}
+	var nc *NoCredentialsError
+	if errors.As(err, &nc) { // said without the SDK's operation chain in front of the hint
+		return engine.Terminal(fmt.Errorf("%s: %w", doing, nc))
 	}
 	var ae smithy.APIError
 	if !errors.As(err, &ae) { // no answer from AWS: the connection failed, or the answer was not AWS's

@@ -85,6 +85,11 @@ func (c *Cloud) NewRun() {
 	}
 }
 
+// ReadsLagWrites reports that AWS's reads lag its writes: a volume, security group or launch template just made
+// may be missing from the Describe calls for a while (EC2's eventual consistency). After an apply, cloudup then
+// checks with dry runs that the cloud shows what was made before it says the cluster is up to date.
+func (c *Cloud) ReadsLagWrites() bool { return true }
+
 // ClusterTag returns the tag key that marks what cluster owns: kubernetes.io/cluster/<cluster>. Its value is
 // "owned".
 func ClusterTag(cluster string) string { return "kubernetes.io/cluster/" + cluster }

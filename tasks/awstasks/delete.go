@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -32,16 +33,18 @@ var (
 // order that lets each delete succeed:
 //
 //  1. the Auto Scaling groups, with their instances (ForceDelete), waiting until each group is gone;
-//  2. the launch templates;
-//  3. the security groups, once the rules by which they refer to each other are revoked;
-//  4. the EBS volumes, each once it is detached (the instances of the groups end; a volume still attached after a
+//  2. the instances that carry the ownership tag but are in none of those groups (launched by hand from a
+//     template, or detached from their group): terminated;
+//  3. the launch templates;
+//  4. the security groups, once the rules by which they refer to each other are revoked;
+//  5. the EBS volumes, each once it is detached (the instances of the groups end; a volume still attached after a
 //     while is an error that names the instance);
-//  5. the DNS records (A, AAAA, CNAME, TXT) of the names in records: the fully qualified names kubeup and
+//  6. the DNS records (A, AAAA, CNAME, TXT) of the names in records: the fully qualified names kubeup and
 //     protokube publish for the cluster (model.PublishedDNSNames). Nothing else in the zone is touched, whatever
 //     its name: a record the user or another tool (external-dns) made under the cluster's name stays.
 //
 // It returns the keys of what it deleted, in that order (sorted within each kind), in the form tasks use
-// ("AutoScalingGroup/nodes.demo.example.com", "EBSVolume/a.etcd-main.demo.example.com",
+// ("AutoScalingGroup/nodes.demo.example.com", "Instance/i-0123456789abcdef0", "EBSVolume/a.etcd-main.demo.example.com",
 // "DNSRecord/api.demo.example.com/A"). Without apply it deletes nothing and returns what it would delete.
 // Nothing without the tag is touched (the VPC, the subnets, the instance profiles stay), and no record but those
 // of records. A failure to delete one
@@ -82,7 +85,12 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 	if err != nil {
 		return nil, err
 	}
+	strays, err := c.strayInstances(ctx, groups) // listed before the groups go: their instances then end too
+	if err != nil {
+		return nil, err
+	}
 	record("AutoScalingGroup", mapKeys(groups), func(name string) error { return c.deleteAutoScalingGroup(ctx, deadline, name) })
+	record("Instance", strays, func(id string) error { return c.terminateInstance(ctx, id) })
 
 	templates, err := c.launchTemplates(ctx)
 	if err != nil {
@@ -196,6 +204,58 @@ func (c *Cloud) deleteAutoScalingGroup(ctx context.Context, deadline time.Time, 
 		return Classify("deleting "+what, err)
 	}
 	return poll(ctx, deadline, "waiting for "+what+" to be deleted", gone)
+}
+
+// strayInstances returns the ids of the instances that carry the cluster's ownership tag, have not ended, and are
+// in none of its Auto Scaling groups: without an aws:autoscaling:groupName tag, or naming one of groups that no
+// longer lists them (detached). An instance of another Auto Scaling group is that group's, and is left (said).
+func (c *Cloud) strayInstances(ctx context.Context, groups map[string]asgtypes.AutoScalingGroup) ([]string, error) {
+	inGroup := map[string]bool{}
+	for _, g := range groups {
+		for _, i := range g.Instances {
+			inGroup[aws.ToString(i.InstanceId)] = true
+		}
+	}
+	var out []string
+	p := ec2.NewDescribeInstancesPaginator(c.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		c.ownedFilter(),
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
+	}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, Classify("listing the cluster's instances", err)
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				id := aws.ToString(i.InstanceId)
+				group := tagsOf(i.Tags)[asgNameTag]
+				_, ours := groups[group]
+				switch {
+				case inGroup[id]:
+				case group == "" || ours:
+					out = append(out, id)
+				default:
+					engine.Logger(ctx).Warn("an instance tagged as the cluster's belongs to an Auto Scaling group that is not the cluster's: left to that group",
+						"instance", id, "group", group, "tag", ClusterTag(c.Cluster))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// asgNameTag is the tag Auto Scaling gives the instances it launches: the group's name.
+const asgNameTag = "aws:autoscaling:groupName"
+
+// terminateInstance terminates an instance; one already gone is no error. The security groups and volumes it
+// holds are deleted once it has ended (their deletes wait for that).
+func (c *Cloud) terminateInstance(ctx context.Context, id string) error {
+	_, err := c.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	if ErrorCode(err) == "InvalidInstanceID.NotFound" {
+		return nil
+	}
+	return Classify("terminating instance "+id, err)
 }
 
 // revokeCrossReferences revokes the ingress rules by which the cluster's groups refer to one another, which

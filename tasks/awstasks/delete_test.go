@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,70 @@ func TestPollSaysWhatItWaitsFor(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `msg="still waiting" for="deleting security group sg-1"`) || !strings.Contains(logs.String(), "a rule of sg-2 uses it") {
 		t.Errorf("logs:\n%s", logs.String())
+	}
+}
+
+// TestDeleteOwnedTerminatesInstancesOutsideItsGroups: an instance that carries the cluster's ownership tag but
+// is in none of its Auto Scaling groups (launched by hand from a group's template) is listed by the dry deletion
+// and terminated by the deletion; an instance without the tag is left running. (Such instances were left.)
+func TestDeleteOwnedTerminatesInstancesOutsideItsGroups(t *testing.T) {
+	shortDeleteWaits(t, time.Minute)
+	c, _ := newTestCloud(t)
+	ctx := context.Background()
+	n := makeNetwork(t, c)
+	mustRun(t, c, engine.Apply, clusterGraph(n, defaultSpec()))
+	launch := func(tags map[string]string) string {
+		t.Helper()
+		in := &ec2.RunInstancesInput{MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: aws.String(n.subnets[0]),
+			LaunchTemplate: &ec2types.LaunchTemplateSpecification{LaunchTemplateName: aws.String("nodes." + testCluster)}}
+		if tags != nil {
+			in.LaunchTemplate = nil
+			im, err := c.image(ctx, "debian-12-amd64")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.ImageId, in.InstanceType = im.ImageId, "t3.small"
+			in.TagSpecifications = []ec2types.TagSpecification{tagSpec(ec2types.ResourceTypeInstance, tags)}
+		}
+		out, err := c.EC2.RunInstances(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.Instances[0].InstanceId)
+	}
+	stray := launch(nil) // the template's instance tags: the cluster's ownership tag
+	theirs := launch(map[string]string{"Name": "someone-elses"})
+
+	listed, err := c.DeleteOwned(ctx, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(listed, "Instance/"+stray) || slices.Contains(listed, "Instance/"+theirs) {
+		t.Errorf("the dry deletion lists %v: want Instance/%s, and not Instance/%s", listed, stray, theirs)
+	}
+	for _, k := range listed {
+		if strings.HasPrefix(k, "Instance/") && k != "Instance/"+stray {
+			t.Errorf("the dry deletion lists %s: an instance of the cluster's Auto Scaling groups goes with its group", k)
+		}
+	}
+	deleted, err := c.DeleteOwned(ctx, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(deleted, "Instance/"+stray) {
+		t.Errorf("deleted %v: want Instance/%s", deleted, stray)
+	}
+	out, err := c.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{stray, theirs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]ec2types.InstanceStateName{}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			states[aws.ToString(i.InstanceId)] = i.State.Name
+		}
+	}
+	if states[stray] != ec2types.InstanceStateNameTerminated || states[theirs] != ec2types.InstanceStateNameRunning {
+		t.Errorf("after the deletion: %s %s, %s %s; want the cluster's terminated, the other running", stray, states[stray], theirs, states[theirs])
 	}
 }

@@ -76,7 +76,7 @@ func clusterGraph(n network, s spec) func() *engine.Graph[*Cloud] {
 		nodes := engine.Add(g, &SecurityGroup{Name: "nodes." + testCluster, VPC: vpc, Tags: owned})
 		cpRules := []*SecurityGroupRule{
 			engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/https", Group: cp, Protocol: "tcp",
-				FromPort: 443, ToPort: 443, CIDR: aws.String("0.0.0.0/0")}),
+				FromPort: aws.Int32(443), ToPort: aws.Int32(443), CIDR: aws.String("0.0.0.0/0")}),
 			engine.Add(g, &SecurityGroupRule{Name: "control-plane." + testCluster + "/from-nodes", Group: cp, Protocol: "-1", SourceGroup: nodes}),
 		}
 		nodeRules := []*SecurityGroupRule{

@@ -34,13 +34,13 @@ func TestSecurityGroupAndRules(t *testing.T) {
 	c, srv := newTestCloud(t)
 	n := makeNetwork(t, c)
 	https := func(g *SecurityGroup) *SecurityGroupRule {
-		return &SecurityGroupRule{Name: g.Name + "/https", Group: g, Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: aws.String("0.0.0.0/0")}
+		return &SecurityGroupRule{Name: g.Name + "/https", Group: g, Protocol: "tcp", FromPort: aws.Int32(443), ToPort: aws.Int32(443), CIDR: aws.String("0.0.0.0/0")}
 	}
 	self := func(g *SecurityGroup) *SecurityGroupRule {
 		return &SecurityGroupRule{Name: g.Name + "/self", Group: g, Protocol: "-1", SourceGroup: g}
 	}
 	ssh := func(g *SecurityGroup) *SecurityGroupRule {
-		return &SecurityGroupRule{Name: g.Name + "/ssh", Group: g, Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: aws.String("10.0.0.0/8")}
+		return &SecurityGroupRule{Name: g.Name + "/ssh", Group: g, Protocol: "tcp", FromPort: aws.Int32(22), ToPort: aws.Int32(22), CIDR: aws.String("10.0.0.0/8")}
 	}
 	build := groupGraph(n, nil, https, self, ssh)
 	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, build))
@@ -77,9 +77,9 @@ func TestSecurityGroupOfThatNameNotOwned(t *testing.T) {
 func TestSecurityGroupRuleChecks(t *testing.T) {
 	g := &SecurityGroup{Name: "g"}
 	for _, r := range []*SecurityGroupRule{
-		{Name: "no-source", Group: g, Protocol: "tcp", FromPort: 1, ToPort: 2},
-		{Name: "two-sources", Group: g, Protocol: "tcp", FromPort: 1, ToPort: 2, CIDR: aws.String("0.0.0.0/0"), SourceGroup: g},
-		{Name: "bad-ports", Group: g, Protocol: "tcp", FromPort: 3, ToPort: 2, CIDR: aws.String("0.0.0.0/0")},
+		{Name: "no-source", Group: g, Protocol: "tcp", FromPort: aws.Int32(1), ToPort: aws.Int32(2)},
+		{Name: "two-sources", Group: g, Protocol: "tcp", FromPort: aws.Int32(1), ToPort: aws.Int32(2), CIDR: aws.String("0.0.0.0/0"), SourceGroup: g},
+		{Name: "bad-ports", Group: g, Protocol: "tcp", FromPort: aws.Int32(3), ToPort: aws.Int32(2), CIDR: aws.String("0.0.0.0/0")},
 		{Name: "bad-protocol", Group: g, Protocol: "sctp-ish", CIDR: aws.String("0.0.0.0/0")},
 		{Name: "bad-cidr", Group: g, Protocol: "-1", CIDR: aws.String("10.0.0.0")},
 	} {
@@ -104,12 +104,12 @@ func TestSecurityGroupIngressRevokesWhatTheSpecNoLongerAsks(t *testing.T) {
 	n := makeNetwork(t, c)
 	https := func(cidr string) func(g *SecurityGroup) *SecurityGroupRule {
 		return func(g *SecurityGroup) *SecurityGroupRule {
-			return &SecurityGroupRule{Name: g.Name + "/https-from-" + cidr, Group: g, Protocol: "tcp", FromPort: 443, ToPort: 443, CIDR: aws.String(cidr)}
+			return &SecurityGroupRule{Name: g.Name + "/https-from-" + cidr, Group: g, Protocol: "tcp", FromPort: aws.Int32(443), ToPort: aws.Int32(443), CIDR: aws.String(cidr)}
 		}
 	}
 	ssh := func(cidr string) func(g *SecurityGroup) *SecurityGroupRule {
 		return func(g *SecurityGroup) *SecurityGroupRule {
-			return &SecurityGroupRule{Name: g.Name + "/ssh", Group: g, Protocol: "tcp", FromPort: 22, ToPort: 22, CIDR: aws.String(cidr)}
+			return &SecurityGroupRule{Name: g.Name + "/ssh", Group: g, Protocol: "tcp", FromPort: aws.Int32(22), ToPort: aws.Int32(22), CIDR: aws.String(cidr)}
 		}
 	}
 	self := func(g *SecurityGroup) *SecurityGroupRule {
@@ -197,10 +197,37 @@ func TestSecurityGroupRulesOfEveryProtocolConverge(t *testing.T) {
 	n := makeNetwork(t, c)
 	rule := func(name, protocol string, from, to int32) func(g *SecurityGroup) *SecurityGroupRule {
 		return func(g *SecurityGroup) *SecurityGroupRule {
-			return &SecurityGroupRule{Name: g.Name + "/" + name, Group: g, Protocol: protocol, FromPort: from, ToPort: to, SourceGroup: g}
+			return &SecurityGroupRule{Name: g.Name + "/" + name, Group: g, Protocol: protocol, FromPort: aws.Int32(from), ToPort: aws.Int32(to), SourceGroup: g}
 		}
 	}
 	build := groupGraph(n, nil, rule("tcp-1-2379", "tcp", 1, 2379), rule("tcp-2382-4000", "tcp", 2382, 4000),
 		rule("udp", "udp", 0, 65535), rule("icmp", "icmp", -1, -1))
 	enginetest.ApplyThenNoChanges(t, context.Background(), c, freshRuns(c, build))
+}
+
+// TestRulePlanShowsPortZero: the plan that creates a udp rule from port 0 shows its FromPort (0 was taken for a
+// field left unset, and the plan showed no FromPort).
+func TestRulePlanShowsPortZero(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	udp := func(g *SecurityGroup) *SecurityGroupRule {
+		return &SecurityGroupRule{Name: g.Name + "/udp", Group: g, Protocol: "udp", FromPort: aws.Int32(0), ToPort: aws.Int32(65535), SourceGroup: g}
+	}
+	plan := mustRun(t, c, engine.DryRun, groupGraph(n, nil, udp))
+	var text strings.Builder
+	if err := plan.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Changes {
+		if c.Key.Name != "nodes."+testCluster+"/udp" {
+			continue
+		}
+		for _, f := range c.Fields {
+			if f.Name == "FromPort" {
+				return
+			}
+		}
+		t.Fatalf("the plan creates %s without its FromPort:\n%s", c.Key, text.String())
+	}
+	t.Fatalf("the plan does not create the udp rule:\n%s", text.String())
 }

@@ -80,7 +80,7 @@ func (r *SecurityGroupRule) text() string {
 	case r.CIDR != nil:
 		source = normalCIDR(*r.CIDR)
 	}
-	return permissionText(ruleDescription(r.Name), r.Protocol, r.FromPort, r.ToPort, source)
+	return permissionText(ruleDescription(r.Name), r.Protocol, aws.ToInt32(r.FromPort), aws.ToInt32(r.ToPort), source)
 }
 
 // permissionText is a permission for people: "nodes.c/ssh: tcp 22 from 10.0.0.0/8".

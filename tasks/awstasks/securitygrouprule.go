@@ -26,8 +26,9 @@ type SecurityGroupRule struct {
 	Group *SecurityGroup
 	// Protocol is "tcp", "udp", "icmp" or "-1" (every protocol, every port).
 	Protocol string
-	// FromPort and ToPort are the port range (for icmp: the type and the code, -1 for any); ignored for "-1".
-	FromPort, ToPort int32
+	// FromPort and ToPort are the port range (for icmp: the type and the code, -1 for any); required for tcp
+	// and udp, ignored for "-1". Pointers, so that port 0 is a port the plan shows, not a field left unset.
+	FromPort, ToPort *int32
 	// CIDR is the source block ("0.0.0.0/0", "2001:db8::/32"); exactly one of CIDR and SourceGroup is set.
 	CIDR *string
 	// SourceGroup is the source group: its members may connect.
@@ -86,7 +87,7 @@ func (r *SecurityGroupRule) matches(p ec2types.IpPermission) bool {
 	if normalProtocol(aws.ToString(p.IpProtocol)) != normalProtocol(r.Protocol) {
 		return false
 	}
-	if normalProtocol(r.Protocol) != "-1" && (aws.ToInt32(p.FromPort) != r.FromPort || aws.ToInt32(p.ToPort) != r.ToPort) {
+	if normalProtocol(r.Protocol) != "-1" && (aws.ToInt32(p.FromPort) != aws.ToInt32(r.FromPort) || aws.ToInt32(p.ToPort) != aws.ToInt32(r.ToPort)) {
 		return false
 	}
 	switch {
@@ -143,9 +144,12 @@ func (r *SecurityGroupRule) CheckChanges(actual, expected, changes *SecurityGrou
 	switch p := normalProtocol(expected.Protocol); p {
 	case "-1":
 	case "tcp", "udp":
-		if expected.FromPort < 0 || expected.ToPort > 65535 || expected.FromPort > expected.ToPort {
+		if expected.FromPort == nil || expected.ToPort == nil {
+			return fmt.Errorf("fields FromPort and ToPort of security group rule %s are required for protocol %s", name, p)
+		}
+		if from, to := *expected.FromPort, *expected.ToPort; from < 0 || to > 65535 || from > to {
 			return fmt.Errorf("fields FromPort and ToPort of security group rule %s: %d-%d is not a port range: give 0 <= FromPort <= ToPort <= 65535",
-				name, expected.FromPort, expected.ToPort)
+				name, from, to)
 		}
 	case "icmp", "icmpv6":
 	default:
@@ -173,7 +177,7 @@ func (r *SecurityGroupRule) Render(ctx context.Context, c *Cloud, actual, expect
 	desc := aws.String(ruleDescription(expected.Name))
 	p := ec2types.IpPermission{IpProtocol: aws.String(normalProtocol(expected.Protocol))}
 	if *p.IpProtocol != "-1" {
-		p.FromPort, p.ToPort = aws.Int32(expected.FromPort), aws.Int32(expected.ToPort)
+		p.FromPort, p.ToPort = aws.Int32(aws.ToInt32(expected.FromPort)), aws.Int32(aws.ToInt32(expected.ToPort))
 	}
 	switch {
 	case expected.SourceGroup != nil:

@@ -110,6 +110,25 @@ func TestUpdateConvergesThroughThrottling(t *testing.T) {
 	t.Logf("calls, throttled included: %v", throttled)
 }
 
+// TestUpToDateOnlyOnceTheCloudShowsIt: with new volumes missing from DescribeVolumes for a while, update --yes
+// says the cluster is up to date only once it is: the dry run right after, its faults still on, plans nothing.
+// (It said so at once, and the next run planned the volumes it did not see yet again.)
+func TestUpToDateOnlyOnceTheCloudShowsIt(t *testing.T) {
+	t.Parallel()
+	a := newAccount(t, false)
+	a.createCluster(cluster)
+	if err := a.fake.SetFaults(fakeaws.Faults{VolumeInvisibleCalls: 3}); err != nil {
+		t.Fatal(err)
+	}
+	out := a.mustKubeup("update", "cluster", cluster, "--yes")
+	if !strings.Contains(out, "Cluster is up to date") {
+		t.Fatalf("update --yes:\n%s\nwant it to say the cluster is up to date", out)
+	}
+	if out := a.mustKubeup("update", "cluster", cluster); !strings.Contains(out, "No changes need to be applied") {
+		t.Errorf("the update right after one that said the cluster is up to date:\n%s\nwant no changes", out)
+	}
+}
+
 // TestKilledUpdatesNeverDuplicate kills `kubeup update cluster --yes` with SIGKILL at random points, 20 times,
 // running it again each time: the cloud never holds a second volume, template or group of one name.
 func TestKilledUpdatesNeverDuplicate(t *testing.T) {
