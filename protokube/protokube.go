@@ -71,6 +71,15 @@ type Options struct {
 // DefaultInterval is the time between two rounds.
 const DefaultInterval = time.Minute
 
+// MinInterval is the shortest --interval protokube takes, and MinLease the shortest --lease (the default lease,
+// 5 × --interval, at the minimum interval): a round is not instant (it reads the node configuration, lists the
+// cloud's volumes, checks DNS; a first one attaches and formats), and a lease of nanoseconds expired before its
+// round ended.
+const (
+	MinInterval = time.Second
+	MinLease    = 5 * MinInterval
+)
+
 // roundTimeout bounds one round: a round that hangs (a DNS server that never answers) must not stop the next.
 const roundTimeout = 10 * time.Minute
 
@@ -87,6 +96,9 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("--interval %s: want a positive time between rounds (default %s)", o.Interval, DefaultInterval)
 	case o.Interval == 0:
 		o.Interval = DefaultInterval
+	case o.Interval < MinInterval:
+		return fmt.Errorf("--interval %s is shorter than the minimum, %s: a round reads the node configuration, lists the cloud's volumes and checks DNS, "+
+			"and rounds closer than that only load the cloud's API and the state store; give --interval %s or more (default %s)", o.Interval, MinInterval, MinInterval, DefaultInterval)
 	}
 	switch {
 	case o.Lease < 0:
@@ -96,6 +108,9 @@ func (o *Options) defaults() error {
 	case o.Lease <= o.Interval:
 		return fmt.Errorf("--lease %s is not longer than --interval %s: this node's claims would expire between its rounds and other nodes take its volumes over; "+
 			"give a lease of several intervals (default 5 × --interval)", o.Lease, o.Interval)
+	case o.Lease < MinLease:
+		return fmt.Errorf("--lease %s is shorter than the minimum, %s: a claim must outlast a round (an attach, a format) and the wait for the next one, "+
+			"or other nodes take this node's volumes over; give --lease %s or more (default 5 × --interval)", o.Lease, MinLease, MinLease)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard

@@ -22,6 +22,10 @@ func TestCommands(t *testing.T) {
 			wantErr: "node configuration /nonexistent/node.conf does not exist"},
 		{name: "an address that is not IPv4", args: []string{"--conf", "/x", "--once", "--node-id", "n1", "--internal-ip", "fe80::1"},
 			wantErr: `--internal-ip "fe80::1": want this node's IPv4 address`},
+		{name: "an interval under the minimum", args: []string{"--conf", "/x", "--once", "--node-id", "n1", "--internal-ip", "10.0.0.1", "--interval", "1ns"},
+			wantErr: "--interval 1ns is shorter than the minimum, 1s"},
+		{name: "a lease under the minimum", args: []string{"--conf", "/x", "--once", "--node-id", "n1", "--internal-ip", "10.0.0.1", "--interval", "1s", "--lease", "2s"},
+			wantErr: "--lease 2s is shorter than the minimum, 5s"},
 		{name: "an unknown flag", args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
 	}
 	for _, tt := range tests {
