@@ -68,6 +68,15 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// ErrNotControlPlane is matched by the error of a round whose node configuration is not a control-plane node's
+// (a Node group's): Run returns it at once, even without Once, rather than refuse it every round; cmd/protokube
+// exits with ExitNotControlPlane.
+var ErrNotControlPlane = errors.New("protokube runs on control-plane nodes only")
+
+// ExitNotControlPlane is the status protokube exits with after ErrNotControlPlane; protokube.service does not
+// restart it after that status (RestartPreventExitStatus): it would only be refused again.
+const ExitNotControlPlane = model.ProtokubeExitNotControlPlane
+
 // DefaultInterval is the time between two rounds.
 const DefaultInterval = time.Minute
 
@@ -136,6 +145,8 @@ func (o *Options) defaults() error {
 // (up to quickRounds times) after a round that attached or mounted a volume. A failed round is logged, and the
 // next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish (but
 // stops its wait for a valid node configuration), then Run returns nil. With Once, Run runs one round and returns its error.
+// A node configuration that is not a control-plane node's ends Run at once, with an error that matches
+// ErrNotControlPlane.
 func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
@@ -147,8 +158,8 @@ func Run(ctx context.Context, o Options) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
 		moved, err := o.round(rctx)
 		cancel()
-		if o.Once {
-			return err
+		if o.Once || errors.Is(err, ErrNotControlPlane) {
+			return err // another role's configuration is refused once, not every round: no round would do better
 		}
 		if err != nil {
 			o.Logger.Error("round failed; the next round tries again", "err", err, "next", o.Interval)
@@ -190,7 +201,12 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	if nc.Protokube == nil {
-		return false, fmt.Errorf("node configuration %s: not a control-plane node's (no protokube section): protokube runs on control-plane nodes only", o.Conf)
+		role := "another role"
+		if nc.InstanceGroup != nil {
+			role = fmt.Sprintf("instance group %q, role %s", nc.InstanceGroup.Metadata.Name, nc.InstanceGroup.Spec.Role)
+		}
+		return false, fmt.Errorf("node configuration %s is of %s, not a control-plane node's (it has no protokube section): %w; "+
+			"point --conf at this control-plane node's configuration (<state store>/<cluster>/nodeup/<control-plane group>), or do not run protokube on this machine", o.Conf, role, ErrNotControlPlane)
 	}
 	pc := nc.Protokube
 	if err := o.identify(ctx, pc); err != nil {

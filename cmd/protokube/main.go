@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -65,7 +67,8 @@ func tuneRuntime() {
 	}
 }
 
-// run runs protokube with args and returns the exit code: 0, or 1 after printing "Error: ..." to stderr.
+// run runs protokube with args and returns the exit code: 0; after printing "Error: ..." to stderr,
+// protokube.ExitNotControlPlane for a node configuration that is not a control-plane node's, else 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, wake <-chan struct{}) int {
 	cmd := newRootCommand(wake)
 	cmd.SetArgs(args)
@@ -73,6 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, wake <-ch
 	cmd.SetErr(stderr)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
+		if errors.Is(err, protokube.ErrNotControlPlane) {
+			return protokube.ExitNotControlPlane
+		}
 		return 1
 	}
 	return 0
@@ -102,7 +108,11 @@ Route53 hosted zone of spec.dnsZone. The SDK's usual settings apply: the instanc
 AWS_ENDPOINT_URL, and AWS_EC2_METADATA_SERVICE_ENDPOINT for the metadata service. On the local cloud, volumes
 are claimed in the pool, and the names published as spec.local.dns says.
 
---dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.`,
+--dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.
+
+Exit status: 0 once stopped by SIGTERM (or after a good round with --once); ` + strconv.Itoa(protokube.ExitNotControlPlane) + ` when the node configuration is
+not a control-plane node's (a Node group's): it is refused at once, not every round, and protokube.service does
+not restart protokube after that status; 1 for any other error (bad flags, or a failed round with --once).`,
 		Example: `  protokube --conf=/etc/kubeup/node.conf
   protokube --conf=/etc/kubeup/node.conf --once --dryrun`,
 		Args:              cobra.NoArgs,
