@@ -248,7 +248,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	g, err := buildGraph(r, nc, o.Node, ch)
+	g, err := buildGraph(ctx, r, nc, o.Node, ch, o.Logger)
 	if err != nil {
 		return false, err
 	}
