@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
@@ -248,11 +249,17 @@ Description=protokube: claims and mounts this node's etcd volumes, runs etcd, ke
 ExecStart=` + must(execLine(protokubeBinary, "--conf="+nodeConfFile)) + `
 Restart=always
 RestartSec=5s
+RestartPreventExitStatus=` + strconv.Itoa(ProtokubeExitNotControlPlane) + `
 
 [Install]
 WantedBy=multi-user.target
 `
 )
+
+// ProtokubeExitNotControlPlane is the status protokube exits with when its node configuration is not a
+// control-plane node's (LSB's "program is not configured"): its unit does not restart it after that status, which
+// a restart would only meet again. nodeup restarts protokube.service when it writes the node configuration.
+const ProtokubeExitNotControlPlane = 6
 
 // must panics on an error from writing a constant: a programmer's error, found when the package loads.
 func must(s string, err error) string {

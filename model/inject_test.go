@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,6 +179,10 @@ func TestProtokubeUnitReadsBack(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{protokubeBinary, "--conf=" + nodeConfFile}, expandCommandLine(t, words, nil)); diff != "" {
 		t.Errorf("protokube's command line (-want +got):\n%s", diff)
+	}
+	// protokube refuses another role's configuration with its own status: systemd must not restart it in a loop.
+	if got := unitDirective(*task.(*nodetasks.SystemdService).Definition, "RestartPreventExitStatus"); !slices.Equal(got, []string{strconv.Itoa(ProtokubeExitNotControlPlane)}) {
+		t.Errorf("RestartPreventExitStatus= %q, want [%d]", got, ProtokubeExitNotControlPlane)
 	}
 }
 

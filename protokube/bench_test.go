@@ -284,12 +284,12 @@ const (
 	clockTicks   = 100 // USER_HZ: the unit of utime and stime in /proc/PID/stat on Linux
 )
 
-// measureProtokubeProcess runs the protokube binary on n with --interval=100ms, and reads its CPU time over
-// idleRounds rounds and its memory after them from /proc, and the live heap from the runtime's GC trace. Every
-// round it logs must have changed nothing.
+// measureProtokubeProcess runs the protokube binary on n with --interval=1s (its minimum), and reads its CPU
+// time over idleRounds rounds and its memory after them from /proc, and the live heap from the runtime's GC
+// trace. Every round it logs must have changed nothing.
 func measureProtokubeProcess(tb testing.TB, n *benchNode) processCost {
 	tb.Helper()
-	args := []string{"--conf=" + n.conf, "--root=" + n.root, "--interval=100ms"}
+	args := []string{"--conf=" + n.conf, "--root=" + n.root, "--interval=1s"}
 	if p := os.Getenv("KUBEUP_BENCH_PROTOKUBE_CPUPROFILE"); p != "" {
 		args = append(args, "--cpuprofile="+p)
 	}

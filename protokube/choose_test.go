@@ -134,7 +134,8 @@ func TestHolderAddresses(t *testing.T) {
 }
 
 // TestCheckAddressesAndDurations: an IPv4-mapped --internal-ip is taken as its IPv4 address; what is no IPv4
-// address, a negative interval or lease, and a lease not longer than the interval are refused.
+// address, a negative interval or lease, an interval under MinInterval, a lease under MinLease, and a lease not
+// longer than the interval are refused.
 func TestCheckAddressesAndDurations(t *testing.T) {
 	me := volumetasks.Holder{NodeID: "n1", InternalIP: "::ffff:10.0.0.1", ExternalIP: "203.0.113.1"}
 	if err := checkAddresses(&me); err != nil || me.InternalIP != "10.0.0.1" || me.ExternalIP != "203.0.113.1" {
@@ -155,6 +156,12 @@ func TestCheckAddressesAndDurations(t *testing.T) {
 		{interval: time.Minute, lease: time.Minute, want: "is not longer than --interval"},
 		{interval: time.Minute},
 		{interval: time.Minute, lease: 5 * time.Minute},
+		// Found by probing: --interval=1ns ran 2,083 rounds in 3 s, and its default lease of 5 ns lapsed at once.
+		{interval: time.Nanosecond, want: "--interval 1ns is shorter than the minimum, 1s"},
+		{interval: 999 * time.Millisecond, want: "give --interval 1s or more"},
+		{interval: time.Second},
+		{interval: time.Second, lease: 4 * time.Second, want: "--lease 4s is shorter than the minimum, 5s"},
+		{interval: time.Second, lease: 5 * time.Second},
 	} {
 		o := &Options{Conf: "x", Root: t.TempDir(), Interval: tt.interval, Lease: tt.lease, Node: volumetasks.Holder{NodeID: "n1"}}
 		err := o.defaults()

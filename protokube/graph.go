@@ -1,7 +1,8 @@
 package protokube
 
 import (
-	"fmt"
+	"context"
+	"log/slog"
 	"os"
 
 	"kubeup.dev/kubeup/engine"
@@ -19,7 +20,7 @@ const apiTTL = 60
 // either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
 // member's DNS name) or the absence of its manifest, and this node's address withdrawn from the names of the
 // members it does not serve; and the API's names, pointing at every node that holds a member volume.
-func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice) (*engine.Graph[*Round], error) {
+func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice, log *slog.Logger) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
 	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true})
@@ -44,12 +45,16 @@ func buildGraph(r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choic
 		attach := engine.Add(g, &volumetasks.Attach[*Round]{VolumeID: mv.volume.ID})
 		mountPoint := model.EtcdMountPoint(mv.volume.ID)
 		mount := engine.AddIn(g, (*Round).Node, &nodetasks.FormatAndMount{MountPoint: mountPoint, Attachment: attach})
-		// The manifest is written only once the volume is mounted, as the round began: etcd must never start on
-		// the node's own disk, and whether its data directory holds a member is known only then. A round that
-		// mounted a volume is followed by another at once (see Run).
-		mounted, err := r.mounted(mountPoint)
+		// The manifest is written only while this very volume is mounted at its mount point, as the round began:
+		// etcd must never start on the node's own disk, nor on whatever else is mounted there, and whether its
+		// data directory holds a member is known only then. Otherwise it is removed: an earlier round's manifest
+		// would keep etcd running on what is mounted there now. When that cannot be told (the provider does not
+		// answer: the round's attachment reports it), the manifest is left as it is. A round that mounted a
+		// volume is followed by another at once (see Run).
+		mounted, err := r.volumeMounted(ctx, attach, mountPoint)
 		if err != nil {
-			return nil, fmt.Errorf("etcd cluster %s: %w", ec.Name, err)
+			log.Warn("the etcd manifest is left as it is: whether its volume is mounted cannot be told", "etcdCluster", ec.Name, "volume", mv.volume.ID, "err", err)
+			continue
 		}
 		if !mounted {
 			engine.AddIn(g, (*Round).Node, &nodetasks.Absent{Path: manifest})

@@ -68,8 +68,26 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// ErrNotControlPlane is matched by the error of a round whose node configuration is not a control-plane node's
+// (a Node group's): Run returns it at once, even without Once, rather than refuse it every round; cmd/protokube
+// exits with ExitNotControlPlane.
+var ErrNotControlPlane = errors.New("protokube runs on control-plane nodes only")
+
+// ExitNotControlPlane is the status protokube exits with after ErrNotControlPlane; protokube.service does not
+// restart it after that status (RestartPreventExitStatus): it would only be refused again.
+const ExitNotControlPlane = model.ProtokubeExitNotControlPlane
+
 // DefaultInterval is the time between two rounds.
 const DefaultInterval = time.Minute
+
+// MinInterval is the shortest --interval protokube takes, and MinLease the shortest --lease (the default lease,
+// 5 × --interval, at the minimum interval): a round is not instant (it reads the node configuration, lists the
+// cloud's volumes, checks DNS; a first one attaches and formats), and a lease of nanoseconds expired before its
+// round ended.
+const (
+	MinInterval = time.Second
+	MinLease    = 5 * MinInterval
+)
 
 // roundTimeout bounds one round: a round that hangs (a DNS server that never answers) must not stop the next.
 const roundTimeout = 10 * time.Minute
@@ -87,6 +105,9 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("--interval %s: want a positive time between rounds (default %s)", o.Interval, DefaultInterval)
 	case o.Interval == 0:
 		o.Interval = DefaultInterval
+	case o.Interval < MinInterval:
+		return fmt.Errorf("--interval %s is shorter than the minimum, %s: a round reads the node configuration, lists the cloud's volumes and checks DNS, "+
+			"and rounds closer than that only load the cloud's API and the state store; give --interval %s or more (default %s)", o.Interval, MinInterval, MinInterval, DefaultInterval)
 	}
 	switch {
 	case o.Lease < 0:
@@ -96,6 +117,9 @@ func (o *Options) defaults() error {
 	case o.Lease <= o.Interval:
 		return fmt.Errorf("--lease %s is not longer than --interval %s: this node's claims would expire between its rounds and other nodes take its volumes over; "+
 			"give a lease of several intervals (default 5 × --interval)", o.Lease, o.Interval)
+	case o.Lease < MinLease:
+		return fmt.Errorf("--lease %s is shorter than the minimum, %s: a claim must outlast a round (an attach, a format) and the wait for the next one, "+
+			"or other nodes take this node's volumes over; give --lease %s or more (default 5 × --interval)", o.Lease, MinLease, MinLease)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -121,6 +145,8 @@ func (o *Options) defaults() error {
 // (up to quickRounds times) after a round that attached or mounted a volume. A failed round is logged, and the
 // next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish (but
 // stops its wait for a valid node configuration), then Run returns nil. With Once, Run runs one round and returns its error.
+// A node configuration that is not a control-plane node's ends Run at once, with an error that matches
+// ErrNotControlPlane.
 func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
@@ -132,8 +158,8 @@ func Run(ctx context.Context, o Options) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
 		moved, err := o.round(rctx)
 		cancel()
-		if o.Once {
-			return err
+		if o.Once || errors.Is(err, ErrNotControlPlane) {
+			return err // another role's configuration is refused once, not every round: no round would do better
 		}
 		if err != nil {
 			o.Logger.Error("round failed; the next round tries again", "err", err, "next", o.Interval)
@@ -175,7 +201,12 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	if nc.Protokube == nil {
-		return false, fmt.Errorf("node configuration %s: not a control-plane node's (no protokube section): protokube runs on control-plane nodes only", o.Conf)
+		role := "another role"
+		if nc.InstanceGroup != nil {
+			role = fmt.Sprintf("instance group %q, role %s", nc.InstanceGroup.Metadata.Name, nc.InstanceGroup.Spec.Role)
+		}
+		return false, fmt.Errorf("node configuration %s is of %s, not a control-plane node's (it has no protokube section): %w; "+
+			"point --conf at this control-plane node's configuration (<state store>/<cluster>/nodeup/<control-plane group>), or do not run protokube on this machine", o.Conf, role, ErrNotControlPlane)
 	}
 	pc := nc.Protokube
 	if err := o.identify(ctx, pc); err != nil {
@@ -217,7 +248,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	g, err := buildGraph(r, nc, o.Node, ch)
+	g, err := buildGraph(ctx, r, nc, o.Node, ch, o.Logger)
 	if err != nil {
 		return false, err
 	}

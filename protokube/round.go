@@ -1,12 +1,12 @@
 package protokube
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"kubeup.dev/kubeup/internal/mountinfo"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -19,8 +19,6 @@ type Round struct {
 	node    *nodetasks.Node
 	volumes volumetasks.Provider
 	dns     dnstasks.Provider
-
-	mountPoints map[string]bool // what the kernel's mount table shows mounted, read once (see mounted)
 }
 
 var (
@@ -37,24 +35,17 @@ func (r *Round) VolumeProvider() volumetasks.Provider { return r.volumes }
 // DNSProvider is where the round publishes the etcd members' and the API's names.
 func (r *Round) DNSProvider() dnstasks.Provider { return r.dns }
 
-// mounted reports whether something is mounted at the node path mountPoint, by the kernel's mount table: read
-// once per round (the first time a round asks), as the round began, which is what buildGraph decides by.
-func (r *Round) mounted(mountPoint string) (bool, error) {
-	if r.mountPoints == nil {
-		b, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			return false, err
-		}
-		r.mountPoints = map[string]bool{}
-		for line := range strings.Lines(string(b)) {
-			// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...: the fifth field, escaped as proc(5) says.
-			f := strings.Fields(line)
-			if len(f) > 4 {
-				r.mountPoints[mountinfo.Unescape(f[4])] = true
-			}
-		}
+// volumeMounted reports whether the volume attach attaches is the filesystem mounted at the node path
+// mountPoint: the device the provider says it is attached as on this node, mounted there whole, with the UUID of
+// its filesystem (nodetasks.Node.MountedAt). A volume not attached here is not. An error: it cannot be told now.
+// The provider's answer is the one the round's attachment finds (Prefetch): no second call.
+func (r *Round) volumeMounted(ctx context.Context, attach *volumetasks.Attach[*Round], mountPoint string) (bool, error) {
+	dev, err := attach.Prefetch(ctx, r)
+	if err != nil || dev == "" {
+		return false, err
 	}
-	return r.mountPoints[filepath.Join(r.node.Root, mountPoint)], nil
+	_, ok, err := r.node.MountedAt(mountPoint, dev)
+	return ok, err
 }
 
 // bootstrapped reports whether the etcd data directory (a node path) holds a member that has bootstrapped: a

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -65,7 +67,8 @@ func tuneRuntime() {
 	}
 }
 
-// run runs protokube with args and returns the exit code: 0, or 1 after printing "Error: ..." to stderr.
+// run runs protokube with args and returns the exit code: 0; after printing "Error: ..." to stderr,
+// protokube.ExitNotControlPlane for a node configuration that is not a control-plane node's, else 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, wake <-chan struct{}) int {
 	cmd := newRootCommand(wake)
 	cmd.SetArgs(args)
@@ -73,6 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, wake <-ch
 	cmd.SetErr(stderr)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
+		if errors.Is(err, protokube.ErrNotControlPlane) {
+			return protokube.ExitNotControlPlane
+		}
 		return 1
 	}
 	return 0
@@ -102,7 +108,11 @@ Route53 hosted zone of spec.dnsZone. The SDK's usual settings apply: the instanc
 AWS_ENDPOINT_URL, and AWS_EC2_METADATA_SERVICE_ENDPOINT for the metadata service. On the local cloud, volumes
 are claimed in the pool, and the names published as spec.local.dns says.
 
---dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.`,
+--dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.
+
+Exit status: 0 once stopped by SIGTERM (or after a good round with --once); ` + strconv.Itoa(protokube.ExitNotControlPlane) + ` when the node configuration is
+not a control-plane node's (a Node group's): it is refused at once, not every round, and protokube.service does
+not restart protokube after that status; 1 for any other error (bad flags, or a failed round with --once).`,
 		Example: `  protokube --conf=/etc/kubeup/node.conf
   protokube --conf=/etc/kubeup/node.conf --once --dryrun`,
 		Args:              cobra.NoArgs,
@@ -134,11 +144,11 @@ are claimed in the pool, and the names published as spec.local.dns says.
 	f.StringVar(&o.Root, "root", "/", "the node's filesystem root")
 	f.BoolVar(&o.DryRun, "dryrun", false, "print each round's report; change nothing")
 	f.BoolVar(&o.Once, "once", false, "run one round and exit with its status")
-	f.DurationVar(&o.Interval, "interval", protokube.DefaultInterval, "time between rounds")
+	f.DurationVar(&o.Interval, "interval", protokube.DefaultInterval, "time between rounds (at least "+protokube.MinInterval.String()+")")
 	f.StringVar(&o.Node.NodeID, "node-id", "", "this node's id in the claims of volumes (default: the instance id on AWS, else the host name)")
 	f.StringVar(&o.Node.InternalIP, "internal-ip", "", "this node's internal address, published for its etcd members and the internal API name (default: the instance's private address on AWS, else the address of the default route's interface)")
 	f.StringVar(&o.Node.ExternalIP, "external-ip", "", "this node's public address, published for the public API name (default: the instance's public address on AWS, else the internal one)")
-	f.DurationVar(&o.Lease, "lease", 0, "how long a claim of a local volume holds without being renewed (default 5 × --interval)")
+	f.DurationVar(&o.Lease, "lease", 0, "how long a claim of a local volume holds without being renewed (default 5 × --interval; at least "+protokube.MinLease.String()+", and longer than --interval)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log at debug level")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "debugging: write a CPU profile of the process to this file, until it stops (go tool pprof reads it)")
 	root.AddCommand(version.Command("protokube"))

@@ -62,6 +62,7 @@ func deviceNumber(dev string) (uint64, error) {
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
 	dev        uint64 // major:minor of the mounted filesystem
+	root       string // the directory of the filesystem mounted there: "/" unless a bind mount of a part of it
 	mountPoint string
 	fsType     string
 	source     string
@@ -111,6 +112,7 @@ func parseMountinfo(b []byte) []mountEntry {
 		}
 		out = append(out, mountEntry{
 			dev:        unix.Mkdev(uint32(major), uint32(minor)),
+			root:       mountinfo.Unescape(f[3]),
 			mountPoint: mountinfo.Unescape(f[4]),
 			fsType:     f[sep+1],
 			source:     mountinfo.Unescape(f[sep+2]),

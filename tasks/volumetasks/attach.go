@@ -28,6 +28,8 @@ type Attach[C World] struct {
 	// when it guards mounts.
 	intents FormatIntents
 	guard   MountGuard
+	// prefetched is the device Prefetch found, for the first Find.
+	prefetched *string
 }
 
 func (a *Attach[C]) Key() engine.Key     { return engine.Key{Type: AttachKeyType, Name: a.VolumeID} }
@@ -58,14 +60,41 @@ func (a *Attach[C]) Validate() error {
 	return nil
 }
 
+// Prefetch asks the provider, before the graph runs, which device the volume is attached as on this node ("":
+// none), as Find does, and keeps the answer for the first Find: a graph builder that must know it (protokube, to
+// tell whether this very volume is the one mounted at its mount point) costs the provider no second call. A Find
+// the engine runs again asks the provider; an error is not kept.
+func (a *Attach[C]) Prefetch(ctx context.Context, world C) (device string, err error) {
+	dev, err := a.attached(ctx, world)
+	if err != nil {
+		return "", err
+	}
+	a.prefetched = &dev
+	return dev, nil
+}
+
+// attached asks the provider which device the volume is attached as on this node.
+func (a *Attach[C]) attached(ctx context.Context, world C) (string, error) {
+	dev, err := world.VolumeProvider().Attached(ctx, a.VolumeID)
+	if err != nil {
+		return "", fmt.Errorf("volume %s: %w", a.VolumeID, err)
+	}
+	return dev, nil
+}
+
 // Find returns the attachment when the volume is attached to this node, nil when it is not (not claimed here,
 // or claimed but not attached yet).
 func (a *Attach[C]) Find(ctx context.Context, world C) (*Attach[C], error) {
 	a.intents, _ = world.VolumeProvider().(FormatIntents)
 	a.guard, _ = world.VolumeProvider().(MountGuard)
-	dev, err := world.VolumeProvider().Attached(ctx, a.VolumeID)
-	if err != nil {
-		return nil, fmt.Errorf("volume %s: %w", a.VolumeID, err)
+	var dev string
+	if a.prefetched != nil {
+		dev, a.prefetched = *a.prefetched, nil
+	} else {
+		var err error
+		if dev, err = a.attached(ctx, world); err != nil {
+			return nil, err
+		}
 	}
 	if dev == "" {
 		return nil, nil

@@ -22,6 +22,7 @@ type fakeCloud struct {
 	mu      sync.Mutex
 	volumes map[string]*fakeVolume
 	attachs int // calls of Attach
+	asked   int // calls of Attached
 	next    int // the next device number
 }
 
@@ -95,6 +96,7 @@ func (p *fakeProvider) Attach(ctx context.Context, id string) (string, error) {
 func (p *fakeProvider) Attached(ctx context.Context, id string) (string, error) {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
+	p.c.asked++
 	if v, ok := p.c.volumes[id]; ok && v.vol.Holder != nil && v.vol.Holder.NodeID == p.node.NodeID {
 		return v.device, nil
 	}
@@ -269,5 +271,37 @@ func TestHeldErrorMessage(t *testing.T) {
 	}
 	if !errors.Is(fmt.Errorf("wrapped: %w", err), ErrHeld) {
 		t.Error("a wrapped HeldError does not match ErrHeld")
+	}
+}
+
+// TestAttachPrefetch: what Prefetch found serves the first Find, so that a graph builder that asked where the
+// volume is attached costs the provider no second call; a dry run after it still reports nothing to do and hands
+// the device on.
+func TestAttachPrefetch(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeCloud("a.etcd-main")
+	w := fakeWorld{&fakeProvider{c: c, node: Holder{NodeID: "node-a"}}}
+	want, err := w.p.Attach(ctx, "a.etcd-main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := engine.NewGraph[fakeWorld]()
+	a := engine.Add(g, &Attach[fakeWorld]{VolumeID: "a.etcd-main"})
+	c.asked = 0
+	if dev, err := a.Prefetch(ctx, w); dev != want || err != nil {
+		t.Fatalf("Prefetch = %q, %v; want %q", dev, err, want)
+	}
+	res, err := engine.Run(ctx, g, w, engine.Options{Target: engine.DryRun, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Plan.Empty() || a.AttachedDevice() != want {
+		t.Errorf("dry run after Prefetch: changes %+v, device %q; want none, %q", res.Plan.Changes, a.AttachedDevice(), want)
+	}
+	if c.asked != 1 {
+		t.Errorf("the provider was asked %d times where the volume is attached, want once (Prefetch's answer serves Find)", c.asked)
+	}
+	if _, err := a.Find(ctx, w); err != nil || c.asked != 2 {
+		t.Errorf("a second Find: %v, %d calls; want it to ask the provider", err, c.asked)
 	}
 }
