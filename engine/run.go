@@ -88,6 +88,7 @@ const (
 	finished
 	failed
 	skipped
+	cutShort // cancelled while it rendered: its change may be partly made
 )
 
 type job struct {
@@ -339,8 +340,15 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 		cs.pushedBack(o.epoch)
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
-		// Interrupted, not failed: reported as not run, with the task's own error, which says what it was
-		// doing ("waiting for the pool lock held by ...: context canceled").
+		// Interrupted, not failed, with the task's own error, which says what it was doing ("waiting for the
+		// pool lock held by ...: context canceled"). Before Render: reported as not run. In Render: the change
+		// may be partly made, and the report must not say the task did not run.
+		var re *renderError
+		if errors.As(o.err, &re) {
+			ex.state[i] = cutShort
+			ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: o.err, Interrupted: true}
+			return
+		}
 		ex.state[i] = waiting
 		ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: o.err, Skipped: true}
 		return
@@ -432,6 +440,8 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 			runErr.Failed = append(runErr.Failed, ex.errs[i])
 		case skipped:
 			runErr.Skipped = append(runErr.Skipped, ex.errs[i])
+		case cutShort:
+			runErr.Interrupted = append(runErr.Interrupted, ex.errs[i])
 		case waiting, running:
 			if ex.errs[i] != nil {
 				runErr.Skipped = append(runErr.Skipped, ex.errs[i])
@@ -444,10 +454,11 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 			runErr.Skipped = append(runErr.Skipped, &TaskError{Key: ex.c.key(int32(i)), Err: cause, Skipped: true})
 		}
 	}
-	if len(runErr.Failed) == 0 && len(runErr.Skipped) == 0 {
+	if len(runErr.Failed) == 0 && len(runErr.Interrupted) == 0 && len(runErr.Skipped) == 0 {
 		return res, nil
 	}
 	sortTaskErrors(runErr.Failed)
+	sortTaskErrors(runErr.Interrupted)
 	sortTaskErrors(runErr.Skipped)
 	return res, &runErr
 }
