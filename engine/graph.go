@@ -246,6 +246,9 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 		return nil, Terminal(fmt.Errorf("checking changes: %w", err))
 	}
 	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
+	if r, ok := any(expected).(Replacer[T]); ok && exists {
+		change.Action, change.Note = Replace, r.Replaces(actual)
+	}
 	if !exists {
 		change.Action = Create
 	}

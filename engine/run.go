@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"time"
 )
 
@@ -435,6 +436,9 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 	res := &Result{Plan: newPlan(ex.changes), Done: ex.done}
 	var runErr RunError
 	for i, st := range ex.state {
+		if st != finished {
+			res.Plan.Incomplete = append(res.Plan.Incomplete, ex.c.key(int32(i)))
+		}
 		switch st {
 		case failed:
 			runErr.Failed = append(runErr.Failed, ex.errs[i])
@@ -460,5 +464,7 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 	sortTaskErrors(runErr.Failed)
 	sortTaskErrors(runErr.Interrupted)
 	sortTaskErrors(runErr.Skipped)
+	inc := res.Plan.Incomplete
+	sort.Slice(inc, func(i, j int) bool { return keyLess(inc[i], inc[j]) })
 	return res, &runErr
 }
