@@ -252,7 +252,9 @@ func (s *Sealed) Render(ctx context.Context, w *World, actual, expected, changes
 	return nil
 }
 
-func (s *Sealed) Replaces(actual *Sealed) string { return "replaces " + actual.Name + "-" + actual.Value }
+func (s *Sealed) Replaces(actual *Sealed) string {
+	return "replaces " + actual.Name + "-" + actual.Value
+}
 
 // A task that cannot change in place plans a replacement that names what it replaces, not a modification; the
 // deletions a caller adds are listed under their own title, with why (a GCE template change showed as "modify"
