@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -244,5 +245,43 @@ func TestGCEFailedDryRunPrintsWhatCouldBePlanned(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Must specify --yes") {
 		t.Errorf("an incomplete plan says how to apply it:\n%s", &out)
+	}
+}
+
+// An operator who may not read the machines' service account (no iam.serviceAccounts.get: Google answers 403)
+// can still plan and apply: the check is a warning that says what could not be checked, not a failure of the
+// service account's task and of every template and group after it.
+func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
+	ctx := context.Background()
+	srv := fakeGCE(t)
+	const email = "nodes@kubeup-demo.iam.gserviceaccount.com"
+	srv.AddServiceAccount("kubeup-demo", email)
+	if err := srv.SetFaults(fakegce.Faults{Denied: []string{"iam.projects.serviceAccounts.get"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := gsClusters(t)
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
+		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
+		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.GCE.ServiceAccount = email
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	for _, apply := range []bool{false, true} {
+		var out, logs bytes.Buffer
+		if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: apply, Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+			t.Fatalf("update (apply %t): %v\n%s", apply, err, &out)
+		}
+		for _, want := range []string{"level=WARN", "task=ServiceAccount/" + email, "service account " + email + " (spec.gce.serviceAccount) could not be checked: you may not read it (iam.serviceAccounts.get"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("update (apply %t) logged no %q:\n%s", apply, want, &logs)
+			}
+		}
+	}
+	if calls := mutatingCalls(srv); calls["compute.instanceTemplates.insert"] != 2 {
+		t.Errorf("the apply made %d templates, want 2 (calls %v)", calls["compute.instanceTemplates.insert"], calls)
 	}
 }
