@@ -3,8 +3,8 @@ package cloudup
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
