@@ -130,15 +130,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 	ctx := context.Background()
 	srv := fakeGCE(t)
 	cs := gsClusters(t)
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
-		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
-		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
-	}
+	igs := createSmallGCE(t, cs, nil)
 	var out bytes.Buffer
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
@@ -223,18 +215,9 @@ func TestGCEFailedDryRunPrintsWhatCouldBePlanned(t *testing.T) {
 	ctx := context.Background()
 	fakeGCE(t)
 	cs := gsClusters(t)
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
-		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
-		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.GCE.ServiceAccount = "nodes@kubeup-demo.iam.gserviceaccount.com"
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
-	}
+	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = "nodes@kubeup-demo.iam.gserviceaccount.com" })
 	var out bytes.Buffer
-	_, err = cs.Update(ctx, demo, UpdateOptions{Out: &out})
+	_, err := cs.Update(ctx, demo, UpdateOptions{Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "ServiceAccount/nodes@kubeup-demo.iam.gserviceaccount.com") {
 		t.Fatalf("update: %v, want the missing service account's failure", err)
 	}
@@ -260,16 +243,7 @@ func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := gsClusters(t)
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
-		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
-		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.GCE.ServiceAccount = email
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
-	}
+	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = email })
 	for _, apply := range []bool{false, true} {
 		var out, logs bytes.Buffer
 		if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: apply, Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
@@ -284,4 +258,23 @@ func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
 	if calls := mutatingCalls(srv); calls["compute.instanceTemplates.insert"] != 2 {
 		t.Errorf("the apply made %d templates, want 2 (calls %v)", calls["compute.instanceTemplates.insert"], calls)
 	}
+}
+
+// createSmallGCE stores cluster demo on gce with one control-plane machine and one node in europe-west1-b, its
+// spec changed by set first (when not nil), and returns its instance groups.
+func createSmallGCE(t *testing.T, cs *Clusters, set func(c *model.Cluster)) []*model.InstanceGroup {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
+		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
+		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set != nil {
+		set(c)
+	}
+	if err := cs.Create(context.Background(), "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	return igs
 }

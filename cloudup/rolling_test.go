@@ -111,6 +111,23 @@ func threeByThree() (*fakeRolling, []*model.InstanceGroup) {
 	return f, igs
 }
 
+// newTestRoller is a roller of threeByThree's cloud, changed by setup (when not nil), with options o and short
+// waits, and the cloud's groups, control plane first.
+func newTestRoller(t *testing.T, setup func(f *fakeRolling), o RollingOptions) (*fakeRolling, *roller, []RollingGroup) {
+	t.Helper()
+	f, igs := threeByThree()
+	if setup != nil {
+		setup(f)
+	}
+	igs, err := selectGroups("c", igs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _ := f.Groups(context.Background(), igs)
+	o.Timeout, o.Interval = 50*time.Millisecond, 10*time.Millisecond
+	return f, &roller{cloud: f, health: f, igs: igs, o: o}, groups
+}
+
 func TestRollingReplaceOrderAndChecks(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -140,18 +157,9 @@ func TestRollingReplaceOrderAndChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, igs := threeByThree()
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			igs, err := selectGroups("c", igs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			groups, _ := f.Groups(context.Background(), igs)
 			var logs bytes.Buffer
-			r := &roller{cloud: f, health: f, igs: igs, o: RollingOptions{Timeout: 50 * time.Millisecond, Interval: 10 * time.Millisecond,
-				Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+			f, r, groups := newTestRoller(t, tt.setup, RollingOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			var err error
 			for _, i := range toReplace(groups, tt.force) {
 				if err = r.replace(context.Background(), i); err != nil {
 					break
@@ -211,19 +219,9 @@ func TestRollingStopSaysWhatWasDone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, igs := threeByThree()
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			igs, err := selectGroups("c", igs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			groups, _ := f.Groups(context.Background(), igs)
 			var out bytes.Buffer
-			r := &roller{cloud: f, health: f, igs: igs, o: RollingOptions{Timeout: 50 * time.Millisecond, Interval: 10 * time.Millisecond,
-				Logger: slog.New(slog.DiscardHandler), Out: &out}}
-			err = r.replaceAll(context.Background(), "c", toReplace(groups, false))
+			_, r, groups := newTestRoller(t, tt.setup, RollingOptions{Logger: slog.New(slog.DiscardHandler), Out: &out})
+			err := r.replaceAll(context.Background(), "c", toReplace(groups, false))
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
 				t.Errorf("error %v,\nwant one starting %q", err, tt.wantErr)
 			}
