@@ -3,7 +3,10 @@ package cloudup
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,4 +121,160 @@ func TestGCECluster(t *testing.T) {
 	if left, _ := cs.Store.List(ctx, ""); len(left) != 0 {
 		t.Errorf("left in the store: %v", left)
 	}
+}
+
+// A change of an instance group's machine type replaces its GCE template: the dry run says "replace" and names
+// the template replaced, and lists that template's deletion, which the apply then does and reports (it showed as
+// "modify", and the old template was deleted with only a log line). After the apply nothing is left to do.
+func TestGCETemplateReplacementIsPlanned(t *testing.T) {
+	ctx := context.Background()
+	srv := fakeGCE(t)
+	cs := gsClusters(t)
+	igs := createSmallGCE(t, cs, nil)
+	var out bytes.Buffer
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("update --yes: %v\n%s", err, &out)
+	}
+	srv.ResetCalls()
+	svc, err := compute.NewService(ctx, option.WithEndpoint(os.Getenv(gcetasks.EndpointEnv)+"compute/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	templates := func() []string {
+		l, err := svc.InstanceTemplates.List("kubeup-demo").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range l.Items {
+			names = append(names, it.Name)
+		}
+		return names
+	}
+	var base string
+	for _, ig := range igs {
+		if ig.Metadata.Name == "nodes" {
+			base = model.GCEInstanceTemplateName(demo, ig, "europe-west1")
+		}
+	}
+	var old string
+	for _, n := range templates() {
+		if strings.HasPrefix(n, base+"-") {
+			old = n
+		}
+	}
+	if old == "" {
+		t.Fatalf("no template of %s among %v", base, templates())
+	}
+
+	stored, err := cs.Get(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ig := range stored.InstanceGroups {
+		if ig.Metadata.Name == "nodes" {
+			ig.Spec.MachineType = "e2-standard-4"
+		}
+	}
+	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: stored.Cluster, InstanceGroups: stored.InstanceGroups}, ReplaceOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
+		t.Fatalf("update: %v\n%s", err, &out)
+	}
+	for _, want := range []string{
+		"Will replace resources:\n  InstanceTemplate/" + base + " (replaces " + old + ": instance templates cannot change)\n    MachineType",
+		"Will delete resources:\n  InstanceTemplate/" + old + " (no managed instance group of the cluster uses it once the update is applied)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, &out)
+		}
+	}
+	out.Reset()
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("update --yes: %v\n%s", err, &out)
+	}
+	for _, want := range []string{"  replace InstanceTemplate/" + base + "\n", "  delete InstanceTemplate/" + old + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the apply does not report %q:\n%s", want, &out)
+		}
+	}
+	if slices.Contains(templates(), old) {
+		t.Errorf("template %s is left after the apply: %v", old, templates())
+	}
+	out.Reset()
+	if plan, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
+		t.Errorf("the update after the apply: %v\n%s", err, &out)
+	}
+}
+
+// A dry run in which a task fails prints the plan of every task that could be planned, saying that it is
+// incomplete, then fails with the failure (it printed no plan at all): here the service account does not exist.
+func TestGCEFailedDryRunPrintsWhatCouldBePlanned(t *testing.T) {
+	ctx := context.Background()
+	fakeGCE(t)
+	cs := gsClusters(t)
+	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = "nodes@kubeup-demo.iam.gserviceaccount.com" })
+	var out bytes.Buffer
+	_, err := cs.Update(ctx, demo, UpdateOptions{Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "ServiceAccount/nodes@kubeup-demo.iam.gserviceaccount.com") {
+		t.Fatalf("update: %v, want the missing service account's failure", err)
+	}
+	for _, want := range []string{"Will create resources:\n", "  Disk/", "\nThe plan is incomplete: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the dry run printed no %q:\n%s", want, &out)
+		}
+	}
+	if strings.Contains(out.String(), "Must specify --yes") {
+		t.Errorf("an incomplete plan says how to apply it:\n%s", &out)
+	}
+}
+
+// An operator who may not read the machines' service account (no iam.serviceAccounts.get: Google answers 403)
+// can still plan and apply: the check is a warning that says what could not be checked, not a failure of the
+// service account's task and of every template and group after it.
+func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
+	ctx := context.Background()
+	srv := fakeGCE(t)
+	const email = "nodes@kubeup-demo.iam.gserviceaccount.com"
+	srv.AddServiceAccount("kubeup-demo", email)
+	if err := srv.SetFaults(fakegce.Faults{Denied: []string{"iam.projects.serviceAccounts.get"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := gsClusters(t)
+	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = email })
+	for _, apply := range []bool{false, true} {
+		var out, logs bytes.Buffer
+		if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: apply, Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+			t.Fatalf("update (apply %t): %v\n%s", apply, err, &out)
+		}
+		for _, want := range []string{"level=WARN", "task=ServiceAccount/" + email, "service account " + email + " (spec.gce.serviceAccount) could not be checked: you may not read it (iam.serviceAccounts.get"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("update (apply %t) logged no %q:\n%s", apply, want, &logs)
+			}
+		}
+	}
+	if calls := mutatingCalls(srv); calls["compute.instanceTemplates.insert"] != 2 {
+		t.Errorf("the apply made %d templates, want 2 (calls %v)", calls["compute.instanceTemplates.insert"], calls)
+	}
+}
+
+// createSmallGCE stores cluster demo on gce with one control-plane machine and one node in europe-west1-b, its
+// spec changed by set first (when not nil), and returns its instance groups.
+func createSmallGCE(t *testing.T, cs *Clusters, set func(c *model.Cluster)) []*model.InstanceGroup {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
+		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
+		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set != nil {
+		set(c)
+	}
+	if err := cs.Create(context.Background(), "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	return igs
 }

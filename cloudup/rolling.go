@@ -115,7 +115,8 @@ func (m MemberHealth) String() string { return m.EtcdCluster + "/" + m.Member }
 // quorum without the members that machine runs, and before any machine that the cluster validates; after, it
 // waits until the group has its target of machines in service, none of them the old one, and (with the API's
 // checks) the cluster validates and every member is healthy, before the next. It stops at the first failure,
-// before taking down anything more.
+// before taking down anything more, and says what it did: how many machines it replaced, and whether the one it
+// stopped at was taken down.
 func (cs *Clusters) RollingUpdate(ctx context.Context, name string, o RollingOptions) error {
 	if o.Timeout == 0 {
 		o.Timeout = 15 * time.Minute
@@ -174,16 +175,48 @@ func (cs *Clusters) RollingUpdate(ctx context.Context, name string, o RollingOpt
 		}
 	}()
 	r := &roller{cloud: cloud, health: health, igs: igs, o: o}
+	return r.replaceAll(ctx, name, todo)
+}
+
+// replaceAll replaces the machines todo one at a time, in order, and stops at the first failure. Its error says
+// exactly what was done: how many machines were replaced, and whether the one it stopped at was taken down.
+func (r *roller) replaceAll(ctx context.Context, name string, todo []RollingInstance) error {
+	machines := func(n int) string {
+		if n == 1 {
+			return "1 machine"
+		}
+		return fmt.Sprintf("%d machines", n)
+	}
 	for n, i := range todo {
 		if err := r.replace(ctx, i); err != nil {
-			return fmt.Errorf("cluster %s: rolling update stopped after replacing %d of %d machines, before taking down anything more: %w",
-				name, n, len(todo), err)
+			done := fmt.Sprintf("%d of %d machines replaced", n, len(todo))
+			var td *takenDownError
+			switch {
+			case errors.As(err, &td) && td.asked:
+				return fmt.Errorf("cluster %s: rolling update stopped: %s; asking the cloud to replace %s (%s) failed, so it may or may not "+
+					"have been taken down; nothing more was: %w", name, done, i.ID, i.Group, td.err)
+			case errors.As(err, &td):
+				return fmt.Errorf("cluster %s: rolling update stopped: %s, and %s (%s) taken down, whose replacement is not confirmed "+
+					"ready and healthy; nothing more was taken down: %w", name, done, i.ID, i.Group, td.err)
+			}
+			return fmt.Errorf("cluster %s: rolling update stopped before taking down %s (%s): %s, and nothing more taken down: %w",
+				name, i.ID, i.Group, done, err)
 		}
-		fmt.Fprintf(o.Out, "Replaced %s (%s): %d of %d.\n", i.ID, i.Group, n+1, len(todo))
+		fmt.Fprintf(r.o.Out, "Replaced %s (%s): %d of %d.\n", i.ID, i.Group, n+1, len(todo))
 	}
-	fmt.Fprintf(o.Out, "Rolling update of cluster %s is done: %d machines replaced.\n", name, len(todo))
+	fmt.Fprintf(r.o.Out, "Rolling update of cluster %s is done: %s replaced.\n", name, machines(len(todo)))
 	return nil
 }
+
+// takenDownError is the failure of a replacement once the cloud was asked to take the machine down: asked, when
+// that request itself failed (the machine may or may not be down), else while waiting for its replacement.
+type takenDownError struct {
+	asked bool
+	err   error
+}
+
+func (e *takenDownError) Error() string { return e.err.Error() }
+func (e *takenDownError) Unwrap() error { return e.err }
 
 // selectGroups returns the instance groups named in only (all when empty), control-plane groups first, each part
 // sorted by name.
@@ -298,9 +331,12 @@ func (r *roller) replace(ctx context.Context, i RollingInstance) error {
 	}
 	log.Info("the cluster validates: replacing the machine")
 	if err := r.cloud.Replace(ctx, i); err != nil {
-		return err
+		return &takenDownError{asked: true, err: err}
 	}
-	return r.waitReplaced(ctx, i, log)
+	if err := r.waitReplaced(ctx, i, log); err != nil {
+		return &takenDownError{err: err}
+	}
+	return nil
 }
 
 // quorum checks that every etcd cluster keeps a quorum of healthy members without the members i runs.

@@ -3,6 +3,7 @@ package cloudup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -22,6 +23,7 @@ type fakeRolling struct {
 	down     map[string]bool // members that are unhealthy whatever runs them, by "cluster/member"
 	problems []string        // what Validate says
 	stuck    bool            // a replacement never gets its members
+	failAt   string          // the machine whose Replace fails
 	replaced []string
 	log      []string // what was done, in order
 	n        int
@@ -40,6 +42,10 @@ func (f *fakeRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([
 }
 
 func (f *fakeRolling) Replace(ctx context.Context, old RollingInstance) error {
+	if old.ID == f.failAt {
+		f.log = append(f.log, "replace "+old.ID+" failed")
+		return errors.New("the cloud said 503")
+	}
 	f.replaced = append(f.replaced, old.ID)
 	f.log = append(f.log, "replace "+old.ID)
 	f.n++
@@ -105,6 +111,23 @@ func threeByThree() (*fakeRolling, []*model.InstanceGroup) {
 	return f, igs
 }
 
+// newTestRoller is a roller of threeByThree's cloud, changed by setup (when not nil), with options o and short
+// waits, and the cloud's groups, control plane first.
+func newTestRoller(t *testing.T, setup func(f *fakeRolling), o RollingOptions) (*fakeRolling, *roller, []RollingGroup) {
+	t.Helper()
+	f, igs := threeByThree()
+	if setup != nil {
+		setup(f)
+	}
+	igs, err := selectGroups("c", igs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _ := f.Groups(context.Background(), igs)
+	o.Timeout, o.Interval = 50*time.Millisecond, 10*time.Millisecond
+	return f, &roller{cloud: f, health: f, igs: igs, o: o}, groups
+}
+
 func TestRollingReplaceOrderAndChecks(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -134,18 +157,9 @@ func TestRollingReplaceOrderAndChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, igs := threeByThree()
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			igs, err := selectGroups("c", igs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			groups, _ := f.Groups(context.Background(), igs)
 			var logs bytes.Buffer
-			r := &roller{cloud: f, health: f, igs: igs, o: RollingOptions{Timeout: 50 * time.Millisecond, Interval: 10 * time.Millisecond,
-				Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+			f, r, groups := newTestRoller(t, tt.setup, RollingOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			var err error
 			for _, i := range toReplace(groups, tt.force) {
 				if err = r.replace(context.Background(), i); err != nil {
 					break
@@ -167,6 +181,52 @@ func TestRollingReplaceOrderAndChecks(t *testing.T) {
 				if strings.HasPrefix(l, "replace ") && (k == 0 || f.log[k-1] != "validate") {
 					t.Errorf("%s without a validation just before it: %v", l, f.log)
 				}
+			}
+		})
+	}
+}
+
+// When a rolling update stops, it says what it did: how many machines it replaced, and whether the one it stopped
+// at was taken down (it said "stopped after replacing 0 of 4 machines, before taking down anything more" after
+// it had taken one down).
+func TestRollingStopSaysWhatWasDone(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeRolling)
+		wantErr string
+		wantOut string
+	}{
+		{
+			name:    "the first replacement never gets its members: it was taken down",
+			setup:   func(f *fakeRolling) { f.stuck = true },
+			wantErr: "cluster c: rolling update stopped: 0 of 4 machines replaced, and i-a (cp-a) taken down, whose replacement is not confirmed ready and healthy; nothing more was taken down: replacing i-a (cp-a): not done after 50ms:",
+		},
+		{
+			name:    "the cluster does not validate: nothing was taken down",
+			setup:   func(f *fakeRolling) { f.problems = []string{"Node node-1: not Ready"} },
+			wantErr: "cluster c: rolling update stopped before taking down i-a (cp-a): 0 of 4 machines replaced, and nothing more taken down: the cluster does not validate",
+		},
+		{
+			name:    "the cloud fails the second replacement: it may be down",
+			setup:   func(f *fakeRolling) { f.failAt = "i-b" },
+			wantErr: "cluster c: rolling update stopped: 1 of 4 machines replaced; asking the cloud to replace i-b (cp-b) failed, so it may or may not have been taken down; nothing more was: the cloud said 503",
+			wantOut: "Replaced i-a (cp-a): 1 of 4.\n",
+		},
+		{
+			name:    "done",
+			wantOut: "Replaced i-a (cp-a): 1 of 4.\nReplaced i-b (cp-b): 2 of 4.\nReplaced i-c (cp-c): 3 of 4.\nReplaced i-n1 (nodes): 4 of 4.\nRolling update of cluster c is done: 4 machines replaced.\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			_, r, groups := newTestRoller(t, tt.setup, RollingOptions{Logger: slog.New(slog.DiscardHandler), Out: &out})
+			err := r.replaceAll(context.Background(), "c", toReplace(groups, false))
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
+				t.Errorf("error %v,\nwant one starting %q", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantOut, out.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -86,29 +86,21 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return nil, err
 		}
 		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
-		return update(ctx, cs, stored, cloud, build, o)
+		return update(ctx, cs, stored, cloud, build, o, nil)
 	case model.CloudAWS:
 		cloud, err := openAWS(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
-		return update(ctx, cs, stored, cloud, build, o)
+		return update(ctx, cs, stored, cloud, build, o, nil)
 	case model.CloudGCE:
 		cloud, err := openGCE(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*gcetasks.Cloud], error) { return model.BuildGCECloudGraph(c, igs) }
-		plan, err := update(ctx, cs, stored, cloud, build, o)
-		if err != nil || !o.Apply {
-			return plan, err
-		}
-		// The templates the apply replaced: once the groups use the new ones, the old ones go.
-		if err := deleteUnusedTemplates(ctx, cloud, o, !plan.Empty()); err != nil {
-			return nil, fmt.Errorf("cluster %s is up to date, but deleting the instance templates its groups no longer use failed: %w (the next update tries again)", name, err)
-		}
-		return plan, nil
+		return update(ctx, cs, stored, cloud, build, o, gceCleanup(cloud, o))
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot update %s clusters",
 			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
@@ -120,7 +112,15 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 	return localtasks.NewCloud(filepath.FromSlash(l.PoolDir), filepath.FromSlash(l.ZoneFile), c.Spec.DNSZone, cs.Store)
 }
 
-func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, build func() (*engine.Graph[C], error), o UpdateOptions) (*engine.Plan, error) {
+// cleanup is what an apply leaves to delete once it is done, outside the graph (GCE: the instance templates its
+// groups no longer use). plan says, after the dry run of graph g, what apply will delete: the plan lists it.
+// apply deletes it after an apply (changed: the apply changed something) and returns the deletions done.
+type cleanup[C any] struct {
+	plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)
+	apply func(ctx context.Context, changed bool) ([]engine.Change, error)
+}
+
+func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, build func() (*engine.Graph[C], error), o UpdateOptions, cl *cleanup[C]) (*engine.Plan, error) {
 	g, err := build()
 	if err != nil {
 		return nil, err
@@ -129,7 +129,20 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		Concurrency: o.Engine.Concurrency, InitialWindow: o.Engine.InitialWindow, FixedConcurrency: o.Engine.FixedConcurrency}
 	newRun(world)
 	res, err := engine.Run(ctx, g, world, opts)
+	if err == nil && cl != nil {
+		var dels []engine.Change
+		if dels, err = cl.plan(ctx, g); err == nil {
+			res.Plan.Add(dels...)
+		}
+	}
 	if err != nil {
+		if res != nil {
+			// What could be planned, then (from the caller) the failures: the plan says it is incomplete.
+			explainSpec(res.Plan, stored.Cluster.Metadata.Name)
+			if werr := writePlan(o, res.Plan); werr != nil {
+				return nil, errors.Join(err, werr)
+			}
+		}
 		return nil, err
 	}
 	explainSpec(res.Plan, stored.Cluster.Metadata.Name)
@@ -156,6 +169,13 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 			fmt.Fprintf(o.Out, "Applied %d of %d changes before the failure.\n", len(applied.Plan.Changes), len(res.Plan.Changes))
 		}
 		return nil, explainConflict(name, err)
+	}
+	if cl != nil {
+		dels, err := cl.apply(ctx, !applied.Plan.Empty())
+		applied.Plan.Add(dels...)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
+		}
 	}
 	// The report below says a dry run now plans nothing: on a cloud whose reads lag its writes, it is checked.
 	var settleErr error

@@ -67,36 +67,48 @@ var ErrAccessDenied = errors.New("access denied")
 // does not exist.
 var ErrNotFound = errors.New("does not exist")
 
-// TaskError is the failure of one task, or the reason it was skipped.
+// TaskError is the failure of one task, or the reason it was skipped or did not finish.
 type TaskError struct {
 	Key     Key
 	Err     error
 	Skipped bool // not run, because a dependency failed or the run was cancelled
+	// Interrupted: the run was cancelled while the task rendered, so its change may be partly made.
+	Interrupted bool
 }
 
 func (e *TaskError) Error() string {
-	if e.Skipped {
+	switch {
+	case e.Skipped:
 		return fmt.Sprintf("%s: skipped: %v", e.Key, e.Err)
+	case e.Interrupted:
+		return fmt.Sprintf("%s: interrupted while making its change, which may be partly made (run again to finish it): %v", e.Key, e.Err)
 	}
 	return fmt.Sprintf("%s: %v", e.Key, e.Err)
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }
 
-// RunError is what Run returns when any task failed: every failed task with its cause, then every skipped one.
+// RunError is what Run returns when any task failed or did not run: every failed task with its cause, then every
+// task interrupted while it made its change (the run was cancelled; the change may be partly made), then every
+// skipped one (not run: a dependency failed, or the run was cancelled before it started or while it read the
+// world).
 type RunError struct {
-	Failed  []*TaskError
-	Skipped []*TaskError
+	Failed      []*TaskError
+	Interrupted []*TaskError
+	Skipped     []*TaskError
 }
 
 func (e *RunError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d task(s) failed", len(e.Failed))
+	if len(e.Interrupted) > 0 {
+		fmt.Fprintf(&b, ", %d interrupted while making their change", len(e.Interrupted))
+	}
 	if len(e.Skipped) > 0 {
 		fmt.Fprintf(&b, ", %d skipped", len(e.Skipped))
 	}
 	b.WriteString(":")
-	for _, list := range [][]*TaskError{e.Failed, e.Skipped} {
+	for _, list := range [][]*TaskError{e.Failed, e.Interrupted, e.Skipped} {
 		for _, te := range list {
 			b.WriteString("\n  ")
 			b.WriteString(te.Error())
@@ -107,12 +119,11 @@ func (e *RunError) Error() string {
 
 // Unwrap exposes each task's error to errors.Is and errors.As.
 func (e *RunError) Unwrap() []error {
-	errs := make([]error, 0, len(e.Failed)+len(e.Skipped))
-	for _, te := range e.Failed {
-		errs = append(errs, te)
-	}
-	for _, te := range e.Skipped {
-		errs = append(errs, te)
+	errs := make([]error, 0, len(e.Failed)+len(e.Interrupted)+len(e.Skipped))
+	for _, list := range [][]*TaskError{e.Failed, e.Interrupted, e.Skipped} {
+		for _, te := range list {
+			errs = append(errs, te)
+		}
 	}
 	return errs
 }

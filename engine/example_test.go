@@ -118,13 +118,15 @@ func ExamplePlan_WriteJSON() {
 	res.Plan.WriteJSON(os.Stdout)
 	// Output:
 	// {
-	//   "apiVersion": "kubeup.dev/v1alpha2",
+	//   "apiVersion": "kubeup.dev/v1alpha3",
 	//   "kind": "Plan",
 	//   "summary": {
 	//     "create": 1,
 	//     "modify": 0,
+	//     "replace": 0,
 	//     "delete": 0
 	//   },
+	//   "incomplete": [],
 	//   "spec": [],
 	//   "changes": [
 	//     {

@@ -246,6 +246,9 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 		return nil, Terminal(fmt.Errorf("checking changes: %w", err))
 	}
 	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
+	if r, ok := any(expected).(Replacer[T]); ok && exists {
+		change.Action, change.Note = Replace, r.Replaces(actual)
+	}
 	if !exists {
 		change.Action = Create
 	}
@@ -253,10 +256,16 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 		return change, nil
 	}
 	if err := any(expected).(Renderer[T, C]).Render(ctx, world, actual, expected, changes); err != nil {
-		return nil, fmt.Errorf("rendering: %w", err)
+		return nil, &renderError{err: err}
 	}
 	return change, nil
 }
+
+// renderError is an error Render returned: the task may have changed the world before it returned.
+type renderError struct{ err error }
+
+func (e *renderError) Error() string { return "rendering: " + e.err.Error() }
+func (e *renderError) Unwrap() error { return e.err }
 
 // fieldValues shows, for an error, what the world has and what the task wants of each field whose values are
 // short (secrets redacted, as in every report): " (Zone: us-east-1c in the world, us-east-1x wanted)"; "" when

@@ -16,18 +16,37 @@ type Action string
 const (
 	Create Action = "create"
 	Modify Action = "modify"
+	// Replace is the change of an object that cannot change in place: a new object takes the old one's place
+	// (see Replacer); Change.Note names the old one.
+	Replace Action = "replace"
+	// Delete is an object a run deletes. No task's change is a deletion: a caller adds them to the plan (cloudup:
+	// what an apply leaves unused), with a Note that says why.
+	Delete Action = "delete"
 )
+
+// Replacer is a task of type T whose object cannot change in place: when it differs from the world, the task
+// makes a new object and the old one goes. Its change is a Replace, not a Modify, and Replaces says, for the
+// plan, which object it replaces and what becomes of it ("replaces instance template nodes-1a2b3c4d").
+type Replacer[T any] interface {
+	Replaces(actual T) string
+}
 
 // Change is one task's planned (dry run) or applied change.
 type Change struct {
 	Key    Key
 	Action Action
 	Fields []FieldChange // in the task's field order
+	// Note says more of the change in a few words, shown after its key: what a replacement replaces, why a
+	// deletion deletes.
+	Note string
 }
 
 // Plan is the changes of a run, sorted by key.
 type Plan struct {
 	Changes []Change
+	// Incomplete are the tasks the run did not finish, sorted: they failed or did not run, so the plan does not
+	// say what they would change. The text plan then ends by saying that it is incomplete.
+	Incomplete []Key
 	// Spec is what changed in the run's input, by field path, set by the caller (cloudup: the cluster's complete
 	// spec, last applied against now). The text plan shows it first, once.
 	Spec []PathChange
@@ -54,11 +73,17 @@ func newPlan(changes []Change) *Plan {
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
 
-// WriteText writes the human report: the spec's changes by field path, then creations, then modifications, each
-// field with its value or its "old -> new". A change to a text field is shown by field path when both texts are
+// Add adds changes made outside the engine (deletions) to the plan, keeping it sorted by key.
+func (p *Plan) Add(changes ...Change) {
+	p.Changes = newPlan(append(p.Changes, changes...)).Changes
+}
+
+// WriteText writes the human report: the spec's changes by field path, then creations, modifications,
+// replacements and deletions, each field with its value or its "old -> new". A change to a text field is shown by field path when both texts are
 // YAML or JSON mappings (DiffStructured), else as a line diff with three lines of context, a list of flags flag by
 // flag; secrets are (sensitive). It ends with "Must specify --yes to apply changes", or "No changes need to be
-// applied" when the plan is empty.
+// applied" when the plan is empty; an incomplete plan (a run with failures) ends by saying how many tasks could
+// not be planned instead.
 func (p *Plan) WriteText(w io.Writer) error {
 	return p.WriteTextApplying(w, "Must specify --yes to apply changes")
 }
@@ -78,7 +103,8 @@ func (p *Plan) WriteTextApplying(w io.Writer, howToApply string) error {
 	for _, section := range []struct {
 		action Action
 		title  string
-	}{{Create, "Will create resources:"}, {Modify, "Will modify resources:"}} {
+	}{{Create, "Will create resources:"}, {Modify, "Will modify resources:"}, {Replace, "Will replace resources:"},
+		{Delete, "Will delete resources:"}} {
 		first := true
 		for _, c := range p.Changes {
 			if c.Action != section.action {
@@ -91,9 +117,13 @@ func (p *Plan) WriteTextApplying(w io.Writer, howToApply string) error {
 			p.writeChange(bw, c)
 		}
 	}
-	if p.Empty() {
+	switch {
+	case len(p.Incomplete) > 0:
+		fmt.Fprintf(bw, "The plan is incomplete: %d task(s) failed or did not run, and what they would change is not shown (see the errors)\n",
+			len(p.Incomplete))
+	case p.Empty():
 		bw.WriteString("No changes need to be applied\n")
-	} else {
+	default:
 		bw.WriteString(howToApply + "\n")
 	}
 	return bw.Flush()
@@ -103,7 +133,11 @@ func (p *Plan) WriteTextApplying(w io.Writer, howToApply string) error {
 const createdLines = 10
 
 func (p *Plan) writeChange(w *bufio.Writer, c Change) {
-	w.WriteString("  " + c.Key.String() + "\n")
+	w.WriteString("  " + c.Key.String())
+	if c.Note != "" {
+		w.WriteString(" (" + c.Note + ")")
+	}
+	w.WriteString("\n")
 	width := 0
 	for _, f := range c.Fields {
 		width = max(width, len(f.Name))
@@ -191,20 +225,22 @@ func (p *Plan) echoed(key Key, field string, pc PathChange) bool {
 }
 
 // PlanAPIVersion versions the JSON plan (docs/plan-json.md). A consumer must check it.
-const PlanAPIVersion = "kubeup.dev/v1alpha2"
+const PlanAPIVersion = "kubeup.dev/v1alpha3"
 
 type jsonPlan struct {
 	APIVersion string       `json:"apiVersion"`
 	Kind       string       `json:"kind"`
 	Summary    jsonSummary  `json:"summary"`
+	Incomplete []string     `json:"incomplete"`
 	Spec       []jsonPath   `json:"spec"`
 	Changes    []jsonChange `json:"changes"`
 }
 
 type jsonSummary struct {
-	Create int `json:"create"`
-	Modify int `json:"modify"`
-	Delete int `json:"delete"`
+	Create  int `json:"create"`
+	Modify  int `json:"modify"`
+	Replace int `json:"replace"`
+	Delete  int `json:"delete"`
 }
 
 type jsonChange struct {
@@ -212,6 +248,7 @@ type jsonChange struct {
 	Type   string      `json:"type"`
 	Name   string      `json:"name"`
 	Action Action      `json:"action"`
+	Note   string      `json:"note,omitempty"`
 	Fields []jsonField `json:"fields"`
 }
 
@@ -268,22 +305,28 @@ func nonNil(l []string) []string {
 }
 
 // WriteJSON writes the machine-readable plan (docs/plan-json.md): apiVersion and kind; a summary that counts
-// the changes by action; the spec's changes by field path; then per change its key, action and fields. A field
+// the changes by action; the keys of the tasks that could not be planned; the spec's changes by field path; then
+// per change its key, action, note and fields. A field
 // has its value before (null on create) and after; a modified text field has instead its changes by field path
 // (a YAML or JSON text) or its line diff. Secrets are (sensitive).
 func (p *Plan) WriteJSON(w io.Writer) error {
 	out := jsonPlan{APIVersion: PlanAPIVersion, Kind: "Plan", Spec: jsonPaths(p.Spec),
-		Changes: make([]jsonChange, 0, len(p.Changes))}
+		Incomplete: make([]string, 0, len(p.Incomplete)), Changes: make([]jsonChange, 0, len(p.Changes))}
+	for _, k := range p.Incomplete {
+		out.Incomplete = append(out.Incomplete, k.String())
+	}
 	for _, c := range p.Changes {
 		switch c.Action {
 		case Create:
 			out.Summary.Create++
 		case Modify:
 			out.Summary.Modify++
-		case "delete":
+		case Replace:
+			out.Summary.Replace++
+		case Delete:
 			out.Summary.Delete++
 		}
-		jc := jsonChange{Key: c.Key.String(), Type: c.Key.Type, Name: c.Key.Name, Action: c.Action,
+		jc := jsonChange{Key: c.Key.String(), Type: c.Key.Type, Name: c.Key.Name, Action: c.Action, Note: c.Note,
 			Fields: make([]jsonField, 0, len(c.Fields))}
 		for _, f := range c.Fields {
 			jc.Fields = append(jc.Fields, jsonFieldOf(c.Action, f))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -213,5 +214,148 @@ func TestWriteTextAbbreviatesCreatedText(t *testing.T) {
 	}
 	if strings.Contains(got, "+ line 10\n") {
 		t.Errorf("report shows the 11th created line:\n%s", got)
+	}
+}
+
+// Sealed is a test task whose object cannot change in place (a Replacer): a new value is a new object, named
+// <Name>-<Value> in the world.
+type Sealed struct {
+	Name  string
+	Value string
+}
+
+var (
+	_ engine.Resource[*Sealed, *World] = (*Sealed)(nil)
+	_ engine.Renderer[*Sealed, *World] = (*Sealed)(nil)
+	_ engine.Replacer[*Sealed]         = (*Sealed)(nil)
+)
+
+func (s *Sealed) Key() engine.Key     { return engine.Key{Type: "Sealed", Name: s.Name} }
+func (s *Sealed) Deps() []engine.Task { return nil }
+
+func (s *Sealed) Find(ctx context.Context, w *World) (*Sealed, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it, ok := w.items["sealed:"+s.Name]
+	if !ok {
+		return nil, nil
+	}
+	return &Sealed{Name: s.Name, Value: *it.Contents}, nil
+}
+
+func (s *Sealed) CheckChanges(actual, expected, changes *Sealed) error { return nil }
+
+func (s *Sealed) Render(ctx context.Context, w *World, actual, expected, changes *Sealed) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.items["sealed:"+s.Name] = Item{Name: "sealed:" + s.Name, Contents: ptr(expected.Value)}
+	return nil
+}
+
+func (s *Sealed) Replaces(actual *Sealed) string {
+	return "replaces " + actual.Name + "-" + actual.Value
+}
+
+// A task that cannot change in place plans a replacement that names what it replaces, not a modification; the
+// deletions a caller adds are listed under their own title, with why (a GCE template change showed as "modify"
+// and the old template's deletion was not in the plan at all).
+func TestPlanReplacementsAndDeletions(t *testing.T) {
+	world := newWorld(Item{Name: "sealed:tmpl", Contents: ptr("v1")})
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Sealed{Name: "tmpl", Value: "v2"})
+	engine.Add(g, &Sealed{Name: "fresh", Value: "v1"})
+	res, err := engine.Run(context.Background(), g, world, engine.Options{Target: engine.DryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Plan.Add(engine.Change{Key: engine.Key{Type: "Sealed", Name: "tmpl-v1"}, Action: engine.Delete, Note: "no longer used once tmpl is replaced"})
+	var text bytes.Buffer
+	if err := res.Plan.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := `Will create resources:
+  Sealed/fresh
+    Value    v1
+Will replace resources:
+  Sealed/tmpl (replaces tmpl-v1)
+    Value    v1 -> v2
+Will delete resources:
+  Sealed/tmpl-v1 (no longer used once tmpl is replaced)
+Must specify --yes to apply changes
+`
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("text plan (-want +got):\n%s", diff)
+	}
+	var js bytes.Buffer
+	if err := res.Plan.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Summary map[string]int `json:"summary"`
+		Changes []struct {
+			Key, Action, Note string
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"create": 1, "modify": 0, "replace": 1, "delete": 1}, decoded.Summary); diff != "" {
+		t.Errorf("JSON summary (-want +got):\n%s", diff)
+	}
+	wantChanges := []struct{ Key, Action, Note string }{
+		{"Sealed/fresh", "create", ""}, {"Sealed/tmpl", "replace", "replaces tmpl-v1"},
+		{"Sealed/tmpl-v1", "delete", "no longer used once tmpl is replaced"},
+	}
+	if diff := cmp.Diff(wantChanges, decoded.Changes); diff != "" {
+		t.Errorf("JSON changes (-want +got):\n%s", diff)
+	}
+}
+
+// A dry run with failures still returns the plan of every task that could be planned; the plan lists the tasks
+// that could not (failed, or skipped for a failed dependency) and its text ends by saying it is incomplete,
+// never "Must specify --yes" or "No changes need to be applied" (nodeup, protokube and kubeup printed no plan at
+// all).
+func TestFailedDryRunKeepsThePlanOfWhatCouldBePlanned(t *testing.T) {
+	world := newWorld()
+	world.findHook["broken"] = func(context.Context, int) error { return errors.New("permission denied") }
+	g := engine.NewGraph[*World]()
+	broken := engine.Add(g, &Item{Name: "broken", Size: ptr(1)})
+	engine.Add(g, &Item{Name: "after-broken", Parent: broken})
+	engine.Add(g, &Item{Name: "fine", Size: ptr(2)})
+	res, err := engine.Run(context.Background(), g, world, engine.Options{Target: engine.DryRun})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) || len(runErr.Failed) != 1 || len(runErr.Skipped) != 1 {
+		t.Fatalf("err = %v, want broken failed and after-broken skipped", err)
+	}
+	if res == nil || res.Plan == nil {
+		t.Fatal("a dry run with failures returned no plan")
+	}
+	if diff := cmp.Diff([]engine.Key{{Type: "Item", Name: "after-broken"}, {Type: "Item", Name: "broken"}}, res.Plan.Incomplete); diff != "" {
+		t.Errorf("Incomplete (-want +got):\n%s", diff)
+	}
+	var text bytes.Buffer
+	if err := res.Plan.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := `Will create resources:
+  Item/fine
+    Size    2
+The plan is incomplete: 2 task(s) failed or did not run, and what they would change is not shown (see the errors)
+`
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("text plan (-want +got):\n%s", diff)
+	}
+	var js bytes.Buffer
+	if err := res.Plan.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Incomplete []string `json:"incomplete"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Item/after-broken", "Item/broken"}, decoded.Incomplete); diff != "" {
+		t.Errorf("JSON incomplete (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"time"
 )
 
@@ -88,6 +89,7 @@ const (
 	finished
 	failed
 	skipped
+	cutShort // cancelled while it rendered: its change may be partly made
 )
 
 type job struct {
@@ -339,8 +341,15 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 		cs.pushedBack(o.epoch)
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
-		// Interrupted, not failed: reported as not run, with the task's own error, which says what it was
-		// doing ("waiting for the pool lock held by ...: context canceled").
+		// Interrupted, not failed, with the task's own error, which says what it was doing ("waiting for the
+		// pool lock held by ...: context canceled"). Before Render: reported as not run. In Render: the change
+		// may be partly made, and the report must not say the task did not run.
+		var re *renderError
+		if errors.As(o.err, &re) {
+			ex.state[i] = cutShort
+			ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: o.err, Interrupted: true}
+			return
+		}
 		ex.state[i] = waiting
 		ex.errs[i] = &TaskError{Key: ex.c.key(i), Err: o.err, Skipped: true}
 		return
@@ -427,11 +436,16 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 	res := &Result{Plan: newPlan(ex.changes), Done: ex.done}
 	var runErr RunError
 	for i, st := range ex.state {
+		if st != finished {
+			res.Plan.Incomplete = append(res.Plan.Incomplete, ex.c.key(int32(i)))
+		}
 		switch st {
 		case failed:
 			runErr.Failed = append(runErr.Failed, ex.errs[i])
 		case skipped:
 			runErr.Skipped = append(runErr.Skipped, ex.errs[i])
+		case cutShort:
+			runErr.Interrupted = append(runErr.Interrupted, ex.errs[i])
 		case waiting, running:
 			if ex.errs[i] != nil {
 				runErr.Skipped = append(runErr.Skipped, ex.errs[i])
@@ -444,10 +458,13 @@ func (ex *executor[C]) result(ctx context.Context) (*Result, error) {
 			runErr.Skipped = append(runErr.Skipped, &TaskError{Key: ex.c.key(int32(i)), Err: cause, Skipped: true})
 		}
 	}
-	if len(runErr.Failed) == 0 && len(runErr.Skipped) == 0 {
+	if len(runErr.Failed) == 0 && len(runErr.Interrupted) == 0 && len(runErr.Skipped) == 0 {
 		return res, nil
 	}
 	sortTaskErrors(runErr.Failed)
+	sortTaskErrors(runErr.Interrupted)
 	sortTaskErrors(runErr.Skipped)
+	inc := res.Plan.Incomplete
+	sort.Slice(inc, func(i, j int) bool { return keyLess(inc[i], inc[j]) })
 	return res, &runErr
 }

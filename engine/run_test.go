@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -381,6 +382,60 @@ func TestInterruptedTaskKeepsItsError(t *testing.T) {
 	}
 	if got := runErr.Skipped[0].Err.Error(); got != "finding: waiting for the pool lock held by pid 42: context canceled" {
 		t.Errorf("x's cause = %q, want the task's own error", got)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err does not wrap context.Canceled: %v", err)
+	}
+}
+
+// A task whose Render was running when the run was cancelled may have made part of its change (an API call
+// sent, its operation not waited for): it is reported as interrupted, never as skipped, which says it did not
+// run. A task cancelled while it read the world, and one that never started, are skipped; one that finished is
+// done.
+func TestCancelledRenderIsInterruptedNotSkipped(t *testing.T) {
+	world := newWorld()
+	ctx, cancel := context.WithCancel(guard(t))
+	world.renderHook["b"] = func(ctx context.Context) error {
+		world.mu.Lock()
+		world.items["b"] = Item{Name: "b"} // the create was sent
+		world.mu.Unlock()
+		cancel() // Ctrl-C while it waits for the operation
+		<-ctx.Done()
+		return fmt.Errorf("waiting for the operation that creates b: %w", ctx.Err())
+	}
+	world.findHook["d"] = func(ctx context.Context, _ int) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	g := engine.NewGraph[*World]()
+	a := engine.Add(g, &Item{Name: "a"})
+	b := engine.Add(g, &Item{Name: "b", Parent: a})
+	engine.Add(g, &Item{Name: "c", Parent: b})
+	engine.Add(g, &Item{Name: "d"})
+	res, err := engine.Run(ctx, g, world, engine.Options{Target: engine.Apply})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) {
+		t.Fatalf("err = %v, want a *RunError", err)
+	}
+	keys := func(l []*engine.TaskError) []string {
+		var out []string
+		for _, te := range l {
+			out = append(out, te.Key.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"b"}, keys(runErr.Interrupted)); diff != "" {
+		t.Errorf("interrupted (-want +got):\n%s\n%v", diff, err)
+	}
+	if diff := cmp.Diff([]string{"c", "d"}, keys(runErr.Skipped)); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s\n%v", diff, err)
+	}
+	if len(runErr.Failed) != 0 || res == nil || res.Done != 1 {
+		t.Errorf("failed %v, result %+v; want none failed and a done", runErr.Failed, res)
+	}
+	want := "Item/b: interrupted while making its change, which may be partly made (run again to finish it): rendering: waiting for the operation that creates b: context canceled"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error:\n%v\nwant it to say:\n%s", err, want)
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err does not wrap context.Canceled: %v", err)

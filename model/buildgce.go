@@ -111,7 +111,8 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	for _, sn := range gs.Subnetworks {
 		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network}, exists)
 	}
-	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, exists)
+	// An operator who may not read the account (iam.serviceAccounts.get) is warned that it was not checked.
+	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, engine.WithLifecycle(engine.WarnIfInsufficientAccess))
 
 	// The firewall rules.
 	cp, node := GCENetworkTag(name, RoleControlPlane), GCENetworkTag(name, RoleNode)

@@ -122,6 +122,7 @@ func Decode(file string, data []byte) (*Objects, error) {
 		}
 	}
 	checkClusterOfDocuments(objs, igWhere, &ps)
+	checkDuplicateGroups(objs, igWhere, &ps)
 	if err := ps.err(file); err != nil {
 		return nil, err
 	}
@@ -150,6 +151,24 @@ func checkClusterOfDocuments(objs *Objects, igWhere []string, ps *problems) {
 			ps.add(prefix(igWhere[i], "metadata.labels["+LabelCluster+"]"), "%q is not %q, the cluster of %s: a file holds one cluster's documents; "+
 				"put the groups of cluster %q in a file of their own", v, name, from, v)
 		}
+	}
+}
+
+// checkDuplicateGroups adds a problem for each InstanceGroup of objs whose name an earlier document gives, naming
+// both documents.
+func checkDuplicateGroups(objs *Objects, igWhere []string, ps *problems) {
+	first := map[string]int{}
+	for i, ig := range objs.InstanceGroups {
+		name := ig.Metadata.Name
+		if name == "" {
+			continue
+		}
+		if j, ok := first[name]; ok {
+			ps.add(prefix(igWhere[i], "metadata.name"), "instance group %q is also %s: a file gives each instance group once; remove or rename one",
+				name, igWhere[j])
+			continue
+		}
+		first[name] = i
 	}
 }
 

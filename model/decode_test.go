@@ -258,6 +258,13 @@ func TestDecodeProblems(t *testing.T) {
 				{"document 5 (line 31): apiVersion", `"kubeup.dev/v1" is not supported: want kubeup.dev/v1alpha1 (written by a newer kubeup? upgrade kubeup)`},
 			},
 		},
+		{
+			// It was "instance group "nodes" is given twice", naming neither document.
+			name: "an instance group given twice: both documents named",
+			in:   clusterDoc + "---\n" + nodesDoc + "---\n" + nodesDoc,
+			want: []Problem{{"document 3 (line 18): metadata.name",
+				`instance group "nodes" is also document 2 (line 9): a file gives each instance group once; remove or rename one`}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

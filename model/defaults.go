@@ -290,6 +290,13 @@ func findInstanceGroup(igs []*InstanceGroup, name string) *InstanceGroup {
 	return nil
 }
 
+// LocalMachineType and LocalImage are a local instance group's machine type and image: the local provider makes
+// no machines, so they are only labels, and no other value is taken (validateLocalInstanceGroup).
+const (
+	LocalMachineType = "local"
+	LocalImage       = "debian-12"
+)
+
 func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
 	setDefault(&ig.APIVersion, APIVersion)
 	setDefault(&ig.Kind, KindInstanceGroup)
@@ -302,8 +309,8 @@ func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
 		setDefault(&s.MachineType, "e2-standard-2")
 		setDefault(&s.Image, "debian-cloud/debian-12")
 	case CloudLocal:
-		setDefault(&s.MachineType, "local")
-		setDefault(&s.Image, "debian-12")
+		setDefault(&s.MachineType, LocalMachineType)
+		setDefault(&s.Image, LocalImage)
 	}
 	if s.Zones == nil && s.Role == RoleNode {
 		s.Zones = slices.Clone(c.Spec.Zones)

@@ -398,6 +398,8 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 		validateAWSInstanceGroup(ps, c, ig)
 	case CloudGCE:
 		validateGCEInstanceGroup(ps, ig)
+	case CloudLocal:
+		validateLocalInstanceGroup(ps, ig)
 	}
 }
 

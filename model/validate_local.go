@@ -26,6 +26,21 @@ func validateLocal(ps *problems, s *ClusterSpec) {
 	validateLocalDNS(ps, s.Local.DNS)
 }
 
+// validateLocalInstanceGroup refuses what a local instance group cannot do: the local provider makes no machines
+// (nodeup converges the machines the operator runs, whatever they are), so a machine type or an image other than
+// the defaults would be accepted and do nothing.
+func validateLocalInstanceGroup(ps *problems, ig *InstanceGroup) {
+	p := igPrefix(ig.Metadata.Name)
+	if s := ig.Spec.MachineType; s != "" && s != LocalMachineType {
+		ps.add(p+"spec.machineType", "%s: the local provider makes no machines (nodeup converges the ones you run), so a machine type would do nothing: remove the field (its value on local is %s)",
+			shown(s), LocalMachineType)
+	}
+	if s := ig.Spec.Image; s != "" && s != LocalImage {
+		ps.add(p+"spec.image", "%s: the local provider makes no machines (nodeup converges the ones you run, whatever their OS), so an image would do nothing: remove the field (its value on local is %s)",
+			shown(s), LocalImage)
+	}
+}
+
 // tsigAlgorithms are the TSIG algorithms an RFC 2136 server is signed for (RFC 8945), strongest last. hmac-md5
 // is left out: it is deprecated.
 var tsigAlgorithms = []string{"hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"}
@@ -102,13 +117,16 @@ func dnsServerProblem(server string) string {
 	}
 	host, port, err := net.SplitHostPort(server)
 	if err != nil {
-		return strconv.Quote(server) + " is not an address: " + want
+		return shown(server) + " is not an address: " + want
+	}
+	if secretLike(host) || secretLike(port) {
+		return notShown + " is not an address: " + want
 	}
 	if !hostOK(host) {
-		return strconv.Quote(server) + ": " + strconv.Quote(host) + " is neither an IP address nor a DNS name: " + want
+		return shown(server) + ": " + strconv.Quote(host) + " is neither an IP address nor a DNS name: " + want
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
-		return strconv.Quote(server) + ": " + strconv.Quote(port) + " is not a port (1-65535): " + want
+		return shown(server) + ": " + strconv.Quote(port) + " is not a port (1-65535): " + want
 	}
 	return ""
 }
@@ -121,14 +139,40 @@ func tsigKeyNameProblem(name string) string {
 	}
 	trimmed := strings.TrimSuffix(name, ".")
 	if len(trimmed) > 253 {
-		return strconv.Quote(name) + " is longer than 253 characters"
+		return shown(name) + " is longer than 253 characters"
 	}
 	for _, l := range strings.Split(trimmed, ".") {
 		if !tsigKeyLabel.MatchString(l) {
-			return strconv.Quote(name) + " is not a TSIG key name: dot-separated labels of 1-63 letters, digits, '-' or '_', not starting or ending with '-' (for example kubeup-key)"
+			return shown(name) + " is not a TSIG key name: dot-separated labels of 1-63 letters, digits, '-' or '_', not starting or ending with '-' (for example kubeup-key)"
 		}
 	}
 	return ""
+}
+
+// shown is a value as a problem quotes it, unless it looks like a secret pasted in the wrong field (a TSIG
+// secret in tsigKeyName or server): a problem is printed and logged, and must not carry it.
+func shown(v string) string {
+	if secretLike(v) {
+		return notShown
+	}
+	return strconv.Quote(v)
+}
+
+const notShown = "the value (not shown: it looks like a base64 secret, which the spec must never hold)"
+
+// secretLike reports whether v looks like a base64 secret, as a TSIG key's (BIND's secret "..."; quotes and a
+// final ';' pasted with it): 16 characters or more that decode as base64, with or without padding. A name of
+// 16 letters and digits decodes too; it is then not quoted, which costs only the echo of a wrong value.
+func secretLike(v string) bool {
+	v = strings.Trim(strings.TrimSpace(v), `";`)
+	if len(v) < 16 {
+		return false
+	}
+	if isBase64(v) {
+		return true
+	}
+	_, err := base64.RawStdEncoding.DecodeString(v)
+	return err == nil
 }
 
 // isBase64 reports whether s decodes as standard base64, as a TSIG secret does.

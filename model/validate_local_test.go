@@ -112,6 +112,54 @@ func TestValidateLocalDNSNeverPrintsTheSecret(t *testing.T) {
 	}
 }
 
+// A secret pasted into tsigKeyName or server (or into their host or port part) is in no problem either: the
+// value is named as not shown (it was quoted whole).
+func TestValidateLocalDNSRedactsSecretsInOtherFields(t *testing.T) {
+	const secret = "c2VjcmV0LXRzaWcta2V5LWZvci1rdWJldXAtdGVzdHM="
+	for _, tc := range []struct{ field, server, key string }{
+		{"tsigKeyName", "127.0.0.1:53", secret},
+		{"tsigKeyName", "127.0.0.1:53", `"` + secret + `";`},
+		{"server", secret, "k"},
+		{"server", secret + ":53", "k"},
+		{"server", "127.0.0.1:" + secret, "k"},
+	} {
+		c, igs := userSpec(t, CloudLocal, 1)
+		c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: tc.server, TSIGKeyName: tc.key, TSIGSecretFile: "/etc/kubeup/tsig"}}
+		c, igs = Complete(c, igs)
+		err := Validate("cluster.yaml", c, igs)
+		if err == nil || !strings.Contains(err.Error(), "spec.local.dns."+tc.field+": the value (not shown: it looks like a base64 secret") {
+			t.Errorf("server %q, tsigKeyName %q: %v, want a problem of %s that does not show the value", tc.server, tc.key, err, tc.field)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+}
+
+// A local instance group's machineType and image would do nothing: any value but the provider's own is refused
+// (they were accepted and ignored).
+func TestValidateLocalInstanceGroupRefusesMachineTypeAndImage(t *testing.T) {
+	c, igs := userSpec(t, CloudLocal, 1)
+	nodes := igs[len(igs)-1]
+	nodes.Spec.MachineType, nodes.Spec.Image = "e2-standard-4", "ubuntu-24.04"
+	c, igs = Complete(c, igs)
+	err := Validate("cluster.yaml", c, igs)
+	for _, want := range []string{
+		"instancegroup/" + nodes.Metadata.Name + `: spec.machineType: "e2-standard-4": the local provider makes no machines`,
+		"instancegroup/" + nodes.Metadata.Name + `: spec.image: "ubuntu-24.04": the local provider makes no machines`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
+	c, igs = userSpec(t, CloudLocal, 1)
+	c, igs = Complete(c, igs)
+	if err := Validate("cluster.yaml", c, igs); err != nil {
+		t.Errorf("the defaults are refused: %v", err)
+	}
+}
+
 // TestProtokubeConfigCarriesLocalDNS checks that protokube gets the DNS provider of the spec, with its defaults.
 func TestProtokubeConfigCarriesLocalDNS(t *testing.T) {
 	c, igs := userSpec(t, CloudLocal, 3)

@@ -216,10 +216,10 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 	log := o.Logger.With("instanceGroup", nc.InstanceGroup.Metadata.Name, "cluster", nc.Cluster.Metadata.Name)
 	if o.DryRun {
 		res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.DryRun, Logger: log})
-		if err != nil {
-			return err
+		if res != nil { // with failures too: what could be planned, then the failures
+			err = errors.Join(err, writePlan(o.Out, res.Plan))
 		}
-		return writePlan(o.Out, res.Plan)
+		return err
 	}
 	log.Info("converging the node", "root", root, "tasks", g.Len())
 	res, err := engine.Run(ctx, g, node, engine.Options{Target: engine.Apply, Logger: log})

@@ -133,6 +133,32 @@ func TestDryRunMissingRoot(t *testing.T) {
 	}
 }
 
+// A dry run with a failure prints the plan of every task that could be planned, saying it is incomplete, and
+// fails with the failure (it printed no plan at all).
+func TestFailedDryRunPrintsWhatCouldBePlanned(t *testing.T) {
+	conf := writeConf(t, t.TempDir(), "conf", nodeConfig(t, "nodes"))
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// /etc/default is a file: /etc/default/kubelet cannot be read.
+	if err := os.WriteFile(filepath.Join(root, "etc/default"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, Options{Conf: conf, Root: root, DryRun: true})
+	if r.runErr == nil || !strings.Contains(r.runErr.Error(), "/etc/default/kubelet") {
+		t.Fatalf("dry run error %v, want one naming /etc/default/kubelet", r.runErr)
+	}
+	for _, want := range []string{"Will create resources:\n", "ManifestFile//etc/kubernetes/manifests/kube-proxy.manifest", "The plan is incomplete: "} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("dry run printed:\n%s\nwant %q", r.out, want)
+		}
+	}
+	if strings.Contains(r.out, "Run nodeup without --dryrun") {
+		t.Errorf("an incomplete plan says how to apply it:\n%s", r.out)
+	}
+}
+
 // TestBadConfiguration: whatever is wrong with the configuration, nodeup refuses it with a message that names
 // the file and the fix, never retries, and changes nothing under the root: not even with an invalid spec that
 // only the node's graph would trip over half way.

@@ -261,7 +261,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if res != nil && res.Plan != nil {
 		changes = res.Plan.Changes
 	}
-	if o.DryRun && runErr == nil {
+	if o.DryRun && res != nil { // with failures too: what could be planned, then the failures
 		if err := res.Plan.WriteTextApplying(o.Out, "Run protokube without --dryrun to apply these changes (it does, every round)"); err != nil {
 			return false, err
 		}

@@ -22,6 +22,9 @@ type Faults struct {
 	// DiskInvisibleCalls: a new disk is unknown to this many disks.get, disks.list and disks.aggregatedList calls
 	// after its creation (404 by name, left out of lists).
 	DiskInvisibleCalls int `json:"diskInvisibleCalls,omitempty"`
+	// Denied are operations, as Calls names them ("iam.projects.serviceAccounts.get"), answered 403 with reason
+	// forbidden, as Google answers a caller without the permission they need.
+	Denied []string `json:"denied,omitempty"`
 	// Seed seeds the choice of the calls that fail (0: a fixed seed).
 	Seed uint64 `json:"seed,omitempty"`
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,6 +222,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, r
 	s.mu.Lock()
 	s.calls[rt.op]++
 	latency, fault := s.fault()
+	if fault == nil && slices.Contains(s.faults.Denied, rt.op) {
+		fault = &Error{Code: http.StatusForbidden, Reason: "forbidden",
+			Message: "Permission denied for " + rt.op + " (or the resource may not exist) (fakegce: denied)"}
+	}
 	observe := s.observe
 	s.mu.Unlock()
 	if observe != nil {

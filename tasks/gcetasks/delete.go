@@ -235,18 +235,8 @@ func (c *Cloud) DeleteUnusedTemplates(ctx context.Context, apply, fresh bool) ([
 	if err != nil {
 		return nil, err
 	}
-	newest := map[string]*compute.InstanceTemplate{} // by base name
-	for name, t := range templates {
-		base := baseName(name)
-		if n := newest[base]; n == nil || t.CreationTimestamp > n.CreationTimestamp || t.CreationTimestamp == n.CreationTimestamp && name > n.Name {
-			newest[base] = t
-		}
-	}
 	var out []string
-	for _, name := range slices.Sorted(maps.Keys(templates)) {
-		if used[name] || newest[baseName(name)].Name == name {
-			continue
-		}
+	for _, name := range unusedTemplates(templates, used, nil) {
 		if apply {
 			op, err := c.Compute.InstanceTemplates.Delete(c.Project, name).Context(ctx).Do()
 			if err := c.mutate(ctx, "deleting instance template "+name, op, err); err != nil && !IsNotFound(err) {
@@ -257,6 +247,63 @@ func (c *Cloud) DeleteUnusedTemplates(ctx context.Context, apply, fresh bool) ([
 		out = append(out, "InstanceTemplate/"+name)
 	}
 	return out, nil
+}
+
+// UnusedTemplatesAfter returns the names of the templates DeleteUnusedTemplates will delete after an apply of a
+// graph whose managed instance groups are groups, as its dry run found them: each group then uses its template
+// task's template (named by the SelfLink the task's Find sets), the newest of its base name once it is made.
+// It reads no more than DeleteUnusedTemplates (without fresh) would.
+func (c *Cloud) UnusedTemplatesAfter(ctx context.Context, groups []*InstanceGroupManager) ([]string, error) {
+	planned := map[string]string{} // the template each group of the graph will use, by zone/name
+	will := map[string]bool{}
+	for _, g := range groups {
+		if g.Zone == nil || g.Template == nil || g.Template.SelfLink == nil {
+			return nil, fmt.Errorf("the template of managed instance group %s is not known: its dry run did not run", g.Key())
+		}
+		name := lastSegment(*g.Template.SelfLink)
+		planned[*g.Zone+"/"+g.Name], will[name] = name, true
+	}
+	owned, err := c.ownedGroups(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	used := maps.Clone(will)
+	for _, g := range owned {
+		if _, ok := planned[lastSegment(g.Zone)+"/"+g.Name]; !ok {
+			used[lastSegment(g.InstanceTemplate)] = true // a group the graph does not hold keeps its template
+		}
+	}
+	templates, err := c.instanceTemplates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return unusedTemplates(templates, used, will), nil
+}
+
+// unusedTemplates are the names of templates, sorted, that are not used and not the newest of their base name;
+// the templates of made (which an apply makes or keeps) are the newest of theirs.
+func unusedTemplates(templates map[string]*compute.InstanceTemplate, used, made map[string]bool) []string {
+	newest := map[string]string{} // by base name
+	for name := range made {
+		newest[baseName(name)] = name
+	}
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		base := baseName(name)
+		if n, ok := newest[base]; ok && made[n] {
+			continue
+		}
+		t, n := templates[name], templates[newest[base]]
+		if n == nil || t.CreationTimestamp > n.CreationTimestamp || t.CreationTimestamp == n.CreationTimestamp && name > n.Name {
+			newest[base] = name
+		}
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		if !used[name] && newest[baseName(name)] != name {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // baseName is the base name of a template's real name (<base>-<hash8>).

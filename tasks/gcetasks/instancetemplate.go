@@ -18,9 +18,10 @@ import (
 // InstanceTemplate is what the instances of one instance group boot: machine type, image, service account,
 // network, network tags, labels, root disk and the startup script that runs nodeup. GCE templates cannot change:
 // the template's real name is <Name>-<hash8 of its content>, a change of the task is a new template of another
-// name (and a change of the groups that use it: they are pointed at the new one), and the old template is
-// deleted once no group of the cluster uses it, by the next run's cleanup (DeleteUnusedTemplates, which cloudup
-// runs after an apply). Its key is "InstanceTemplate/<Name>".
+// name (a replacement in the plan, which names the old one; and a change of the groups that use it: they are
+// pointed at the new one), and the old template is deleted once no group of the cluster uses it, by the cleanup
+// cloudup runs after an apply (DeleteUnusedTemplates; UnusedTemplatesAfter says in the dry run what it will
+// delete). Its key is "InstanceTemplate/<Name>".
 type InstanceTemplate struct {
 	// Name is the template's base name, a GCE resource name of at most 54 characters: "nodes-gce-example-com".
 	Name string
@@ -57,6 +58,7 @@ var (
 	_ engine.Resource[*InstanceTemplate, *Cloud] = (*InstanceTemplate)(nil)
 	_ engine.Renderer[*InstanceTemplate, *Cloud] = (*InstanceTemplate)(nil)
 	_ engine.Resolver                            = (*InstanceTemplate)(nil)
+	_ engine.Replacer[*InstanceTemplate]         = (*InstanceTemplate)(nil)
 	_ engine.Classed                             = (*InstanceTemplate)(nil)
 )
 
@@ -223,6 +225,15 @@ func (t *InstanceTemplate) asFound(c *Cloud, it *compute.InstanceTemplate) *Inst
 		a.Tags = t.Tags // the same set in the task's order
 	}
 	return a
+}
+
+// Replaces names the template a change replaces: a change is a new template, and the old one is deleted after
+// the apply once no group of the cluster uses it (the plan lists that deletion too).
+func (t *InstanceTemplate) Replaces(actual *InstanceTemplate) string {
+	if actual.SelfLink == nil {
+		return "replaces the template in use"
+	}
+	return "replaces " + lastSegment(*actual.SelfLink) + ": instance templates cannot change"
 }
 
 // regionOf is the region of a regional resource URL (".../regions/us-central1/subnetworks/x").

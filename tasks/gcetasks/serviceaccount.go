@@ -15,13 +15,16 @@ import (
 const DefaultServiceAccount = "default"
 
 // ServiceAccount is the user's service account the machines run as (spec.gce.serviceAccount). kubeup checks that
-// it exists and never creates, changes or grants it anything: the model adds it with the lifecycle
-// engine.ExistsAndValidates, and the instance templates depend on it. Its key is "ServiceAccount/<Email>".
+// it exists and never creates, changes or grants it anything (Find never returns nil and Render never changes
+// the world), and the instance templates depend on it. Its key is "ServiceAccount/<Email>".
 //
 // Find reads DefaultServiceAccount's email from compute's projects.get (defaultServiceAccount), and any other
 // account with IAM's projects.serviceAccounts.get ("projects/-/serviceAccounts/<email>"), once per account and
 // run. A missing account is Find's terminal error (wrapping engine.ErrNotFound), which names
-// spec.gce.serviceAccount and how to make the account: the lifecycle's own error would say neither.
+// spec.gce.serviceAccount and how to make the account. An account the caller may not read is an error wrapping
+// engine.ErrAccessDenied that says what could not be checked: the model adds the task with the lifecycle
+// engine.WarnIfInsufficientAccess, which turns it into a warning (an operator without iam.serviceAccounts.get
+// can still update the cluster).
 type ServiceAccount struct {
 	// Email is the account's email ("nodes@my-project.iam.gserviceaccount.com") or DefaultServiceAccount.
 	Email string
@@ -64,8 +67,9 @@ func (a *ServiceAccount) Find(ctx context.Context, c *Cloud) (*ServiceAccount, e
 			return "", nil
 		case httpCode(err) == http.StatusForbidden:
 			// Google answers 403 for an account that does not exist as well as for one the caller may not read.
-			return "", Classify(fmt.Sprintf("reading service account %s (spec.gce.serviceAccount): it does not exist, or you may not "+
-				"read it (iam.serviceAccounts.get, in roles/iam.serviceAccountUser on the account)", a.Email), err)
+			return "", Classify(fmt.Sprintf("service account %s (spec.gce.serviceAccount) could not be checked: you may not read it "+
+				"(iam.serviceAccounts.get, in roles/iam.serviceAccountUser on the account), or it does not exist; the instance "+
+				"templates name it unchecked, and GCE refuses to make their instances if it does not exist", a.Email), err)
 		case err != nil:
 			return "", Classify(fmt.Sprintf("reading service account %s (spec.gce.serviceAccount)", a.Email), err)
 		}

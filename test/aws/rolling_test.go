@@ -169,8 +169,9 @@ func TestRollingUpdateStopsWithoutQuorum(t *testing.T) {
 	if err == nil {
 		t.Fatal("rolling-update --yes succeeded while the replacement's members stayed unclaimed")
 	}
-	if !strings.Contains(stderr, "stopped after replacing 0 of 3 machines") || !strings.Contains(stderr, "etcd members not healthy yet") {
-		t.Errorf("the error does not say it stopped at the first replacement, waiting for its members")
+	if !strings.Contains(stderr, "stopped: 0 of 3 machines replaced, and "+first+" (control-plane-") || !strings.Contains(stderr, "taken down, whose replacement is not confirmed") ||
+		!strings.Contains(stderr, "etcd members not healthy yet") {
+		t.Errorf("the error does not say it stopped at the first replacement, taken down, waiting for its members")
 	}
 	if n := a.fake.Calls()["TerminateInstanceInAutoScalingGroup"]; n != 1 {
 		t.Errorf("TerminateInstanceInAutoScalingGroup called %d times, want 1: the update must stop at the first failure", n)
