@@ -46,7 +46,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 		return err
 	}
 	if rel == "." {
-		return fmt.Errorf("writing %s: it is the node root", p)
+		return engine.Terminal(fmt.Errorf("writing %s: it is the node root", p))
 	}
 	dir, err := n.openResolved(path.Dir(rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
