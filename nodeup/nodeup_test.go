@@ -345,7 +345,7 @@ func TestPersonOnlyFailuresStopRetries(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(root, "etc/default"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"File/etc/default/kubelet: resolving /etc/default/kubelet: /etc/default is not a directory"}},
+		}, []string{"File//etc/default/kubelet: finding: resolving /etc/default/kubelet: /etc/default is not a directory"}},
 		{"a directory where a file belongs", func(t *testing.T, root string) {
 			if err := os.MkdirAll(filepath.Join(root, "etc/default/kubelet/x"), 0o755); err != nil {
 				t.Fatal(err)
@@ -364,7 +364,7 @@ func TestPersonOnlyFailuresStopRetries(t *testing.T) {
 			root := t.TempDir()
 			tt.breakRoot(t, root)
 			var logs bytes.Buffer
-			r := run(t, Options{Conf: conf, Root: root, Retries: 10, RetryBackoff: time.Hour,
+			r := run(t, Options{Conf: conf, Root: root, Retries: 10, RetryBackoff: time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			var runErr *engine.RunError
 			if !errors.As(r.runErr, &runErr) {
