@@ -103,11 +103,14 @@ func (l *localRolling) machines() ([]localMachine, error) {
 			return nil, fmt.Errorf("reading machine record %s: %w", p, err)
 		}
 		var m localMachine
-		if err := json.Unmarshal(b, &m); err != nil || m.NodeID != id || m.Root == "" || m.InstanceGroup == "" {
+		if err := json.Unmarshal(b, &m); err != nil || m.NodeID != id || m.Root == "" || m.InstanceGroup == "" || model.ValidNodeID(m.NodeID) != nil {
 			if err == nil {
 				err = errors.New("nodeID, root or instanceGroup missing, or nodeID not the file's name")
+				if verr := model.ValidNodeID(m.NodeID); m.NodeID == id && verr != nil {
+					err = verr // a control character in an id is never printed raw
+				}
 			}
-			return nil, fmt.Errorf("%s is not a machine record written by nodeup (%v): remove it, then run nodeup on that machine again to record it", p, err)
+			return nil, fmt.Errorf("%q is not a machine record written by nodeup (%v): remove it, then run nodeup on that machine again to record it", p, err)
 		}
 		m.path = p
 		out = append(out, m)

@@ -3,6 +3,7 @@ package cloudup
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -115,6 +116,16 @@ func TestLocalRollingGroups(t *testing.T) {
 	if _, err := l.Groups(ctx, []*model.InstanceGroup{{Metadata: model.ObjectMeta{Name: "gpu"}, Spec: model.InstanceGroupSpec{Role: model.RoleNode}}}); err == nil ||
 		!strings.Contains(err.Error(), "run `kubeup update cluster "+cluster+" --yes` first") {
 		t.Errorf("a group without a node configuration: %v", err)
+	}
+
+	// A record under an id that is not a plain name (a control character: an older nodeup recorded any
+	// --node-id) is refused, quoted: nothing of it reaches the terminal raw.
+	evil := "w4\x1b]0;pwned\x07\x1b[2J"
+	machine(evil, "nodes", a, "", false)
+	_, err = l.Groups(ctx, igs)
+	if p := filepath.Join(l.dir, evil+".json"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q is not a machine record written by nodeup", p)) ||
+		!strings.Contains(err.Error(), "a node id is a plain name") || strings.ContainsAny(err.Error(), "\x1b\x07") {
+		t.Errorf("a record under the id %q: %q, want an error that quotes its path and says what a node id is", evil, err)
 	}
 }
 

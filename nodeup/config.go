@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
 )
@@ -241,6 +242,11 @@ func (src *confSource) read(ctx context.Context) ([]byte, error) {
 	}
 	if src.store == nil {
 		store, err := statestore.Open(ctx, src.storeURL)
+		if err != nil && engine.ClassOf(err) == engine.ClassRetryable {
+			// Not the URL: the machine's credentials or configuration, which may be there on the next try (the
+			// metadata server not answering yet at boot). Nothing is kept: the next read opens the store again.
+			return nil, fmt.Errorf("--conf %q: %w", src.raw, err)
+		}
 		if err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--conf %q: %w", src.raw, err)}
 		}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"kubeup.dev/kubeup/model"
@@ -48,6 +47,18 @@ type LocalMachine struct {
 	Converged time.Time `json:"converged"`
 }
 
+// checkNodeID refuses a --node-id that is not a plain name (model.ValidNodeID), before anything is changed:
+// nodeup records the machine under it, and `kubeup rolling-update` prints it.
+func (o *Options) checkNodeID() error {
+	if o.NodeID == "" {
+		return nil
+	}
+	if err := model.ValidNodeID(o.NodeID); err != nil {
+		return &ConfigError{Err: fmt.Errorf("--node-id: %w", err)}
+	}
+	return nil
+}
+
 // LocalMachinesDir is where the machines of the local provider whose volumes are in poolDir are recorded.
 func LocalMachinesDir(poolDir string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
@@ -76,8 +87,8 @@ func (o *Options) recordLocalMachine(nc *model.NodeConfig, conf []byte, root str
 			return fmt.Errorf("--node-id is not set and the host name cannot be read: %w", err)
 		}
 	}
-	if id == "." || id == ".." || strings.ContainsAny(id, "/\x00") || strings.HasPrefix(id, ".") {
-		return fmt.Errorf("--node-id %q: the machine is recorded under its id, which must be a file name (no '/', not starting with '.')", id)
+	if err := model.ValidNodeID(id); err != nil {
+		return fmt.Errorf("the machine is recorded under its node id, the host name without --node-id: %w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -2,8 +2,11 @@ package nodeup
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,11 +67,34 @@ func TestRecordLocalMachine(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 
-	// An id that is not a file name is not recorded (the node is converged all the same).
-	if r := run(t, Options{Conf: conf, Root: root, NodeID: "../x"}); r.runErr != nil {
-		t.Fatal(r.runErr)
+	// An id that is not a plain name is refused before anything changes (TestRefusesBadNodeID).
+}
+
+// TestRefusesBadNodeID: a --node-id that is not a plain name (a control character would reach the terminal of
+// whoever runs `kubeup rolling-update`, which prints the recorded ids; a '/' would record the machine elsewhere)
+// is a *ConfigError that quotes it, before anything under the root or beside the pool is changed, and without a
+// retry.
+func TestRefusesBadNodeID(t *testing.T) {
+	dir := t.TempDir()
+	pool := filepath.Join(dir, "state-local", "volumes")
+	if err := os.MkdirAll(pool, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "state-local", "machines", "x.json")); !os.IsNotExist(err) {
-		t.Errorf("--node-id ../x wrote outside the cluster's directory: %v", err)
+	conf := writeConf(t, dir, "conf", nodeConfigWith(t, "nodes", func(c *model.Cluster) { c.Spec.Local.PoolDir = pool }))
+	for _, id := range []string{"evil\x1b[2J\x1b[31mnode", "node\nforged line", "../x", "a b"} {
+		for _, dry := range []bool{false, true} {
+			root := filepath.Join(dir, "root")
+			before := treeHash(t, dir)
+			r := run(t, Options{Conf: conf, Root: root, NodeID: id, DryRun: dry, Retries: 3, RetryBackoff: time.Millisecond})
+			var ce *ConfigError
+			if !errors.As(r.runErr, &ce) || !strings.Contains(r.runErr.Error(), fmt.Sprintf("--node-id: node id %q", id)) {
+				t.Errorf("--node-id %q (dry run %v): Run error = %v, want a *ConfigError quoting the id", id, dry, r.runErr)
+			} else if strings.ContainsAny(r.runErr.Error(), "\x1b\n") {
+				t.Errorf("--node-id %q: the error holds a control character: %q", id, r.runErr)
+			}
+			if after := treeHash(t, dir); after != before {
+				t.Errorf("--node-id %q (dry run %v): the tree changed:\nbefore:\n%s\nafter:\n%s", id, dry, before, after)
+			}
+		}
 	}
 }

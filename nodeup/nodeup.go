@@ -34,7 +34,9 @@ type Options struct {
 	// DryRun prints the plan and changes nothing.
 	DryRun bool
 	// Retries is how many more times a failed run is tried, with backoff (-1: until it succeeds or ctx ends).
-	// A bad configuration (*ConfigError) and an invalid task graph are never retried.
+	// A bad configuration (*ConfigError) and an invalid task graph are never retried, nor a run whose every
+	// failed task failed with an error its task marked engine.Terminal: what only a person can fix (a directory
+	// where a file belongs, a path escaping the root, a device refused for formatting).
 	Retries int
 	// InstallSystemdUnit also installs nodeup itself as a oneshot unit that runs it with Conf at every boot.
 	InstallSystemdUnit bool
@@ -78,6 +80,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.checkConfSHA256(); err != nil {
 		return err
 	}
+	if err := o.checkNodeID(); err != nil {
+		return err
+	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return &ConfigError{Err: fmt.Errorf("--root %q: %w", o.Root, err)}
@@ -93,6 +98,10 @@ func Run(ctx context.Context, o Options) error {
 		err := o.runOnce(ctx, src, root, self)
 		if err == nil || !retryable(err) || (o.Retries >= 0 && attempt >= o.Retries) || ctx.Err() != nil {
 			return err
+		}
+		if personOnly(err) {
+			return fmt.Errorf("%w\nnot retried (--retries %d): each of these failures is one its task marks terminal, which only a person can fix; "+
+				"fix them, then run nodeup again", err, o.Retries)
 		}
 		o.Logger.Warn("nodeup failed; retrying", "attempt", attempt+1, "retries", o.Retries, "delay", backoff, "error", err)
 		select {
@@ -134,6 +143,25 @@ func retryable(err error) bool {
 	var ce *ConfigError
 	var ve *engine.ValidationError
 	return !errors.As(err, &ce) && !errors.As(err, &ve) && !errors.Is(err, context.Canceled)
+}
+
+// personOnly says that every task that failed in the run err ended failed with an error its task marked
+// engine.Terminal: what only a person can fix, which another run would meet again. An unclassified error, a
+// retryable or not-ready one (the engine gave up on it within the run: D-Bus not up yet, a download that kept
+// failing) and any failure outside the task graph (the store unreachable, systemd not up) may pass: those are
+// retried.
+func personOnly(err error) bool {
+	var re *engine.RunError
+	if !errors.As(err, &re) || len(re.Failed) == 0 {
+		return false
+	}
+	for _, te := range re.Failed {
+		var ce *engine.ClassError
+		if !errors.As(te.Err, &ce) || ce.Class != engine.ClassTerminal {
+			return false
+		}
+	}
+	return true
 }
 
 // selfInstall is what --install-systemd-unit installs: this binary, and the unit that runs it with the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -320,64 +321,119 @@ func TestBadConfiguration(t *testing.T) {
 	}
 }
 
-// TestRetries: a failed apply is tried again, each retry logged, until it succeeds or the retries run out; a
-// cancelled context stops the retries.
+// TestRetries: a run that failed for a reason that may pass (systemd not reachable yet at boot) is tried again,
+// each retry logged, until the retries run out; a cancelled context stops the retries.
 func TestRetries(t *testing.T) {
 	conf := writeConf(t, t.TempDir(), "nodes", nodeConfig(t, "nodes"))
-
-	// /etc/default is a file: /etc/default/kubelet cannot be written.
-	brokenRoot := func(t *testing.T) string {
-		root := t.TempDir()
-		if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, "etc/default"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return root
+	// systemd is required, and its socket is not there yet.
+	noSystemd := func(t *testing.T) nodetasks.NodeOptions {
+		return nodetasks.NodeOptions{Systemd: nodetasks.SystemdRequired, SystemdSocket: filepath.Join(t.TempDir(), "private")}
 	}
 
 	t.Run("retries run out", func(t *testing.T) {
 		var logs bytes.Buffer
-		r := run(t, Options{Conf: conf, Root: brokenRoot(t), Retries: 2, RetryBackoff: time.Millisecond,
+		node := noSystemd(t)
+		r := run(t, Options{Conf: conf, Root: t.TempDir(), Node: node, Retries: 2, RetryBackoff: time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		var runErr *engine.RunError
-		if !errors.As(r.runErr, &runErr) {
-			t.Fatalf("Run error = %v, want an *engine.RunError", r.runErr)
-		}
-		if !strings.Contains(r.runErr.Error(), "/etc/default/kubelet") {
-			t.Errorf("error %v does not name /etc/default/kubelet", r.runErr)
+		if r.runErr == nil || !strings.Contains(r.runErr.Error(), node.SystemdSocket) {
+			t.Errorf("Run error = %v, want one naming %s", r.runErr, node.SystemdSocket)
 		}
 		if n := strings.Count(logs.String(), `msg="nodeup failed; retrying"`); n != 2 {
 			t.Errorf("logged %d retries, want 2:\n%s", n, &logs)
 		}
 	})
 
-	t.Run("fixed between retries", func(t *testing.T) {
-		root := brokenRoot(t)
-		var logs bytes.Buffer
-		fixer := &fixOnRetry{w: &logs, fix: func() { os.Remove(filepath.Join(root, "etc/default")) }}
-		r := run(t, Options{Conf: conf, Root: root, Retries: 3, RetryBackoff: time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(fixer, nil))})
-		if r.runErr != nil {
-			t.Fatalf("Run: %v\n%s", r.runErr, &logs)
-		}
-		if n := strings.Count(logs.String(), `msg="nodeup failed; retrying"`); n != 1 {
-			t.Errorf("logged %d retries, want 1:\n%s", n, &logs)
-		}
-		if _, err := os.Stat(filepath.Join(root, "etc/default/kubelet")); err != nil {
-			t.Error(err)
-		}
-	})
-
 	t.Run("cancelled while waiting", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		logger := slog.New(slog.NewTextHandler(&fixOnRetry{w: &bytes.Buffer{}, fix: cancel}, nil))
-		err := Run(ctx, Options{Conf: conf, Root: brokenRoot(t), Retries: -1, RetryBackoff: time.Hour, Logger: logger})
+		err := Run(ctx, Options{Conf: conf, Root: t.TempDir(), Node: noSystemd(t), Retries: -1, RetryBackoff: time.Hour, Logger: logger})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run error = %v, want it to wrap context.Canceled", err)
 		}
 	})
+}
+
+// TestPersonOnlyFailuresStopRetries: a run whose every failure is one its task marks terminal (what is on the
+// node is in the way: a file where a directory belongs, a directory where a file belongs; a symbolic link out of
+// the root) is not retried, whatever --retries says: the error names each failure and says why it is not retried.
+// --retries 10 used to retry them for about 7 minutes at boot.
+func TestPersonOnlyFailuresStopRetries(t *testing.T) {
+	conf := writeConf(t, t.TempDir(), "nodes", nodeConfig(t, "nodes"))
+	for _, tt := range []struct {
+		name      string
+		breakRoot func(t *testing.T, root string)
+		want      []string
+	}{
+		{"a file where a directory belongs", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "etc/default"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"File//etc/default/kubelet: finding: resolving /etc/default/kubelet: /etc/default is not a directory"}},
+		{"a directory where a file belongs", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "etc/default/kubelet/x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"/etc/default/kubelet is a directory, not a file"}},
+		{"a link out of the root", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../../../../../../../../tmp", filepath.Join(root, "etc/default")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"the symbolic link /etc/default -> ../../../../../../../../tmp escapes the node root"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			tt.breakRoot(t, root)
+			var logs bytes.Buffer
+			r := run(t, Options{Conf: conf, Root: root, Retries: 10, RetryBackoff: time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			var runErr *engine.RunError
+			if !errors.As(r.runErr, &runErr) {
+				t.Fatalf("Run error = %v, want an *engine.RunError", r.runErr)
+			}
+			for _, want := range append(tt.want, "not retried (--retries 10): each of these failures is one its task marks terminal") {
+				if !strings.Contains(r.runErr.Error(), want) {
+					t.Errorf("error:\n%v\nwant it to contain %q", r.runErr, want)
+				}
+			}
+			if strings.Contains(logs.String(), "retrying") {
+				t.Errorf("retried:\n%s", &logs)
+			}
+		})
+	}
+}
+
+// TestPersonOnly: a run is given up at once only when every failed task failed with an error its task marked
+// terminal; an unclassified failure, one the engine gave up on (not ready, retryable) or a failure outside the
+// graph is retried.
+func TestPersonOnly(t *testing.T) {
+	key := func(n string) engine.Key { return engine.Key{Type: "File", Name: n} }
+	terminal := &engine.TaskError{Key: key("/a"), Err: engine.Terminal(errors.New("in the way"))}
+	wrapped := &engine.TaskError{Key: key("/w"), Err: fmt.Errorf("writing: %w", engine.Terminal(errors.New("in the way")))}
+	unclassified := &engine.TaskError{Key: key("/b"), Err: errors.New("input/output error")}
+	gaveUp := &engine.TaskError{Key: key("/c"), Err: fmt.Errorf("gave up after 9 attempts: %w", engine.NotReady(errors.New("not yet")))}
+	skipped := &engine.TaskError{Key: key("/d"), Err: errors.New("dependency File//a failed"), Skipped: true}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"all terminal", &engine.RunError{Failed: []*engine.TaskError{terminal, wrapped}, Skipped: []*engine.TaskError{skipped}}, true},
+		{"one unclassified", &engine.RunError{Failed: []*engine.TaskError{terminal, unclassified}}, false},
+		{"one given up on", &engine.RunError{Failed: []*engine.TaskError{terminal, gaveUp}}, false},
+		{"only skipped", &engine.RunError{Skipped: []*engine.TaskError{skipped}}, false},
+		{"outside the graph, terminal", engine.Terminal(errors.New("no systemd")), false},
+		{"outside the graph", errors.New("connecting to systemd"), false},
+	} {
+		if got := personOnly(tt.err); got != tt.want {
+			t.Errorf("%s: personOnly = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 // fixOnRetry writes logs to w and calls fix once, when nodeup logs its first retry.

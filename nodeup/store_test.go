@@ -186,3 +186,33 @@ func TestParseConf(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreCredentialsRetried: a gs:// store whose credentials cannot be found yet (no credentials file, and the
+// metadata server does not answer: a blip at boot) is not a *ConfigError: nodeup retries it, opening the store
+// again each time. It was a *ConfigError, never retried.
+func TestStoreCredentialsRetried(t *testing.T) {
+	var asked atomic.Int32
+	md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "not yet", http.StatusNotFound)
+	}))
+	defer md.Close()
+	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(md.URL, "http://"))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
+	t.Setenv(statestore.EnvStorageEmulatorHost, "")
+
+	var logs bytes.Buffer
+	r := run(t, Options{Conf: "gs://" + testBucket + "/clusters/" + model.NodeConfigPath(testCluster, "nodes"), Root: t.TempDir(),
+		Retries: 1, RetryBackoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var ce *ConfigError
+	if r.runErr == nil || errors.As(r.runErr, &ce) || !strings.Contains(r.runErr.Error(), "the metadata server does not answer") {
+		t.Errorf("Run error = %v, want one that is not a *ConfigError, saying the metadata server does not answer", r.runErr)
+	}
+	if n := strings.Count(logs.String(), `msg="nodeup failed; retrying"`); n != 1 {
+		t.Errorf("logged %d retries, want 1:\n%s", n, &logs)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("the metadata server was asked %d times, want 2: once per run", n)
+	}
+}

@@ -169,4 +169,9 @@ func TestCheckAddressesAndDurations(t *testing.T) {
 			t.Errorf("interval %s, lease %s: %v, want %q", tt.interval, tt.lease, err, tt.want)
 		}
 	}
+	// A --node-id with a control character is refused, quoted, as nodeup's (model.ValidNodeID).
+	o := &Options{Conf: "x", Root: t.TempDir(), Node: volumetasks.Holder{NodeID: "n1\x1b[2J"}}
+	if err := o.defaults(); err == nil || !strings.Contains(err.Error(), `--node-id: node id "n1\x1b[2J" holds '\x1b'`) {
+		t.Errorf("--node-id with ESC: %v, want it refused, quoted", err)
+	}
 }

@@ -133,6 +133,11 @@ func (o *Options) defaults() error {
 	if err := checkAddresses(&o.Node); err != nil {
 		return err
 	}
+	if o.Node.NodeID != "" { // as nodeup's --node-id: the name in claims, which kubeup prints
+		if err := model.ValidNodeID(o.Node.NodeID); err != nil {
+			return fmt.Errorf("--node-id: %w", err)
+		}
+	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return fmt.Errorf("--root %q: %w", o.Root, err)

@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"cloud.google.com/go/compute/metadata"
+	"golang.org/x/oauth2/google"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
@@ -34,7 +37,8 @@ type gsStore struct {
 var _ Store = (*gsStore)(nil)
 
 // newGSStore builds the client with the application default credentials, or for the emulator named by
-// STORAGE_EMULATOR_HOST.
+// STORAGE_EMULATOR_HOST. A failure to find credentials is engine.Retryable: at boot the metadata server may not
+// answer yet.
 func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(EnvStorageEmulatorHost); host != "" {
@@ -42,12 +46,41 @@ func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 			host = "http://" + host
 		}
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(host, "/")+"/storage/v1/"), option.WithoutAuthentication())
+	} else if !adcFile() {
+		// No credentials file: the machine's service account, from the metadata server. The client libraries
+		// decide once per process whether they run on GCE, by asking the metadata server: a blip at boot made
+		// that "no" for the life of the process, and every retry failed to find credentials. Asked here, each
+		// time, a store opened again once the server answers works.
+		if _, err := metadata.NewClient(nil).ProjectIDWithContext(ctx); err != nil {
+			return nil, engine.Retryable(fmt.Errorf("state store %s: no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's application "+
+				"default credentials are not there, and the metadata server does not answer (%w): on GCE, try again once it does", location("gs://"+bucket, prefix), err))
+		}
+		opts = append(opts, option.WithTokenSource(google.ComputeTokenSource("", storage.DevstorageFullControlScope)))
 	}
 	svc, err := storage.NewService(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err)
+		return nil, engine.Retryable(fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err))
 	}
 	return &gsStore{svc: svc, bucketRoot: bucketRoot{scheme: "gs", bucket: bucket, prefix: prefix}}, nil
+}
+
+// adcFile says whether the application default credentials are in a file: GOOGLE_APPLICATION_CREDENTIALS, or
+// gcloud's (gcloud auth application-default login), which the client libraries read before they ask the
+// metadata server.
+func adcFile() bool {
+	if os.Getenv("GOOGLE_APPLICATION_CREDENTIALS") != "" {
+		return true
+	}
+	dir := os.Getenv("CLOUDSDK_CONFIG")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false
+		}
+		dir = filepath.Join(home, ".config", "gcloud")
+	}
+	_, err := os.Stat(filepath.Join(dir, "application_default_credentials.json"))
+	return err == nil
 }
 
 func (s *gsStore) ReadFile(ctx context.Context, p string) ([]byte, error) {

@@ -105,3 +105,37 @@ func TestGSBadGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestGSCredentialsRecover: without a credentials file, the gs:// store takes the machine's service account from
+// the metadata server. While the server does not answer (a blip at boot), Open fails with an engine.Retryable
+// error that says so; once it answers, Open works. The client libraries decided "not on GCE" once per process,
+// so that a store opened again in the same process never found credentials.
+func TestGSCredentialsRecover(t *testing.T) {
+	var up atomic.Bool
+	md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Metadata-Flavor", "Google")
+		if !up.Load() {
+			http.Error(w, "not yet", http.StatusNotFound)
+			return
+		}
+		if r.URL.Path != "/computeMetadata/v1/project/project-id" || r.Header.Get("Metadata-Flavor") != "Google" {
+			http.Error(w, "unexpected "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		w.Write([]byte("demo-project"))
+	}))
+	defer md.Close()
+	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(md.URL, "http://"))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
+	t.Setenv(EnvStorageEmulatorHost, "")
+
+	_, err := Open(context.Background(), "gs://"+testBucket+"/kubeup")
+	if err == nil || engine.ClassOf(err) != engine.ClassRetryable || !strings.Contains(err.Error(), "the metadata server does not answer") {
+		t.Fatalf("Open while the metadata server does not answer = %v, want a retryable error saying so", err)
+	}
+	up.Store(true)
+	if _, err := Open(context.Background(), "gs://"+testBucket+"/kubeup"); err != nil {
+		t.Fatalf("Open once the metadata server answers: %v", err)
+	}
+}

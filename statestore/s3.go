@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -30,9 +31,16 @@ const defaultS3Region = "us-east-1"
 
 // s3Store keeps each object at bucket/prefix/path. The ETag is the generation.
 type s3Store struct {
-	client *s3.Client
 	bucketRoot
 	pageSize int32 // for ListObjectsV2; 0 lets S3 choose (1000). Tests make it small.
+
+	mu     sync.Mutex
+	client *s3.Client // use c(ctx)
+	// unsettled says that no region is configured and S3 has not said yet which region the bucket is in (the
+	// lookup failed: no network at boot, a server error): each use asks again, until S3 answers, so that a store
+	// kept across retries does not stay in the default region once the cause has passed.
+	unsettled bool
+	newClient func(region string) *s3.Client
 }
 
 var _ Store = (*s3Store)(nil)
@@ -45,13 +53,20 @@ func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", location("s3://"+bucket, prefix), err)
 	}
+	return s3StoreFromConfig(ctx, cfg, bucket, prefix), nil
+}
+
+// s3StoreFromConfig is newS3Store with the SDK's configuration loaded.
+func s3StoreFromConfig(ctx context.Context, cfg aws.Config, bucket, prefix string) *s3Store {
 	discover := cfg.Region == ""
 	if discover {
 		cfg.Region = defaultS3Region
 	}
 	overridden := false
-	newClient := func() *s3.Client {
+	s := &s3Store{bucketRoot: bucketRoot{scheme: "s3", bucket: bucket, prefix: prefix}}
+	s.newClient = func(region string) *s3.Client {
 		return s3.NewFromConfig(cfg, func(o *s3.Options) {
+			o.Region = region
 			// The options already hold any endpoint override from the environment or the shared config files.
 			overridden = o.BaseEndpoint != nil
 			if overridden || os.Getenv(EnvS3PathStyle) == "1" {
@@ -59,29 +74,42 @@ func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 			}
 		})
 	}
-	client := newClient()
-	if discover && !overridden {
-		// No region configured (a machine at boot, whose user data names none): S3 says where the bucket is.
-		if r := bucketRegion(ctx, client, bucket); r != "" && r != cfg.Region {
-			cfg.Region = r
-			client = newClient()
+	s.client = s.newClient(cfg.Region)
+	// No region configured (a machine at boot, whose user data names none): S3 says where the bucket is.
+	s.unsettled = discover && !overridden
+	s.c(ctx)
+	return s
+}
+
+// c returns the client, in the bucket's region once S3 has said which it is (see unsettled).
+func (s *s3Store) c(ctx context.Context) *s3.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsettled {
+		r, answered := bucketRegion(ctx, s.client, s.bucket)
+		s.unsettled = !answered
+		if r != "" && r != s.client.Options().Region {
+			s.client = s.newClient(r)
 		}
 	}
-	return &s3Store{client: client, bucketRoot: bucketRoot{scheme: "s3", bucket: bucket, prefix: prefix}}, nil
+	return s.client
 }
 
 // bucketRegion returns the region S3 says bucket is in ("" when it does not say): HeadBucket answers with the
-// bucket's region in a header, whether it succeeds or is redirected or refused.
-func bucketRegion(ctx context.Context, client *s3.Client, bucket string) string {
+// bucket's region in a header, whether it succeeds or is redirected or refused. answered is false when S3 gave no
+// answer to go by: no response at all, or a server error or throttling (5xx, 429), which may pass.
+func bucketRegion(ctx context.Context, client *s3.Client, bucket string) (region string, answered bool) {
 	out, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
 	if err == nil {
-		return aws.ToString(out.BucketRegion)
+		return aws.ToString(out.BucketRegion), true
 	}
 	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil {
-		return re.Response.Header.Get("X-Amz-Bucket-Region")
+	if !errors.As(err, &re) || re.Response == nil {
+		return "", false
 	}
-	return ""
+	region = re.Response.Header.Get("X-Amz-Bucket-Region")
+	code := re.Response.StatusCode
+	return region, region != "" || (code < 500 && code != http.StatusTooManyRequests)
 }
 
 func (s *s3Store) ReadFile(ctx context.Context, p string) ([]byte, error) {
@@ -93,7 +121,7 @@ func (s *s3Store) Read(ctx context.Context, p string) ([]byte, Generation, error
 	if err := checkPath(p); err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", s.URL(), err)
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	out, err := s.c(ctx).GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
 	if err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), s3Error(err))
 	}
@@ -120,7 +148,7 @@ func (s *s3Store) WriteIf(ctx context.Context, p string, data []byte, ifGen Gene
 		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	var cur Generation
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
 	switch err = s3Error(err); {
 	case err == nil:
 		cur = Generation(aws.ToString(head.ETag))
@@ -149,7 +177,7 @@ func (s *s3Store) put(ctx context.Context, p string, data []byte, cond func(*s3.
 	if cond != nil {
 		cond(in)
 	}
-	out, err := s.client.PutObject(ctx, in)
+	out, err := s.c(ctx).PutObject(ctx, in)
 	if err != nil {
 		err = s3Error(err)
 		if errors.Is(err, ErrConflict) {
@@ -160,7 +188,7 @@ func (s *s3Store) put(ctx context.Context, p string, data []byte, cond func(*s3.
 	if out.ETag != nil {
 		return Generation(*out.ETag), nil
 	}
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: in.Key})
+	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: in.Key})
 	if err != nil {
 		return "", fmt.Errorf("writing %s: reading back its ETag: %w", s.loc(p), s3Error(err))
 	}
@@ -171,7 +199,7 @@ func (s *s3Store) Delete(ctx context.Context, p string) error {
 	if err := checkPath(p); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.URL(), err)
 	}
-	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	_, err := s.c(ctx).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
 	if err = s3Error(err); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting %s: %w", s.loc(p), err)
 	}
@@ -188,7 +216,7 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 		in.MaxKeys = aws.Int32(s.pageSize)
 	}
 	var paths []string
-	for pages := s3.NewListObjectsV2Paginator(s.client, in); pages.HasMorePages(); {
+	for pages := s3.NewListObjectsV2Paginator(s.c(ctx), in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", s.loc(prefix), s3Error(err))
@@ -209,7 +237,7 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 // Check lists at most one object of the store: a missing bucket is the answer NoSuchBucket, whatever the
 // prefix.
 func (s *s3Store) Check(ctx context.Context) error {
-	_, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key("")), MaxKeys: aws.Int32(1)})
+	_, err := s.c(ctx).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key("")), MaxKeys: aws.Int32(1)})
 	if err == nil {
 		return nil
 	}

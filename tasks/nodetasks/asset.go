@@ -108,7 +108,7 @@ func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
 		return err
 	}
 	if actual != nil && actual.found != nil && actual.found.typ != TypeFile && actual.found.typ != TypeSymlink {
-		return fmt.Errorf("%s is a %s, not a file: remove it", expected.Path, actual.found.typ)
+		return engine.Terminal(fmt.Errorf("%s is a %s, not a file: remove it", expected.Path, actual.found.typ))
 	}
 	return nil
 }

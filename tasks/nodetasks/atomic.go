@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
-	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,15 +20,22 @@ import (
 // and owner, synced, renamed over the file (over a symbolic link there too: the link is replaced, never followed),
 // and the directory synced.
 //
-// A run that is killed mid-write leaves its temporary file behind. The next write in that directory removes such
-// leftovers, and never the temporary file of a writer that is alive: a writer holds an exclusive flock(2) on its
-// temporary file from its creation until its rename, so a temporary file of our naming that can be locked belongs
-// to a writer that is gone (the kernel drops the locks of a dead process). The one gap, between the creation of
-// the file and its lock, is closed by the writer: once it holds the lock it checks that its file still has a
-// name (a cleaner that locked it first removed it), and starts again with a new one if not.
+// A run that is killed mid-write leaves its temporary file behind. The next write of the same file removes such
+// leftovers (".<name>.tmp-<digits>" for that name alone: a write never touches the temporary file of another
+// file, whose task may be writing it at this moment), and never the temporary file of a writer that is alive: a
+// writer holds an exclusive flock(2) on its temporary file from its creation until its rename, so a temporary
+// file of our naming that can be locked belongs to a writer that is gone (the kernel drops the locks of a dead
+// process). The one gap, between the creation of the file and its lock, is closed by the writer: once it holds
+// the lock it checks that its file still has a name (a cleaner that locked it first removed it), and starts again
+// with a new one if not. Only another process writing the same file can fall in that gap; within a run, one task
+// writes one file, so the log that a leftover was removed tells of a killed run, never of a sibling's write.
 
-// tempName matches the temporary files of writeAtomic, and nothing else of ours.
-var tempName = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
+// isTempOf reports whether name is a temporary file that writeAtomic makes for the file named base:
+// ".<base>.tmp-<digits>".
+func isTempOf(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, "."+base+".tmp-")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
 
 // writeAtomic replaces the file at node path p with what write writes (see above), with mode and owner (uid or
 // gid -1: leave as created). p's directory is resolved inside the root and created if missing; everything happens
@@ -39,7 +46,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 		return err
 	}
 	if rel == "." {
-		return fmt.Errorf("writing %s: it is the node root", p)
+		return engine.Terminal(fmt.Errorf("writing %s: it is the node root", p))
 	}
 	dir, err := n.openResolved(path.Dir(rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -47,7 +54,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 	}
 	defer dir.Close()
 	dirfd, base := int(dir.Fd()), path.Base(rel)
-	for _, stale := range removeStaleTemps(dir) {
+	for _, stale := range removeStaleTemps(dir, base) {
 		engine.Logger(ctx).Info("removed a temporary file left by an earlier run", "path", path.Join(path.Dir(p), stale))
 	}
 	tmp, name, err := createTemp(dir, base)
@@ -132,9 +139,9 @@ func createTemp(dir *os.File, base string) (*os.File, string, error) {
 	return nil, "", fmt.Errorf("creating a temporary file for %s in %s: no free name in 100 tries", base, dir.Name())
 }
 
-// removeStaleTemps removes the temporary files of our naming in dir that no writer holds (see above), and returns
-// their names. It is housekeeping: what it cannot remove, it leaves.
-func removeStaleTemps(dir *os.File) []string {
+// removeStaleTemps removes the temporary files of the file base in dir that no writer holds (see above), and
+// returns their names. It is housekeeping: what it cannot remove, it leaves.
+func removeStaleTemps(dir *os.File, base string) []string {
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return nil
@@ -142,7 +149,7 @@ func removeStaleTemps(dir *os.File) []string {
 	dirfd := int(dir.Fd())
 	var removed []string
 	for _, name := range names {
-		if !tempName.MatchString(name) {
+		if !isTempOf(name, base) {
 			continue
 		}
 		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)

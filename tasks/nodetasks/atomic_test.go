@@ -27,22 +27,24 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
-// A write removes the temporary files that killed runs left in its directory, of our naming and held by no
-// writer, and nothing else.
+// A write removes the temporary files that killed runs left of the file it writes, of our naming and held by no
+// writer, and nothing else: not the temporary files of the other files of its directory, which their own tasks
+// may be writing (TestWriteAtomicLeavesSiblingsTemps).
 func TestWriteAtomicRemovesStaleTemps(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, map[string]string{
 		"/etc/kubernetes/.kubelet.conf.tmp-3920481": "half a kubeconfig", // killed runs'
-		"/etc/kubernetes/.etcd.manifest.tmp-17":     "",
-		"/etc/kubernetes/.held.tmp-42":              "a live writer's", // locked below
-		"/etc/kubernetes/.notours.tmp-abc":          "",                // not our naming
-		"/etc/kubernetes/notours.tmp-1":             "",
-		"/etc/kubernetes/.link.tmp-5":               "->kubelet.conf",
-		"/etc/kubernetes/.dir.tmp-6/x":              "",
-		"/etc/other/.stale.tmp-7":                   "", // another directory: cleaned by a write there
+		"/etc/kubernetes/.kubelet.conf.tmp-17":      "",
+		"/etc/kubernetes/.kubelet.conf.tmp-42":      "a live writer's", // locked below
+		"/etc/kubernetes/.kubelet.conf.tmp-abc":     "",                // not our naming
+		"/etc/kubernetes/kubelet.conf.tmp-1":        "",
+		"/etc/kubernetes/.kubelet.conf.tmp-5":       "->kubelet.conf",
+		"/etc/kubernetes/.kubelet.conf.tmp-6/x":     "",
+		"/etc/kubernetes/.etcd.manifest.tmp-18":     "", // another file's: removed by a write of that file
+		"/etc/other/.kubelet.conf.tmp-7":            "", // another directory: cleaned by a write there
 	})
 	dir := filepath.Join(n.Root, "etc/kubernetes")
-	held, err := os.Open(filepath.Join(dir, ".held.tmp-42"))
+	held, err := os.Open(filepath.Join(dir, ".kubelet.conf.tmp-42"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +56,47 @@ func TestWriteAtomicRemovesStaleTemps(t *testing.T) {
 	if err := n.writeFileAtomic(ctx, "/etc/kubernetes/kubelet.conf", []byte("x"), 0o600, -1, -1); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".dir.tmp-6", ".held.tmp-42", ".link.tmp-5", ".notours.tmp-abc", "kubelet.conf", "notours.tmp-1"}
+	want := []string{".etcd.manifest.tmp-18", ".kubelet.conf.tmp-42", ".kubelet.conf.tmp-5", ".kubelet.conf.tmp-6", ".kubelet.conf.tmp-abc",
+		"kubelet.conf", "kubelet.conf.tmp-1"}
 	if got := dirNames(t, dir); !slices.Equal(got, want) {
 		t.Errorf("after the write, %s holds %q, want %q", dir, got, want)
 	}
 	if got := dirNames(t, filepath.Join(n.Root, "etc/other")); len(got) != 1 {
 		t.Errorf("a write elsewhere cleaned /etc/other: %q", got)
+	}
+	if err := n.writeFileAtomic(ctx, "/etc/kubernetes/etcd.manifest", []byte("x"), 0o600, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); slices.Contains(got, ".etcd.manifest.tmp-18") {
+		t.Errorf("a write of etcd.manifest left its leftover: %q", got)
+	}
+}
+
+// TestWriteAtomicLeavesSiblingsTemps: a task that writes a file in a directory where another task has just
+// created its temporary file, and not locked it yet, leaves it alone, and does not log that it removed a
+// leftover of an earlier run. Removing it sent that writer round again, and on a fresh root logged "removed a
+// temporary file left by an earlier run" of a run that never was.
+func TestWriteAtomicLeavesSiblingsTemps(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, map[string]string{"/etc/kubernetes/.etcd.manifest.tmp-1234": ""}) // created, not locked yet
+	if err := n.writeFileAtomic(ctx, "/etc/kubernetes/kubelet.conf", []byte("x"), 0o600, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".etcd.manifest.tmp-1234", "kubelet.conf"}
+	if got := dirNames(t, filepath.Join(n.Root, "etc/kubernetes")); !slices.Equal(got, want) {
+		t.Errorf("after the write of kubelet.conf, /etc/kubernetes holds %q, want %q", got, want)
+	}
+}
+
+func TestIsTempOf(t *testing.T) {
+	for name, want := range map[string]bool{
+		".kubelet.conf.tmp-1": true, ".kubelet.conf.tmp-4294967295": true,
+		".kubelet.conf.tmp-": false, ".kubelet.conf.tmp-1a": false, "kubelet.conf.tmp-1": false,
+		".kubelet.conf.tmp-1.tmp-2": false, ".other.conf.tmp-1": false, ".kubelet.conf.bak.tmp-1": false,
+	} {
+		if got := isTempOf(name, "kubelet.conf"); got != want {
+			t.Errorf("isTempOf(%q, kubelet.conf) = %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -13,7 +13,8 @@
 // a FIFO or a device is never read. Files are written atomically, relative to a descriptor of their directory: a
 // temporary file ".NAME.tmp-DIGITS", synced, renamed over the old file (over a symbolic link too: the link is
 // replaced, never followed). A writer holds a flock(2) on its temporary file until the rename; a write removes
-// the temporary files of that naming in its directory that no live writer holds, the leftovers of killed runs.
+// the temporary files of that naming of the same file that no live writer holds, the leftovers of killed runs
+// (never another file's, which its own task may be writing).
 // A SystemdService restarts its service only when what it runs changed: the unit, its drop-ins or the contents
 // of the files it declares in DependsOn, judged by content hash (recorded under /var/lib/kubeup/systemd), never
 // by modification time. Without a systemd (Node.Systemd nil, as when nodeup converges an image directory) it

@@ -276,9 +276,9 @@ func (f *File) CheckChanges(actual, expected, changes *File) error {
 	}
 	switch at := *actual.Type; {
 	case at != TypeFile && at != TypeDirectory && at != TypeSymlink:
-		return fmt.Errorf("%s is a %s, not a %s: kubeup replaces only files, directories and symlinks: remove it", expected.Path, at, t)
+		return engine.Terminal(fmt.Errorf("%s is a %s, not a %s: kubeup replaces only files, directories and symlinks: remove it", expected.Path, at, t))
 	case at == TypeDirectory && t != TypeDirectory:
-		return fmt.Errorf("%s is a directory, not a %s: kubeup does not remove directories: remove it by hand", expected.Path, t)
+		return engine.Terminal(fmt.Errorf("%s is a directory, not a %s: kubeup does not remove directories: remove it by hand", expected.Path, t))
 	}
 	return nil
 }

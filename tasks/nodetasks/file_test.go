@@ -104,6 +104,9 @@ func TestFileCheckChanges(t *testing.T) {
 				t.Errorf("CheckChanges: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("CheckChanges error = %v, want one containing %q", err, tt.wantErr)
+			case tt.wantErr != "" && tt.actual != nil && !markedTerminal(err):
+				// What is on the node is in the way, and only a person can remove it: nodeup does not retry it.
+				t.Errorf("CheckChanges error = %v is not marked engine.Terminal", err)
 			}
 		})
 	}

@@ -282,7 +282,10 @@ func (m *FormatAndMount) CheckChanges(actual, expected, changes *FormatAndMount)
 	if actual == nil {
 		return nil
 	}
-	return checkDevice(expected, actual.Device, actual.found)
+	if err := checkDevice(expected, actual.Device, actual.found); err != nil {
+		return engine.Terminal(err) // a refused device: only a person can tell what it holds
+	}
+	return nil
 }
 
 // checkDevice refuses what FormatAndMount must never do: format a device that holds something, mount a

@@ -2,11 +2,14 @@ package nodetasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kubeup.dev/kubeup/engine"
 )
 
 // meUID and meGID are the ids of the user and group "me" of testNode: the test's own, or when the test runs as
@@ -89,6 +92,10 @@ func TestHostPath(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("hostPath(%q) = %q, %v; want an error containing %q", tt.path, got, err, tt.wantErr)
 				}
+				// Only a person can fix such a path: nodeup does not retry it (TestPersonOnlyFailuresStopRetries).
+				if !markedTerminal(err) {
+					t.Errorf("hostPath(%q): %v is not marked engine.Terminal", tt.path, err)
+				}
 				return
 			}
 			if err != nil {
@@ -130,4 +137,10 @@ func TestNewNodeWithoutSystemd(t *testing.T) {
 	if _, err := NewNode(context.Background(), "relative", NodeOptions{}); err == nil {
 		t.Error("a relative root: want an error")
 	}
+}
+
+// markedTerminal says that err was marked engine.Terminal by the task (not merely unclassified).
+func markedTerminal(err error) bool {
+	var ce *engine.ClassError
+	return errors.As(err, &ce) && ce.Class == engine.ClassTerminal
 }

@@ -53,14 +53,14 @@ func (n *Node) hostPath(p string, mkdirs bool) (string, error) {
 // missing directories are created (mode 0755), the last component excepted.
 func (n *Node) resolve(p string, followLast, mkdirs bool) (string, error) {
 	if !strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("path %q is not absolute", p)
+		return "", engine.Terminal(fmt.Errorf("path %q is not absolute", p))
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("path %q contains a NUL byte", p)
+		return "", engine.Terminal(fmt.Errorf("path %q contains a NUL byte", p))
 	}
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
-			return "", fmt.Errorf("path %q: %w: it contains \"..\"", p, errEscapes)
+			return "", engine.Terminal(fmt.Errorf("path %q: %w: it contains \"..\"", p, errEscapes))
 		}
 	}
 	if rel, ok := n.resolveDirect(p, followLast); ok {
@@ -90,9 +90,9 @@ func (n *Node) resolveWalk(p string, followLast, mkdirs bool) (string, error) {
 			continue
 		case "..":
 			if len(done) == 0 {
-				return "", fmt.Errorf("path %s: the symbolic link %s -> %s %w %s: kubeup follows links only inside it: "+
+				return "", engine.Terminal(fmt.Errorf("path %s: the symbolic link %s -> %s %w %s: kubeup follows links only inside it: "+
 					"make the link point to a path inside the root (an absolute target is read from the root), or remove it",
-					p, c.via.path, c.via.target, errEscapes, n.Root)
+					p, c.via.path, c.via.target, errEscapes, n.Root))
 			}
 			done = done[:len(done)-1]
 			continue
@@ -117,7 +117,7 @@ func (n *Node) resolveWalk(p string, followLast, mkdirs bool) (string, error) {
 			return "", fmt.Errorf("resolving %s: %w", p, classify(err))
 		case st.Mode().Type() == fs.ModeSymlink:
 			if links++; links > maxSymlinks {
-				return "", fmt.Errorf("resolving %s: too many levels of symbolic links", p)
+				return "", engine.Terminal(fmt.Errorf("resolving %s: too many levels of symbolic links", p))
 			}
 			target, err := os.Readlink(host)
 			if err != nil {
@@ -135,7 +135,7 @@ func (n *Node) resolveWalk(p string, followLast, mkdirs bool) (string, error) {
 		case st.IsDir() || last:
 			done = append(done, c.name)
 		default:
-			return "", fmt.Errorf("resolving %s: %s is not a directory", p, nodePath)
+			return "", engine.Terminal(fmt.Errorf("resolving %s: %s is not a directory: remove it, or move it out of the way", p, nodePath))
 		}
 	}
 	if len(done) == 0 {
@@ -311,7 +311,7 @@ func (n *Node) openNodeFD(p string, followLast bool) (fd int, size int64, err er
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, 0, fmt.Errorf("%s is a %s, not a regular file", p, statOfSys(&st).typ)
+		return -1, 0, engine.Terminal(fmt.Errorf("%s is a %s, not a regular file", p, statOfSys(&st).typ))
 	}
 	return fd, st.Size, nil
 }
