@@ -217,7 +217,8 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	g, err := buildGraph(r, nc, o.Node, ch)
+	api := apiReady(ctx, o.Root, nc)
+	g, err := buildGraph(r, nc, o.Node, ch, api)
 	if err != nil {
 		return false, err
 	}
@@ -244,7 +245,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			moved = true
 		}
 	}
-	o.Logger.Info("round", "volumes", volumes, "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
+	o.Logger.Info("round", "volumes", volumes, "apiserver", apiState(api), "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
 	return moved && !o.DryRun, runErr
 }
 
