@@ -226,7 +226,7 @@ records() { dig +noall +answer -y "hmac-sha256:kubeup-demo:$secret" "@$GATEWAY" 
 published() { [ "$(records | awk '$1 ~ /[.]etcd-/' | sort -u | wc -l)" = 6 ]; } # 6 members, each on its node
 wait_for 60 "the members' DNS names" published
 records | sort -u | sed 's/^/  /'
-echo "(api.$NAME: $(api_addresses | paste -sd' '). A node's address goes there only once its own kube-apiserver answers /readyz; until one does, the placeholder 203.0.113.123 that kubeup made stays)" >&2
+echo "(api.$NAME: $(api_addresses | paste -sd' ' | grep . || echo 'no address'). A node's address goes there only once its own kube-apiserver answers /readyz)" >&2
 
 say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names (TLS, client certificates)"
 deadline=$((SECONDS + 180))
