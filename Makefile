@@ -188,7 +188,7 @@ demo: build e2e-packages kube-binaries kubectl
 	$(GO) build -o bin/ ./hack/staticpods
 	@bash hack/demo.sh
 
-## demo-status: etcdctl endpoint health against every member of the demo's etcd through its DNS name; no device mounted twice
+## demo-status: etcdctl endpoint health against every member of the demo's etcd through its DNS name; /readyz at every address api.<cluster> holds; no device mounted twice
 demo-status:
 	@bash hack/demo-status.sh
 

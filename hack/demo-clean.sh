@@ -53,15 +53,22 @@ for img in "$POOL"/*.img; do
 	for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev" || true; done
 done
 
+# gone KIND NAME PATH: delete network namespace or link NAME (ip KIND del NAME); one already gone (PATH does not
+# exist) is done. Deleting a namespace removes its veth pair asynchronously: the host's end of the pair may go
+# between any check and the delete, so the delete is tried first and its failure counts only while PATH is there.
+gone() {
+	ip "$1" del "$2" 2>/dev/null || [ ! -e "$3" ] || ip "$1" del "$2"
+}
+
 # Network namespaces (with their veth ends), links, /etc/netns directories, named's directory.
 if [ -e "$MADE/netns" ]; then
 	while read -r ns; do
-		[ -e "/run/netns/$ns" ] && ip netns del "$ns"
+		gone netns "$ns" "/run/netns/$ns"
 		rm -rf "/etc/netns/$ns"
 	done <"$MADE/netns"
 fi
 if [ -e "$MADE/links" ]; then
-	while read -r link; do [ -e "/sys/class/net/$link" ] && ip link del "$link"; done <"$MADE/links"
+	while read -r link; do gone link "$link" "/sys/class/net/$link"; done <"$MADE/links"
 fi
 if [ -e "$MADE/emptydirs" ]; then
 	while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$MADE/emptydirs"

@@ -45,3 +45,18 @@ alive() {
 	read -r pid start <"$1" 2>/dev/null || return 1
 	[ -n "$pid" ] && [ "$(start_time "$pid" 2>/dev/null)" = "$start" ]
 }
+
+# api_addresses: the addresses api.<cluster> holds, as the demo's BIND answers, sorted. protokube publishes a
+# node's address there only while the node's own kube-apiserver answers /readyz; before any does, the name holds
+# the placeholder 203.0.113.123.
+api_addresses() { dig +short "@$GATEWAY" "api.$NAME" A | sort; }
+
+# readyz_at ADDRESS: what the kube-apiserver at ADDRESS answers to GET /readyz (kubectl in node1's network
+# namespace with the demo's kubeconfig, its server's name replaced by ADDRESS, the certificate still checked for
+# api.<cluster>).
+readyz_at() {
+	local server
+	server=$(sed -n 's/^ *server: *//p' "$KUBECONFIG_FILE" | head -1)
+	ip netns exec "$(netns_of "${NODES[0]}")" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s \
+		--server="${server/"api.$NAME"/$1}" --tls-server-name="api.$NAME" get --raw /readyz 2>&1
+}

@@ -223,9 +223,10 @@ findmnt -rn -o SOURCE,TARGET | awk -v d="$DEMO_DIR/" 'index($2, d) == 1' | sed '
 
 echo "DNS records protokube published (a zone transfer, signed with the TSIG key):" >&2
 records() { dig +noall +answer -y "hmac-sha256:kubeup-demo:$secret" "@$GATEWAY" "$DNS_ZONE" AXFR | awk '$4 == "A" && $1 ~ /internal|^api/'; }
-published() { [ "$(records | sort -u | wc -l)" = 12 ]; } # 6 members, api.internal and api on 3 nodes each
-wait_for 60 "the members' and the API's DNS names" published
+published() { [ "$(records | awk '$1 ~ /[.]etcd-/' | sort -u | wc -l)" = 6 ]; } # 6 members, each on its node
+wait_for 60 "the members' DNS names" published
 records | sort -u | sed 's/^/  /'
+echo "(api.$NAME: $(api_addresses | paste -sd' ' | grep . || echo 'no address'). A node's address goes there only once its own kube-apiserver answers /readyz)" >&2
 
 say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names (TLS, client certificates)"
 deadline=$((SECONDS + 180))
@@ -243,8 +244,18 @@ say "The API: kube-apiserver, kube-controller-manager and kube-scheduler from th
 echo "the certificates and keys on node1 (written by protokube from the node configuration; keys 0600):" >&2
 (cd "$(root_of node1)" && find srv/kubernetes var/lib/kube-* -type f -printf '  %m %p\n' | sort -k2) >&2
 kubectl() { printf '$ kubectl %s   (in node1'"'"'s network namespace: its resolver is the BIND)\n' "$*" >&2; ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s "$@"; }
-ready() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get --raw /readyz 2>/dev/null)" = ok ]; }
-wait_for 300 "kube-apiserver to be ready through api.$NAME" ready
+# every_api_ready: api.<cluster> holds the 3 nodes' addresses (each node's protokube adds its own once its
+# kube-apiserver answers /readyz), and each answers /readyz here too: kubectl, whichever address the name gives
+# it, reaches a ready kube-apiserver.
+every_api_ready() {
+	local ips ip
+	ips=$(api_addresses)
+	[ "$ips" = "$(for n in "${NODES[@]}"; do ip_of "$n"; done | sort)" ] || return 1
+	for ip in $ips; do [ "$(readyz_at "$ip")" = ok ] || return 1; done
+}
+wait_for 300 "kube-apiserver to be ready on the 3 nodes, and api.$NAME to hold their 3 addresses, each answering /readyz" every_api_ready
+echo "api.$NAME, each address's GET /readyz:" >&2
+for ip in $(api_addresses); do echo "  $ip: $(readyz_at "$ip")"; done
 kubectl get --raw /readyz
 echo # /readyz answers "ok" without a newline
 kubectl get namespaces
@@ -269,6 +280,12 @@ wait_for 30 "protokube on $victim to end" protokube_gone
 run rm "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-main.manifest "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-events.manifest
 etcd_gone() { [ ! -e "$DEMO_DIR/pods/$victim/etcd-main.pid" ] && [ ! -e "$DEMO_DIR/pods/$victim/etcd-events.pid" ]; }
 wait_for 30 "the stand-in for kubelet to stop etcd on $victim" etcd_gone
+# $victim's kube-apiserver, whose etcd is its own node's, is no longer ready, and its protokube is not there to
+# withdraw its address: its claims lapse unrenewed (--lease, 5 × --interval), and the other nodes' protokube then
+# remove its address from the API's names.
+api_without_victim() { ! grep -qxF "$(ip_of "$victim")" <<<"$(api_addresses)"; }
+wait_for 60 "api.$NAME to drop $victim's address once its claims lapse" api_without_victim
+echo "api.$NAME: $(api_addresses | paste -sd' ')" >&2
 mirrors_gone() {
 	[ -z "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -n kube-system \
 		"etcd-main-$victim" "etcd-events-$victim" --ignore-not-found -o name)" ]

@@ -419,8 +419,8 @@ func (f *killFixture) check(t *testing.T, ip string, wantManifests map[string]st
 		got[key] = slices.Sorted(slices.Values(rs.Values))
 	}
 	wantRecords := map[string][]string{
-		"api.internal." + cluster:             {ip},
-		"api." + cluster:                      {ip},
+		"api.internal." + cluster:             {"203.0.113.123"}, // no kube-apiserver is ready: the placeholder stays
+		"api." + cluster:                      {"203.0.113.123"},
 		"a-1.etcd-main.internal." + cluster:   {ip},
 		"a-1.etcd-events.internal." + cluster: {ip},
 	}

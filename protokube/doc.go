@@ -3,7 +3,8 @@
 // one of each etcd cluster the node holds or claims a free one (choose: at most one per etcd cluster; attach is
 // the lock), and converges in one engine run over a world of parts (Round): the node's tasks with kubelet
 // started, the attach, format-if-blank and mount of each volume, etcd's manifest while its volume is mounted
-// (nodetasks.Absent otherwise), and the DNS names of the members it serves and of the API, from the claims.
+// (nodetasks.Absent otherwise), the DNS names of the members it serves, and its own address in the API's names
+// while its own kube-apiserver answers /readyz (apiready.go, apidns.go).
 //
 // On AWS (aws.go), the node is the EC2 instance IMDS names, and the providers are awstasks' Volumes (EBS, in the
 // instance's zone) and Route53 (the configuration's DNS zone), made on the first round and kept.

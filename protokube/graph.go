@@ -19,8 +19,9 @@ const apiTTL = 60
 // buildGraph returns the graph of one round: the node's tasks (kubelet started), and for each etcd cluster
 // either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
 // member's DNS name) or the absence of its manifest, and this node's address withdrawn from the names of the
-// members it does not serve; and the API's names, pointing at every node that holds a member volume.
-func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice, log *slog.Logger) (*engine.Graph[*Round], error) {
+// members it does not serve; and this node's part of the API's names (addAPIRecords), by api: nil when its
+// kube-apiserver is ready (apiReady), else why not.
+func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice, api error, log *slog.Logger) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
 	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true})
@@ -78,19 +79,7 @@ func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumeta
 			engine.Add(g, &dnstasks.Record[*Round]{Name: mv.member.DNSName, Type: "A", TTL: ptr(apiTTL), Values: []string{me.InternalIP}})
 		}
 	}
-	internal, external := ch.apiAddresses(me)
-	published := map[string]bool{}
-	for i, name := range pc.DNSNames { // the internal name, then the public one
-		values := internal
-		if i > 0 {
-			values = external
-		}
-		if name == "" || len(values) == 0 || published[name] {
-			continue // one name for both: the internal addresses, which every node reaches
-		}
-		published[name] = true
-		engine.Add(g, &dnstasks.Record[*Round]{Name: name, Type: "A", TTL: ptr(apiTTL), Values: values})
-	}
+	addAPIRecords(g, pc, me, ch, api)
 	return g, nil
 }
 

@@ -253,7 +253,8 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			}
 		}
 	}
-	g, err := buildGraph(ctx, r, nc, o.Node, ch, o.Logger)
+	api := apiReady(ctx, o.Root, nc)
+	g, err := buildGraph(ctx, r, nc, o.Node, ch, api, o.Logger)
 	if err != nil {
 		return false, err
 	}
@@ -280,7 +281,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			moved = true
 		}
 	}
-	o.Logger.Info("round", "volumes", volumes, "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
+	o.Logger.Info("round", "volumes", volumes, "apiserver", apiState(api), "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
 	return moved && !o.DryRun, runErr
 }
 

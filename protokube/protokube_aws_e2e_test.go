@@ -187,7 +187,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 		t.Errorf("attached volumes: %v, want all 6", attached)
 	}
 
-	// The members' names point at their instances, the API's at all three.
+	// The members' names point at their instances; the API's keep the placeholder (no kube-apiserver runs).
 	records := map[string][]string{}
 	zone, err := f.route53.ListHostedZonesByName(ctx, &route53.ListHostedZonesByNameInput{DNSName: aws.String(dnsZone)})
 	if err != nil {

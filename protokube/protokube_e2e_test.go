@@ -148,8 +148,11 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		out, err := etcdctl(nodes[0], "endpoint", "health")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.Count(out, "is healthy") == 3
 	})
-	if out, err := nodes[0].net.Run(ctx, "dig", "+short", "@"+nw.Gateway, "api.internal."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
-		t.Errorf("api.internal.%s: %q, %v; want the three holders' addresses", cluster, out, err)
+	// No kube-apiserver runs here: the API's name holds no node's address (a node's address goes there only
+	// while its own kube-apiserver answers /readyz); kubeup made no placeholder in this BIND, and protokube makes
+	// none.
+	if out, err := nodes[0].net.Run(ctx, "dig", "+short", "@"+nw.Gateway, "api.internal."+cluster, "A"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("api.internal.%s: %q, %v; want no address: no kube-apiserver is ready", cluster, out, err)
 	}
 	script := fmt.Sprintf(`for i in $(seq 1 %d); do etcdctl --endpoints=%s %s put key-$i value-$i >/dev/null || exit 1; done`, keys, main, strings.Join(tls, " "))
 	if out, err := nodes[0].net.Run(ctx, "sh", "-c", script); err != nil {

@@ -246,7 +246,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 		t.Errorf("attached disks: %v, want all 6", attached)
 	}
 
-	// The members' names point at their instances, the API's at all three.
+	// The members' names point at their instances; the API's keep the placeholder (no kube-apiserver runs).
 	records := map[string][]string{}
 	err = dnsSvc.ResourceRecordSets.List(project, managedZone).Pages(ctx, func(page *dns.ResourceRecordSetsListResponse) error {
 		for _, rs := range page.Rrsets {
