@@ -178,6 +178,9 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if self != nil {
 		addSelfUnit(g, self)
 	}
+	if err := checkOwned(src.name, g); err != nil {
+		return err
+	}
 
 	st, err := os.Stat(root)
 	switch {
