@@ -35,6 +35,8 @@ func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 			p = t.Path
 		case *nodetasks.SystemdService:
 			unit = t.Name
+		case *nodetasks.AbsentService:
+			unit = t.Name
 		case *Executable:
 			p = t.Path
 		default:
