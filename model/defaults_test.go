@@ -178,8 +178,8 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 			name: "kubeAPIServer's certificate files and front proxy headers: a value set wins, the others are defaulted",
 			set: func(c *Cluster, _ []*InstanceGroup) {
 				c.Spec.KubeAPIServer = &KubeAPIServerConfig{
-					EtcdCertFile:                 "/etc/pki/etcd-client.crt",
-					KubeletClientKey:             "/etc/pki/kubelet-api.key",
+					EtcdCertFile:                 "/etc/kubernetes/pki/etcd-client.crt",
+					KubeletClientKey:             "/etc/kubernetes/pki/kubelet-api.key",
 					RequestheaderGroupHeaders:    []string{"X-Proxy-Group"},
 					RequestheaderUsernameHeaders: []string{"X-Proxy-User"},
 				}
@@ -191,8 +191,8 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 					a.RequestheaderGroupHeaders, a.RequestheaderExtraHeadersPrefix, a.ProxyClientCertFile, a.ProxyClientKeyFile}
 			},
 			want: []any{
-				"/srv/kubernetes/kube-apiserver/etcd-ca.crt", "/etc/pki/etcd-client.crt", "/srv/kubernetes/kube-apiserver/etcd-client.key",
-				"/srv/kubernetes/kube-apiserver/kubelet-api.crt", "/etc/pki/kubelet-api.key",
+				"/srv/kubernetes/kube-apiserver/etcd-ca.crt", "/etc/kubernetes/pki/etcd-client.crt", "/srv/kubernetes/kube-apiserver/etcd-client.key",
+				"/srv/kubernetes/kube-apiserver/kubelet-api.crt", "/etc/kubernetes/pki/kubelet-api.key",
 				"/srv/kubernetes/kube-apiserver/front-proxy-ca.crt", []string{"front-proxy-client"}, []string{"X-Proxy-User"},
 				[]string{"X-Proxy-Group"}, []string{"X-Remote-Extra-"},
 				"/srv/kubernetes/kube-apiserver/front-proxy-client.crt", "/srv/kubernetes/kube-apiserver/front-proxy-client.key",
@@ -267,24 +267,24 @@ func TestCompleteKeepsUserValues(t *testing.T) {
 		{
 			name: "local.dns hosts: a hosts file set",
 			set: func(c *Cluster, _ []*InstanceGroup) {
-				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "hosts", HostsFile: "/run/hosts"}}
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "hosts", HostsFile: "/run/kubeup/hosts"}}
 			},
 			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
-			want: LocalDNSSpec{Provider: "hosts", HostsFile: "/run/hosts"},
+			want: LocalDNSSpec{Provider: "hosts", HostsFile: "/run/kubeup/hosts"},
 		},
 		{
 			name: "local.dns rfc2136: hmac-sha256 by default, nothing else invented",
 			set: func(c *Cluster, _ []*InstanceGroup) {
-				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGSecretFile: "/k"}}
+				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGSecretFile: "/etc/kubeup/k"}}
 			},
 			get:  func(c *Cluster, _ []*InstanceGroup) any { return *c.Spec.Local.DNS },
-			want: LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGAlgorithm: "hmac-sha256", TSIGSecretFile: "/k"},
+			want: LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k", TSIGAlgorithm: "hmac-sha256", TSIGSecretFile: "/etc/kubeup/k"},
 		},
 		{
 			name: "local.dns rfc2136: an algorithm set",
 			set: func(c *Cluster, _ []*InstanceGroup) {
 				c.Spec.Local = &LocalSpec{DNS: &LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:53", TSIGKeyName: "k",
-					TSIGAlgorithm: "hmac-sha512", TSIGSecretFile: "/k"}}
+					TSIGAlgorithm: "hmac-sha512", TSIGSecretFile: "/etc/kubeup/k"}}
 			},
 			get:  func(c *Cluster, _ []*InstanceGroup) any { return c.Spec.Local.DNS.TSIGAlgorithm },
 			want: "hmac-sha512",

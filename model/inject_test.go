@@ -198,7 +198,7 @@ func TestValidKubeletValuesReachKubelet(t *testing.T) {
 	k.ClusterDNS = "fd00::a"
 	k.ClusterDomain = "k8s-1.example.internal"
 	k.CgroupDriver, k.AuthorizationMode = "cgroupfs", "AlwaysAllow"
-	k.Kubeconfig = "/var/lib/kubelet-2/kube_config+1@x"
+	k.Kubeconfig = "/var/lib/kubelet/kube_config+1@x-2"
 	k.PodManifestPath = "/etc/kubernetes/manifests.d"
 	k.ContainerRuntimeEndpoint = "unix:///var/run/crio/crio.sock"
 	k.FailSwapOn = ptr(false)

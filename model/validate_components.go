@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"path"
 	"slices"
 	"strings"
 )
@@ -49,7 +48,7 @@ func validateComponents(ps *problems, c *Cluster) {
 		const p = "spec.kubeControllerManager"
 		image(p+".image", m.Image, "kube-controller-manager")
 		validateLogLevel(ps, p+".logLevel", m.LogLevel)
-		validatePodKubeconfig(ps, p+".kubeconfig", m.Kubeconfig, "/var/lib/kube-controller-manager/kubeconfig")
+		validatePodKubeconfig(ps, p+".kubeconfig", m.Kubeconfig)
 		if m.ClusterName != "" && m.ClusterName != c.Metadata.Name {
 			check(ps, p+".clusterName", validDNSName(m.ClusterName, 1))
 		}
@@ -61,7 +60,7 @@ func validateComponents(ps *problems, c *Cluster) {
 		const p = "spec.kubeScheduler"
 		image(p+".image", sc.Image, "kube-scheduler")
 		validateLogLevel(ps, p+".logLevel", sc.LogLevel)
-		validatePodKubeconfig(ps, p+".kubeconfig", sc.Kubeconfig, "/var/lib/kube-scheduler/kubeconfig")
+		validatePodKubeconfig(ps, p+".kubeconfig", sc.Kubeconfig)
 		checkIf(ps, p+".bindAddress", sc.BindAddress, ipProblem)
 		validateFeatureGates(ps, p+".featureGates", sc.FeatureGates)
 	}
@@ -69,7 +68,7 @@ func validateComponents(ps *problems, c *Cluster) {
 		const p = "spec.kubeProxy"
 		image(p+".image", x.Image, "kube-proxy")
 		validateLogLevel(ps, p+".logLevel", x.LogLevel)
-		validatePodKubeconfig(ps, p+".kubeconfig", x.Kubeconfig, "/var/lib/kube-proxy/kubeconfig")
+		validatePodKubeconfig(ps, p+".kubeconfig", x.Kubeconfig)
 		cidr(p+".clusterCIDR", x.ClusterCIDR, n.PodCIDR)
 		if x.ProxyMode != "" {
 			check(ps, p+".proxyMode", oneOf(x.ProxyMode, "iptables", "ipvs", "nftables"))
@@ -86,8 +85,8 @@ func validateComponents(ps *problems, c *Cluster) {
 func validateKubelet(ps *problems, k *KubeletConfig, clusterDomain string) {
 	const p = "spec.kubelet"
 	validateLogLevel(ps, p+".logLevel", k.LogLevel)
-	validatePath(ps, p+".kubeconfig", k.Kubeconfig, true)
-	validatePath(ps, p+".podManifestPath", k.PodManifestPath, true)
+	validateNodePath(ps, p+".kubeconfig", k.Kubeconfig, true)
+	validateNodePath(ps, p+".podManifestPath", k.PodManifestPath, true)
 	checkIf(ps, p+".clusterDNS", k.ClusterDNS, ipProblem)
 	if k.ClusterDomain != "" && k.ClusterDomain != clusterDomain {
 		check(ps, p+".clusterDomain", validDNSName(k.ClusterDomain, 1))
@@ -203,12 +202,9 @@ func validateLogLevel(ps *problems, p string, v *int32) {
 }
 
 // validatePodKubeconfig checks the kubeconfig of a component that runs as a static pod: a path whose directory
-// is mounted into the pod, so not a file in the root directory.
-func validatePodKubeconfig(ps *problems, p, v, example string) {
-	validatePath(ps, p, v, true)
-	if pathProblem(v) == "" && path.Dir(v) == "/" {
-		ps.add(p, "%q is in the root directory, which would be mounted into the pod: put it in a directory of its own, for example %s", v, example)
-	}
+// is mounted into the pod, in a directory kubeup owns on the node (so never the root directory).
+func validatePodKubeconfig(ps *problems, p, v string) {
+	validateNodePath(ps, p, v, true)
 }
 
 // bindAddressProblem checks an address to listen on: IP:PORT, or an IP alone.

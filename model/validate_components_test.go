@@ -126,7 +126,7 @@ func TestValidateComponents(t *testing.T) {
 				{"spec.kubeAPIServer.kubeletPreferredAddressTypes[1]", `"InternalIP" is listed twice$`},
 				{"spec.kubeAPIServer.kubeletPreferredAddressTypes[2]", `"MAC" is not one of Hostname, InternalIP, ExternalIP, InternalDNS, ExternalDNS$`},
 				{"spec.kubeControllerManager.image", `"registry.k8s.io/Kube-Controller-Manager:v1.34.2" is not a container image reference: want [registry/]repository[:tag][@digest], for example registry.k8s.io/kube-apiserver:v1.34.2$`},
-				{"spec.kubeScheduler.kubeconfig", `"/kubeconfig" is in the root directory, which would be mounted into the pod: put it in a directory of its own, for example /var/lib/kube-scheduler/kubeconfig$`},
+				{"spec.kubeScheduler.kubeconfig", `"/kubeconfig" is not in a directory kubeup owns on a node: give a path in /etc/kubernetes/, /etc/kubeup/, /srv/kubernetes/, /var/lib/kubelet/, /var/lib/kube-proxy/, /var/lib/kube-controller-manager/, /var/lib/kube-scheduler/ or /run/kubeup/ (nodeup writes nothing else)$`},
 				{"spec.kubeProxy.metricsBindAddress", `"localhost:10249" is not an address to listen on: want IP:PORT, for example 127.0.0.1:10249$`},
 				{"spec.kubeProxy.conntrackMaxPerCore", "-1: must not be negative"},
 				{"spec.kubelet.clientCAFile", `"/srv/../ca.crt" is not a clean path: use "/ca.crt"$`},

@@ -22,6 +22,9 @@ func validateLocal(ps *problems, s *ClusterSpec) {
 			continue
 		}
 		validatePath(ps, "spec.local."+field, v, true)
+		if pathProblem(v) == "" {
+			check(ps, "spec.local."+field, hostPathProblem(v))
+		}
 	}
 	validateLocalDNS(ps, s.Local.DNS)
 }
@@ -83,7 +86,11 @@ func validateLocalDNS(ps *problems, d *LocalDNSSpec) {
 	}
 	switch d.Provider {
 	case LocalDNSHosts:
-		validatePath(ps, p+".hostsFile", d.HostsFile, true)
+		// The one file of the system kubeup edits: only its managed block (localtasks.HostsFile keeps every other
+		// byte as it was), never replaced.
+		if d.HostsFile != DefaultHostsFile {
+			validateNodePath(ps, p+".hostsFile", d.HostsFile, true)
+		}
 	case LocalDNSRFC2136:
 		check(ps, p+".server", dnsServerProblem(d.Server))
 		check(ps, p+".tsigKeyName", tsigKeyNameProblem(d.TSIGKeyName))
@@ -103,8 +110,12 @@ func validateLocalDNS(ps *problems, d *LocalDNSSpec) {
 			// Not quoted either: a base64 secret may start with '/' (and end in '=', which no path holds).
 			ps.add(p+".tsigSecretFile", "is not a clean absolute path of letters, digits and %s (not shown: it may be the secret itself): give the path of a file on the control-plane nodes that holds the base64 secret, never the secret itself",
 				strings.Join(strings.Split(pathChars, ""), " "))
-		default:
+		case pathProblem(d.TSIGSecretFile) != "":
 			validatePath(ps, p+".tsigSecretFile", d.TSIGSecretFile, true)
+		case nodePathProblem(d.TSIGSecretFile) != "":
+			// Not quoted either: a base64 secret without padding passes for a clean path.
+			ps.add(p+".tsigSecretFile", "is not in a directory kubeup owns on a node (not shown: it may be the secret itself): give the path of a file in %s that holds the base64 secret, never the secret itself",
+				dirList(SpecNodeDirs))
 		}
 	}
 }

@@ -55,12 +55,12 @@ func TestValidateLocalDNS(t *testing.T) {
 		},
 		{
 			name: "rfc2136: a bad port, a bad host",
-			user: dns(&LocalDNSSpec{Provider: "rfc2136", Server: "ns_1:053", TSIGKeyName: "k", TSIGSecretFile: "/k"}),
+			user: dns(&LocalDNSSpec{Provider: "rfc2136", Server: "ns_1:053", TSIGKeyName: "k", TSIGSecretFile: "/etc/kubeup/k"}),
 			want: []wantProblem{{"spec.local.dns.server", `"ns_1:053": "ns_1" is neither an IP address nor a DNS name`}},
 		},
 		{
 			name: "rfc2136: port out of range",
-			user: dns(&LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:65536", TSIGKeyName: "k", TSIGSecretFile: "/k"}),
+			user: dns(&LocalDNSSpec{Provider: "rfc2136", Server: "127.0.0.1:65536", TSIGKeyName: "k", TSIGSecretFile: "/etc/kubeup/k"}),
 			want: []wantProblem{{"spec.local.dns.server", `"127.0.0.1:65536": "65536" is not a port (1-65535)`}},
 		},
 		{
@@ -75,7 +75,7 @@ func TestValidateLocalDNS(t *testing.T) {
 		},
 		{
 			name: "fields of another provider",
-			user: dns(&LocalDNSSpec{Provider: "hosts", HostsFile: "hosts", Server: "127.0.0.1:53", TSIGSecretFile: "/k"}),
+			user: dns(&LocalDNSSpec{Provider: "hosts", HostsFile: "hosts", Server: "127.0.0.1:53", TSIGSecretFile: "/etc/kubeup/k"}),
 			want: []wantProblem{
 				{"spec.local.dns.server", "is a field of provider rfc2136, and provider is hosts: remove it, or set spec.local.dns.provider: rfc2136"},
 				{"spec.local.dns.tsigSecretFile", "is a field of provider rfc2136, and provider is hosts"},

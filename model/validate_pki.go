@@ -54,12 +54,16 @@ func keystoreFiles(s *ClusterSpec) []keystoreFile {
 }
 
 // validateKeystoreFiles checks the fields that name the keystore's files on a node: each an absolute, clean
-// path (nodeup writes keys there), and two fields name one file only when they mean the same contents.
+// path in a directory kubeup owns there (nodeup writes keys there), not in the static pods' directory, and two
+// fields name one file only when they mean the same contents.
 func validateKeystoreFiles(ps *problems, s *ClusterSpec) {
 	first := map[string]keystoreFile{} // the first field that names each path
 	for _, f := range keystoreFiles(s) {
 		if !f.kubeconfig {
-			validatePath(ps, f.field, f.path, false)
+			validateNodePath(ps, f.field, f.path, false)
+		}
+		if k := s.Kubelet; k != nil && k.PodManifestPath != "" && under(f.path, k.PodManifestPath) {
+			ps.add(f.field, "%q is in spec.kubelet.podManifestPath %s, where kubelet reads every file as a static pod: give it a path outside it", f.path, k.PodManifestPath)
 		}
 		g, named := first[f.path]
 		switch {

@@ -206,6 +206,13 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if self != nil {
 		addSelfUnit(g, self)
 	}
+	rec, err := addRemovals(g, root, o.Logger)
+	if err != nil {
+		return err
+	}
+	if err := checkOwned(src.name, g); err != nil {
+		return err
+	}
 
 	st, err := os.Stat(root)
 	switch {
@@ -226,6 +233,11 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 		return fmt.Errorf("node root: %w", err)
 	case !st.IsDir():
 		return &ConfigError{Err: fmt.Errorf("--root %s is not a directory", root)}
+	}
+	if !o.DryRun {
+		if err := rec.recordAhead(ctx, root, o.Logger); err != nil {
+			return err
+		}
 	}
 	return o.converge(ctx, g, root, o.Node, nc, src.last)
 }
@@ -266,7 +278,7 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 
 // writePlan prints the dry run's report, whose last line says how to apply it: nodeup applies without --dryrun.
 func writePlan(w io.Writer, p *engine.Plan) error {
-	return p.WriteTextApplying(w, "Run nodeup without --dryrun to apply these changes")
+	return writePlanWithRemovals(w, p, "Run nodeup without --dryrun to apply these changes")
 }
 
 // writeApplied prints the changes an apply made: one line per object.
@@ -279,6 +291,10 @@ func writeApplied(w io.Writer, p *engine.Plan, ok bool) error {
 	default:
 		fmt.Fprintf(&b, "Applied %d change(s):\n", len(p.Changes))
 		for _, c := range p.Changes {
+			if isRemoval(c.Key) {
+				b.WriteString("  deleted  " + c.Key.String() + "\n")
+				continue
+			}
 			if c.Action != engine.Modify {
 				b.WriteString("  created  " + c.Key.String() + "\n")
 				continue

@@ -3,10 +3,8 @@ package nodetasks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -70,15 +68,5 @@ func (a *Absent) CheckChanges(actual, expected, changes *Absent) error { return 
 
 // Render removes the file, and syncs its directory so that the removal survives a crash.
 func (a *Absent) Render(ctx context.Context, n *Node, actual, expected, changes *Absent) error {
-	p, err := n.hostPath(a.Path, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", a.Path, classify(err))
-	}
-	return syncDir(filepath.Dir(p))
+	return n.removeNodeFile(a.Path)
 }
