@@ -55,8 +55,19 @@ func (ps *problems) add(path, format string, args ...any) {
 			args[i] = echoed(s) // quoted, it is a value from the input: never printed whole
 		}
 	}
-	ps.list = append(ps.list, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxMessage { // a value put in it by a helper that formatted it first
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = fmt.Sprintf("%s... (cut: %d bytes)", msg[:n], len(msg))
+	}
+	ps.list = append(ps.list, Problem{Path: path, Message: msg})
 }
+
+// maxMessage is the longest problem message, in bytes: longer, it holds a value of the input no helper cut.
+const maxMessage = 2048
 
 // MaxEcho is the most of a value from the input (a name, a field's value) that a message repeats, in bytes: a
 // 900 KB value was printed whole. A DNS name (at most 253) is repeated whole.
