@@ -678,7 +678,7 @@ func TestIncompleteCluster(t *testing.T) {
 
 	var out bytes.Buffer
 	if err := cs.Delete(ctx, left, DeleteOptions{Out: &out}); err != nil || !strings.Contains(out.String(), "StoreFile/"+keys[0]) ||
-		strings.Contains(out.String(), specPath(left)) {
+		strings.Contains(out.String(), "StoreFile/"+specPath(left)) {
 		t.Errorf("delete dry run of an incomplete cluster: %v\n%s", err, &out)
 	}
 	if err := cs.Delete(ctx, left, DeleteOptions{Apply: true, Out: &out}); err != nil {
