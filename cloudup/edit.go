@@ -137,7 +137,8 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 		}
 	}()
 
-	shownNow, lastErr := original, error(nil) // what the editor was given, and the error shown at its top
+	var lastEdited []byte // the text of the last save refused, without the error block
+	var lastErr error     // why
 	for {
 		if err := edit(path); err != nil {
 			keep = true
@@ -153,7 +154,7 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 			return false, "", nil
 		case len(bytes.TrimSpace(stripComments(edited))) == 0: // as kubectl edit: an emptied file cancels the edit
 			return false, "", nil
-		case bytes.Equal(edited, shownNow): // saved unchanged after an error: the user gives up, as in kubectl
+		case lastErr != nil && bytes.Equal(withoutErrorBlock(edited), lastEdited): // the same text again: the user gives up, as in kubectl
 			keep = true
 			return false, path, fmt.Errorf("%w\nthe edit was saved unchanged after this error: no valid change was made", lastErr)
 		}
@@ -166,8 +167,8 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 			return false, path, err
 		}
 		// Open the editor again on the user's text, the error on top.
-		lastErr, shownNow = err, append(errorBlock(err), withoutErrorBlock(edited)...)
-		if err := os.WriteFile(path, shownNow, 0o600); err != nil {
+		lastErr, lastEdited = err, withoutErrorBlock(edited)
+		if err := os.WriteFile(path, append(errorBlock(err), lastEdited...), 0o600); err != nil {
 			keep = true
 			return false, path, fmt.Errorf("%w (and writing it back for another edit: %v)", lastErr, err)
 		}
