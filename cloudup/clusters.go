@@ -52,7 +52,9 @@ type Stored struct {
 // specPath is the object that holds a cluster's spec.
 func specPath(name string) string { return model.ConfigPath(name) }
 
-// List returns the names of the clusters in the store, sorted, whether their specs can be read or not.
+// List returns the names of the clusters in the store, sorted, whether their specs can be read or not, and
+// whether they have one or not: a directory named like a cluster that holds objects but no spec (keys an
+// interrupted create or delete left) is listed too, and reading it is an *UnreadableError (ErrIncomplete).
 func (cs *Clusters) List(ctx context.Context) ([]string, error) {
 	paths, err := cs.Store.List(ctx, "")
 	if err != nil {
@@ -60,13 +62,13 @@ func (cs *Clusters) List(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for _, p := range paths {
-		if dir, file := path.Split(p); file == "config" && dir != "" && !strings.Contains(strings.TrimSuffix(dir, "/"), "/") {
-			names = append(names, strings.TrimSuffix(dir, "/"))
+		if dir, _, ok := strings.Cut(p, "/"); ok && model.ValidClusterName(dir) == nil && !slices.Contains(names, dir) {
+			names = append(names, dir)
 		}
 	}
 	// A store URL that names a cluster's own directory (its configBase, pasted) holds the cluster's objects at
 	// its top: say so, rather than list no clusters.
-	if len(names) == 0 && slices.Contains(paths, "config") {
+	if slices.Contains(paths, "config") && !slices.ContainsFunc(names, func(n string) bool { return slices.Contains(paths, specPath(n)) }) {
 		url := strings.TrimSuffix(cs.Store.URL(), "/")
 		return nil, fmt.Errorf("state store %s holds a cluster's objects at its top: it is the directory of a cluster (its spec.configBase), not a state store; "+
 			"use the directory above it: --state %s", url, url[:strings.LastIndex(url, "/")])
@@ -92,7 +94,15 @@ type UnreadableError struct {
 	Err  error // why, naming the object
 }
 
+// ErrIncomplete is the Err of an *UnreadableError for a cluster whose directory holds objects (keys, node
+// configurations) but no spec: an interrupted create or delete left them.
+var ErrIncomplete = errors.New("the cluster has no spec")
+
 func (e *UnreadableError) Error() string {
+	if errors.Is(e.Err, ErrIncomplete) {
+		return fmt.Sprintf("cluster %s is incomplete: %v. Delete what is left of it (`kubeup delete cluster %s --yes`), or give it a spec (`kubeup replace -f FILE`)",
+			e.Name, e.Err, e.Name)
+	}
 	return fmt.Sprintf("cluster %s: its stored spec cannot be read (if a newer kubeup wrote it, upgrade kubeup; otherwise replace it with a valid spec, `kubeup replace -f FILE`, or delete the cluster, `kubeup delete cluster %s`): %v",
 		e.Name, e.Name, e.Err)
 }
@@ -148,10 +158,18 @@ func (cs *Clusters) read(ctx context.Context, name string) ([]byte, statestore.G
 		return nil, "", err
 	}
 	raw, gen, err := cs.Store.Read(ctx, specPath(name))
-	if errors.Is(err, fs.ErrNotExist) {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return raw, gen, err
+	}
+	left, err := cs.Store.List(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(left) == 0 {
 		return nil, "", &NotFoundError{Name: name, Store: cs.Store.URL()}
 	}
-	return raw, gen, err
+	return nil, statestore.Absent, &UnreadableError{Name: name, Err: fmt.Errorf("%w (%s): its directory holds %d objects, such as %s, an interrupted create or delete left them",
+		ErrIncomplete, cs.location(specPath(name)), len(left), cs.location(left[0]))}
 }
 
 func (cs *Clusters) decode(name string, raw []byte, gen statestore.Generation) (*Stored, error) {
@@ -236,12 +254,12 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 	if err != nil {
 		return nil, err
 	}
-	raw, gen, err := cs.read(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := cs.decodeStored(ctx, name, raw, gen)
+	var stored *Stored
 	var unreadable *UnreadableError
+	raw, gen, err := cs.read(ctx, name)
+	if err == nil { // else incomplete (an *UnreadableError), or not there
+		stored, err = cs.decodeStored(ctx, name, raw, gen)
+	}
 	if err != nil && !errors.As(err, &unreadable) {
 		return nil, err
 	}
@@ -499,7 +517,7 @@ func checkName(name string) error {
 		return errors.New("a cluster name is required (for example demo.example.com)")
 	}
 	if err := model.ValidClusterName(name); err != nil {
-		return fmt.Errorf("%q is not a cluster name: %w", name, err)
+		return fmt.Errorf("%s is not a cluster name: %w", model.Echo(name), err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -642,5 +643,63 @@ func TestListAClusterDirectory(t *testing.T) {
 	}
 	if names, err := openStore(t, "file://"+t.TempDir()).List(ctx); err != nil || len(names) != 0 {
 		t.Errorf("List of an empty store: %v, %v", names, err)
+	}
+}
+
+// TestIncompleteCluster: a cluster directory that holds objects (keys) but no spec, as an interrupted create or
+// delete leaves it, was invisible to get and delete. It is listed, reading it says it is incomplete and what to
+// do, delete deletes what is left, and replace gives it a spec.
+func TestIncompleteCluster(t *testing.T) {
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs := newDemo(t, 1)
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	const left = "left.example.com"
+	keys := []string{model.KeypairPath(left, "ca"), model.KeypairPath(left, "etcd-peers-ca")}
+	for _, k := range keys {
+		if err := cs.Store.WriteFile(ctx, k, []byte("key")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := cs.List(ctx); err != nil || !slices.Equal(names, []string{demo, left}) {
+		t.Errorf("List = %v, %v; want %v", names, err, []string{demo, left})
+	}
+	_, err := cs.Get(ctx, left)
+	var unreadable *UnreadableError
+	if !errors.As(err, &unreadable) || !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "cluster left.example.com is incomplete") ||
+		!strings.Contains(err.Error(), "kubeup delete cluster left.example.com --yes") || !strings.Contains(err.Error(), "holds 2 objects") {
+		t.Errorf("Get of an incomplete cluster: %v", err)
+	}
+	if _, err := cs.Get(ctx, "none.example.com"); !errors.As(err, new(*NotFoundError)) {
+		t.Errorf("Get of a cluster with nothing in the store: %v, want a *NotFoundError", err)
+	}
+
+	var out bytes.Buffer
+	if err := cs.Delete(ctx, left, DeleteOptions{Out: &out}); err != nil || !strings.Contains(out.String(), "StoreFile/"+keys[0]) ||
+		strings.Contains(out.String(), "StoreFile/"+specPath(left)) {
+		t.Errorf("delete dry run of an incomplete cluster: %v\n%s", err, &out)
+	}
+	if err := cs.Delete(ctx, left, DeleteOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("delete of an incomplete cluster: %v\n%s", err, &out)
+	}
+	if names, err := cs.List(ctx); err != nil || !slices.Equal(names, []string{demo}) {
+		t.Errorf("after the delete, List = %v, %v; want %v", names, err, []string{demo})
+	}
+
+	// Given a spec by replace, whole.
+	if err := cs.Store.WriteFile(ctx, keys[0], []byte("key")); err != nil {
+		t.Fatal(err)
+	}
+	c2, igs2, err := model.NewCluster(model.NewClusterOptions{Name: left, CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Replace(ctx, "left.yaml", &model.Objects{Cluster: c2, InstanceGroups: igs2}, ReplaceOptions{}); err != nil {
+		t.Fatalf("replace of an incomplete cluster: %v", err)
+	}
+	if _, err := cs.Get(ctx, left); err != nil {
+		t.Errorf("after replace: %v", err)
 	}
 }

@@ -32,7 +32,8 @@ type DeleteOptions struct {
 // when there is none (no update applied it), only its state is deleted. It says so in either case.
 func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) error {
 	out := o.Out
-	if _, _, err := cs.read(ctx, name); err != nil {
+	var incomplete *UnreadableError // a directory without a spec: its state is deleted (specToDelete)
+	if _, _, err := cs.read(ctx, name); err != nil && !errors.As(err, &incomplete) {
 		return err
 	}
 	unlock := func() error { return nil }
@@ -145,7 +146,9 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 	// after it.
 	spec, lock := specPath(name), lockPath(name)
 	files = slices.DeleteFunc(files, func(p string) bool { return p == spec || p == lock })
-	files = append(files, spec)
+	if incomplete == nil {
+		files = append(files, spec)
+	}
 
 	if !o.Apply {
 		fmt.Fprintf(out, "Will delete cluster %s:\n", name)

@@ -3,6 +3,7 @@ package cloudup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -11,10 +12,12 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/statestore"
 )
 
 const editHeader = `# Edit the spec of cluster %s, then save and quit. Lines starting with '#' are ignored.
-# An invalid spec is refused with every problem listed; your text is then kept for you.
+# An invalid spec is refused with every problem listed at the top, and this file opened again; save it unchanged
+# to give up (the file is then kept).
 # metadata.resourceVersion is the version of the spec you are editing: if someone changes the cluster before
 # you save, your edit is refused (and kept), not written over their change.
 `
@@ -46,7 +49,8 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 }
 
 const editGroupHeader = `# Edit instance group %s of cluster %s, then save and quit. Lines starting with '#' are ignored.
-# An invalid group is refused with every problem listed; your text is then kept for you.
+# An invalid group is refused with every problem listed at the top, and this file opened again; save it unchanged
+# to give up (the file is then kept).
 # metadata.resourceVersion is the version of the cluster's spec you are editing: if someone changes the cluster
 # before you save, your edit is refused (and kept), not written over their change.
 `
@@ -102,9 +106,11 @@ func WithClusterLabel(labels map[string]string, cluster string) map[string]strin
 
 // editObject writes header and shown (with its metadata.resourceVersion) to a temporary file, has edit (the
 // user's editor) change it, decodes the result strictly and hands it to apply, which validates and writes it.
-// An unchanged file changes nothing (changed is false). When the edit is refused (the editor failed, the file
-// does not decode, or apply refused it), the edited file is kept and its path returned with the error, so the
-// user's work is not lost.
+// An unchanged file changes nothing (changed is false). When the edit is refused for what the file holds (it
+// does not decode, apply refused it), the editor is opened again on the user's text with the error in a comment
+// block at its top, as kubectl edit does; saving it unchanged then gives up. The temporary file is removed,
+// except when the edit fails for good (the editor failed, someone changed the cluster meanwhile, or the user
+// gave up after an error): then it is kept and its path returned with the error, so the user's work is not lost.
 func editObject(header string, shown any, edit func(path string) error, apply func(path string, objs *model.Objects) error) (changed bool, kept string, err error) {
 	spec, err := model.Encode(shown)
 	if err != nil {
@@ -131,35 +137,91 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 		}
 	}()
 
-	if err := edit(path); err != nil {
-		keep = true
-		return false, path, fmt.Errorf("the editor failed: %w", err)
+	var lastEdited []byte // the text of the last save refused, without the error block
+	var lastErr error     // why
+	for {
+		if err := edit(path); err != nil {
+			keep = true
+			return false, path, fmt.Errorf("the editor failed: %w", err)
+		}
+		edited, err := readFile(path)
+		if err != nil {
+			keep = true
+			return false, path, err
+		}
+		switch {
+		case bytes.Equal(edited, original):
+			return false, "", nil
+		case len(bytes.TrimSpace(stripComments(edited))) == 0: // as kubectl edit: an emptied file cancels the edit
+			return false, "", nil
+		case lastErr != nil && bytes.Equal(withoutErrorBlock(edited), lastEdited): // the same text again: the user gives up, as in kubectl
+			keep = true
+			return false, path, fmt.Errorf("%w\nthe edit was saved unchanged after this error: no valid change was made", lastErr)
+		}
+		err = applyEdit(path, original, edited, apply)
+		if err == nil {
+			return true, "", nil
+		}
+		if errors.Is(err, statestore.ErrConflict) { // no edit of the file fixes it
+			keep = true
+			return false, path, err
+		}
+		// Open the editor again on the user's text, the error on top.
+		lastErr, lastEdited = err, withoutErrorBlock(edited)
+		if err := os.WriteFile(path, append(errorBlock(err), lastEdited...), 0o600); err != nil {
+			keep = true
+			return false, path, fmt.Errorf("%w (and writing it back for another edit: %v)", lastErr, err)
+		}
 	}
-	edited, err := readFile(path)
-	if err != nil {
-		keep = true
-		return false, path, err
-	}
-	if bytes.Equal(edited, original) {
-		return false, "", nil
-	}
-	if len(bytes.TrimSpace(stripComments(edited))) == 0 { // as kubectl edit: an emptied file cancels the edit
-		return false, "", nil
-	}
+}
+
+// applyEdit decodes the edited text of an object that original showed and hands it to apply.
+func applyEdit(path string, original, edited []byte, apply func(path string, objs *model.Objects) error) error {
 	if was, now := topKinds(original), topKinds(edited); len(now) > 0 && !slices.Equal(was, now) {
-		keep = true
-		return false, path, fmt.Errorf("%s: kind: %s: an edit changes the object it shows, a %s, and cannot make it another kind: set kind back to %s",
+		return fmt.Errorf("%s: kind: %s: an edit changes the object it shows, a %s, and cannot make it another kind: set kind back to %s",
 			path, strings.Join(now, ", "), strings.Join(was, ", "), strings.Join(was, ", "))
 	}
 	objs, err := model.Decode(path, edited)
-	if err == nil {
-		err = apply(path, objs)
-	}
 	if err != nil {
-		keep = true
-		return false, path, err
+		return err
 	}
-	return true, "", nil
+	return apply(path, objs)
+}
+
+// errorMark starts the comment block that tells, at the top of a reopened edit, why the last save was refused.
+const errorMark = "# kubeup: your last save was refused; fix what follows and save again, or save unchanged to give up:\n"
+
+// errorBlock is the comment block that shows err at the top of a reopened edit.
+func errorBlock(err error) []byte {
+	b := []byte(errorMark)
+	for line := range strings.Lines(err.Error()) {
+		b = append(b, "#   "+strings.TrimRight(strings.Map(func(r rune) rune {
+			if r < ' ' && r != '\t' || r == 0x7f {
+				return -1 // no control character reaches the editor
+			}
+			return r
+		}, line), "\n")+"\n"...)
+	}
+	return append(b, "#\n"...)
+}
+
+// withoutErrorBlock drops the block errorBlock put at the top of b, if it is still there as it was written.
+func withoutErrorBlock(b []byte) []byte {
+	rest, ok := bytes.CutPrefix(b, []byte(errorMark))
+	if !ok {
+		return b
+	}
+	for len(rest) > 0 {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		rest = after
+		switch {
+		case string(line) == "#":
+			return rest
+		case !bytes.HasPrefix(line, []byte("#")):
+			return b // the block was changed: keep all of it
+		}
+	}
+	return rest
 }
 
 // readFile reads at most model.MaxSpecBytes of the edited file.

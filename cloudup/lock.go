@@ -24,8 +24,30 @@ type LockOptions struct {
 	Messages io.Writer
 	// Timeout ends the wait with an error; 0 waits until the context ends (Ctrl-C).
 	Timeout time.Duration
-	// ForceUnlock is the ID of a lock whose holder died, as the waiting message names it: Lock takes it over.
+	// ForceUnlock is the ID of a lock whose holder died, as the waiting message names it: Lock takes it over,
+	// unless its holder is known to run still (a process of this machine), which Force alone overrides.
 	ForceUnlock string
+	// Force lets ForceUnlock take the lock of a run that still runs on this machine. ForceFlag is the flag that
+	// sets it, for messages ("" when the command has none).
+	Force     bool
+	ForceFlag string
+}
+
+// HeldError says that --force-unlock named the lock of a run that still runs on this machine.
+type HeldError struct {
+	Cluster   string
+	Holder    string // what lockInfo.String says
+	PID       int
+	ForceFlag string
+}
+
+func (e *HeldError) Error() string {
+	how := fmt.Sprintf("stop it (kill %d) and run again: the lock of a run that is gone is taken over", e.PID)
+	if e.ForceFlag != "" {
+		how += fmt.Sprintf("; or, to take the lock from it while it runs (both would change the cloud at once), add %s", e.ForceFlag)
+	}
+	return fmt.Sprintf("cluster %s: --force-unlock names the lock of %s, which still runs on this machine: nothing was changed. Let it finish, or %s",
+		e.Cluster, e.Holder, how)
 }
 
 // lockInfo is what the lock object holds: who holds it, and since when.
@@ -86,6 +108,8 @@ func (cs *Clusters) Lock(ctx context.Context, name, operation string, o LockOpti
 					name, loc, err)
 			}
 			switch {
+			case o.ForceUnlock != "" && o.ForceUnlock == holder.ID && !o.Force && processRunning(holder.Process):
+				return nil, &HeldError{Cluster: name, Holder: holder.String(), PID: holder.PID, ForceFlag: o.ForceFlag}
 			case o.ForceUnlock != "" && o.ForceUnlock == holder.ID:
 				takeOver = "as --force-unlock says"
 			case processGone(holder.Process):

@@ -185,3 +185,51 @@ func TestLock(t *testing.T) {
 		}
 	}
 }
+
+// TestForceUnlockALiveHolder: --force-unlock took the lock of a run that still ran on this machine, silently.
+// It is refused, naming the holder and how to stop it, unless Force.
+func TestForceUnlockALiveHolder(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux tells a live process of this machine (thisProcess)")
+	}
+	ctx := context.Background()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs := newDemo(t, 1)
+	if err := cs.Create(ctx, "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	// This test's own process holds it: a run that still runs on this machine.
+	live := lockInfo{ID: "feedfacefeedface", Operation: "update --yes", Holder: "bob@here", PID: os.Getpid(),
+		Since: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Process: thisProcess()}
+	data, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Store.WriteFile(ctx, lockPath(demo), data); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.Lock(ctx, demo, "delete --yes", LockOptions{ForceUnlock: live.ID, ForceFlag: "--force"})
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("--force-unlock of a live holder's lock: %v, want a *HeldError", err)
+	}
+	for _, want := range []string{"update --yes by bob@here (pid " + strconv.Itoa(os.Getpid()) + ")", "still runs on this machine", "nothing was changed",
+		"kill " + strconv.Itoa(os.Getpid()), "add --force"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if got, _ := cs.Store.ReadFile(ctx, lockPath(demo)); string(got) != string(data) {
+		t.Errorf("the refused --force-unlock changed the lock: %s", got)
+	}
+	unlock, err := cs.Lock(ctx, demo, "delete --yes", LockOptions{ForceUnlock: live.ID, Force: true})
+	if err != nil {
+		t.Fatalf("--force-unlock with Force: %v", err)
+	}
+	if got, _ := cs.Store.ReadFile(ctx, lockPath(demo)); strings.Contains(string(got), live.ID) {
+		t.Errorf("--force-unlock with Force left the holder's lock: %s", got)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+}

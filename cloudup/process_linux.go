@@ -26,18 +26,8 @@ func thisProcess() string {
 // ran on this machine, in this PID namespace, and no process with its PID and start time runs now. A process of
 // another machine is never known to be gone.
 func processGone(id string) bool {
-	i := strings.LastIndexByte(id, '/')
-	if i < 0 {
-		return false
-	}
-	rest, start := id[:i], id[i+1:]
-	j := strings.LastIndexByte(rest, '/')
-	if j < 0 {
-		return false
-	}
-	m, pidText := rest[:j], rest[j+1:]
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 || m == "" || m != machine() {
+	m, pid, start, ok := parseProcess(id)
+	if !ok || m != machine() {
 		return false
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
@@ -45,6 +35,32 @@ func processGone(id string) bool {
 	}
 	now := startTime(pid)
 	return now != "" && now != start
+}
+
+// processRunning reports whether the process that id names (thisProcess of another run) is known to run still:
+// it ran on this machine, in this PID namespace, and a process with its PID and start time runs now.
+func processRunning(id string) bool {
+	m, pid, start, ok := parseProcess(id)
+	return ok && m == machine() && startTime(pid) == start
+}
+
+// parseProcess splits what thisProcess returns: machine/pid/start.
+func parseProcess(id string) (m string, pid int, start string, ok bool) {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return "", 0, "", false
+	}
+	rest, start := id[:i], id[i+1:]
+	j := strings.LastIndexByte(rest, '/')
+	if j < 0 {
+		return "", 0, "", false
+	}
+	m, pidText := rest[:j], rest[j+1:]
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || m == "" || start == "" {
+		return "", 0, "", false
+	}
+	return m, pid, start, true
 }
 
 // machine is this boot of this machine, and this PID namespace: where a PID means one process.

@@ -6,3 +6,5 @@ package cloudup
 func thisProcess() string { return "" }
 
 func processGone(id string) bool { return false }
+
+func processRunning(id string) bool { return false }

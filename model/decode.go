@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -102,23 +103,25 @@ func Decode(file string, data []byte) (*Objects, error) {
 		if len(docs) > 1 {
 			where = fmt.Sprintf("document %d (line %d)", i+1, doc.line)
 		}
-		obj, err := decodeDocument(doc, where, &ps)
+		found, err := decodeDocument(doc, where, &ps)
 		if err != nil {
 			if where != "" {
 				return nil, fmt.Errorf("%s: %s: %w", file, where, err)
 			}
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		switch o := obj.(type) {
-		case *Cluster:
-			if objs.Cluster != nil {
-				ps.add(prefix(where, "kind"), "a file holds at most one Cluster; this is the second")
-				continue
+		for _, f := range found {
+			switch o := f.obj.(type) {
+			case *Cluster:
+				if objs.Cluster != nil {
+					ps.add(prefix(f.where, "kind"), "a file holds at most one Cluster; this is the second")
+					continue
+				}
+				objs.Cluster = o
+			case *InstanceGroup:
+				objs.InstanceGroups = append(objs.InstanceGroups, o)
+				igWhere = append(igWhere, f.where)
 			}
-			objs.Cluster = o
-		case *InstanceGroup:
-			objs.InstanceGroups = append(objs.InstanceGroups, o)
-			igWhere = append(igWhere, where)
 		}
 	}
 	checkClusterOfDocuments(objs, igWhere, &ps)
@@ -219,9 +222,21 @@ func prefix(where, path string) string {
 	return where + ": " + path
 }
 
-// decodeDocument decodes one document into a *Cluster or an *InstanceGroup. Problems with fields go to ps
-// (the result is then nil); an error is returned only for YAML that does not parse, or that sets a key twice.
-func decodeDocument(doc document, where string, ps *problems) (any, error) {
+// decoded is an object of a document, and where it is.
+type decoded struct {
+	obj   any // *Cluster or *InstanceGroup
+	where string
+}
+
+// KindList is the kind of a document that holds other objects in its items, as kubectl prints several objects
+// (apiVersion v1, kind List). Decode reads its items, as it reads a document that is a list of objects (what
+// `kubeup get -o json` prints for several).
+const KindList = "List"
+
+// decodeDocument decodes one document into *Cluster and *InstanceGroup objects: one, or the items of a List (or
+// of a list). Problems with fields go to ps (the object is then left out); an error is returned only for YAML
+// that does not parse, or that sets a key twice.
+func decodeDocument(doc document, where string, ps *problems) ([]decoded, error) {
 	js, err := yaml.YAMLToJSONStrict(doc.text)
 	if err != nil {
 		return nil, fmt.Errorf("malformed YAML: %w", yamlError(err, doc.line))
@@ -230,15 +245,78 @@ func decodeDocument(doc document, where string, ps *problems) (any, error) {
 	if err := json.Unmarshal(js, &raw); err != nil {
 		return nil, fmt.Errorf("malformed YAML: %w", err)
 	}
+	items, itemsPath := listItems(raw, where, ps)
+	if items == nil {
+		obj := decodeObject(raw, js, where, ps)
+		if obj == nil {
+			return nil, nil
+		}
+		return []decoded{{obj, where}}, nil
+	}
+	var out []decoded
+	for i, item := range items {
+		w := prefix(where, index(itemsPath, i))
+		if m, ok := item.(map[string]any); ok && m["kind"] == KindList {
+			ps.add(prefix(w, "kind"), "a List inside a List: give its items in the outer one")
+			continue
+		}
+		js, err := json.Marshal(item)
+		if err != nil {
+			return nil, err
+		}
+		if obj := decodeObject(item, js, w, ps); obj != nil {
+			out = append(out, decoded{obj, w})
+		}
+	}
+	return out, nil
+}
+
+// listItems returns the objects of raw when it is a list of them, or a List (its items), and the path of
+// those items ("items", or "" for a bare list); else nil. A List's problems go to ps, and give no items.
+func listItems(raw any, where string, ps *problems) ([]any, string) {
+	if a, ok := raw.([]any); ok {
+		if a == nil {
+			a = []any{}
+		}
+		return a, ""
+	}
+	top, ok := raw.(map[string]any)
+	if !ok || top["kind"] != KindList {
+		return nil, ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		switch k {
+		case "kind", "metadata", "items":
+		case "apiVersion":
+			if top[k] != "v1" {
+				ps.add(prefix(where, "apiVersion"), "%s is not the apiVersion of a List: want v1", jsonKind(top[k]))
+			}
+		default:
+			ps.add(prefix(where, k), "unknown field of a List: it holds apiVersion, kind and items")
+		}
+	}
+	items, ok := top["items"].([]any)
+	if !ok && top["items"] != nil {
+		ps.add(prefix(where, "items"), "must be a list of Cluster and InstanceGroup objects, not %s", jsonKind(top["items"]))
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return items, "items"
+}
+
+// decodeObject decodes one object, raw as parsed from js, into a *Cluster or an *InstanceGroup; nil when it has
+// problems, which go to ps.
+func decodeObject(raw any, js []byte, where string, ps *problems) any {
 	top, ok := raw.(map[string]any)
 	if !ok {
 		ps.add(prefix(where, ""), "a document must be a mapping with apiVersion, kind, metadata and spec, not %s", jsonKind(raw))
-		return nil, nil
+		return nil
 	}
 	kind, isString := top["kind"].(string)
 	if top["kind"] != nil && !isString {
 		ps.add(prefix(where, "kind"), "must be Cluster or InstanceGroup, not %s", jsonKind(top["kind"]))
-		return nil, nil
+		return nil
 	}
 	var obj any
 	switch kind {
@@ -248,14 +326,14 @@ func decodeDocument(doc document, where string, ps *problems) (any, error) {
 		obj = &InstanceGroup{}
 	case "":
 		ps.add(prefix(where, "kind"), "required: Cluster or InstanceGroup")
-		return nil, nil
+		return nil
 	default:
 		hint := ""
 		if editDistance(kind, KindCluster) >= 3 && editDistance(kind, KindInstanceGroup) >= 3 {
 			hint = " (" + newerKubeup + ")"
 		}
 		ps.add(prefix(where, "kind"), "%q is not a kind kubeup knows: want Cluster or InstanceGroup%s", kind, hint)
-		return nil, nil
+		return nil
 	}
 	before := len(ps.list)
 	if v, _ := top["apiVersion"].(string); v != APIVersion {
@@ -271,16 +349,16 @@ func decodeDocument(doc document, where string, ps *problems) (any, error) {
 	}
 	checkShape(where, "", raw, reflect.TypeOf(obj).Elem(), ps)
 	if len(ps.list) > before {
-		return nil, nil
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(obj); err != nil {
 		// checkShape should have caught it; report what encoding/json says rather than nothing.
 		ps.add(prefix(where, ""), "%v", err)
-		return nil, nil
+		return nil
 	}
-	return obj, nil
+	return obj
 }
 
 var yamlLine = regexp.MustCompile(`\bline (\d+)`)

@@ -28,6 +28,12 @@ spec:
   maxSize: 4
 `
 
+// clusterDoc and nodesDoc in JSON.
+const (
+	clusterJSON = `{"apiVersion": "kubeup.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": "demo.example.com"}, "spec": {"cloudProvider": "local", "zones": ["a", "b", "c"]}}`
+	nodesJSON   = `{"apiVersion": "kubeup.dev/v1alpha1", "kind": "InstanceGroup", "metadata": {"name": "nodes"}, "spec": {"role": "Node", "minSize": 2, "maxSize": 4}}`
+)
+
 func TestDecodeValid(t *testing.T) {
 	cluster := &Cluster{
 		APIVersion: APIVersion,
@@ -82,6 +88,23 @@ spec:
 				c.Spec.Kubelet = &KubeletConfig{}
 				return &c
 			}()},
+		},
+		{
+			// kubeup get -o json of several objects
+			name: "a JSON list",
+			in:   "[\n" + clusterJSON + ",\n" + nodesJSON + "\n]\n",
+			want: &Objects{Cluster: cluster, InstanceGroups: []*InstanceGroup{nodes}},
+		},
+		{
+			// kubectl get -o json of several objects
+			name: "a List, in JSON",
+			in:   `{"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [` + nodesJSON + "," + clusterJSON + "]}",
+			want: &Objects{Cluster: cluster, InstanceGroups: []*InstanceGroup{nodes}},
+		},
+		{
+			name: "a List, in YAML, and a document after it",
+			in:   "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(clusterDoc, "\n"), "\n", "\n  ") + "\n---\n" + nodesDoc,
+			want: &Objects{Cluster: cluster, InstanceGroups: []*InstanceGroup{nodes}},
 		},
 		{
 			name: "instance group before cluster, windows line endings",
@@ -231,9 +254,27 @@ func TestDecodeProblems(t *testing.T) {
 			},
 		},
 		{
-			name: "document is a list",
+			name: "document is a list of what is no object",
 			in:   "- a\n- b\n",
-			want: []Problem{{"", "a document must be a mapping with apiVersion, kind, metadata and spec, not a list"}},
+			want: []Problem{
+				{"[0]", `a document must be a mapping with apiVersion, kind, metadata and spec, not the string "a"`},
+				{"[1]", `a document must be a mapping with apiVersion, kind, metadata and spec, not the string "b"`},
+			},
+		},
+		{
+			name: "a List's mistakes",
+			in:   `{"apiVersion": "v2", "kind": "List", "item": [], "items": [{"kind": "List", "items": []}, ` + strings.Replace(nodesJSON, `"role"`, `"rol"`, 1) + `]}`,
+			want: []Problem{
+				{"apiVersion", `the string "v2" is not the apiVersion of a List: want v1`},
+				{"item", "unknown field of a List: it holds apiVersion, kind and items"},
+				{"items[0]: kind", "a List inside a List: give its items in the outer one"},
+				{"items[1]: spec.rol", `unknown field: did you mean "role"?`},
+			},
+		},
+		{
+			name: "a List's items are no list",
+			in:   "apiVersion: v1\nkind: List\nitems: {a: b}\n",
+			want: []Problem{{"items", "must be a list of Cluster and InstanceGroup objects, not a mapping"}},
 		},
 		{
 			name: "two clusters",
@@ -253,7 +294,7 @@ func TestDecodeProblems(t *testing.T) {
 				strings.Replace(clusterDoc, "v1alpha1", "v1", 1),
 			want: []Problem{
 				{"document 1 (line 1): spec.zone", `unknown field: did you mean "zones"?`},
-				{"document 3 (line 19)", "a document must be a mapping with apiVersion, kind, metadata and spec, not a list"},
+				{"document 3 (line 19): [0]", `a document must be a mapping with apiVersion, kind, metadata and spec, not the string "not a mapping"`},
 				{"document 4 (line 21): spec.imag", `unknown field: did you mean "image"?`},
 				{"document 5 (line 31): apiVersion", `"kubeup.dev/v1" is not supported: want kubeup.dev/v1alpha1 (written by a newer kubeup? upgrade kubeup)`},
 			},

@@ -27,6 +27,15 @@ func ValidClusterName(name string) error {
 	return nil
 }
 
+// ValidInstanceGroupName checks that name is an instance group's name, as Validate does (metadata.name), with a
+// message that repeats it quoted and cut (Echo): a name from the command line may hold anything.
+func ValidInstanceGroupName(name string) error {
+	if !dnsLabel.MatchString(name) {
+		return fmt.Errorf("%s is not a valid instance group name: lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit", Echo(name))
+	}
+	return nil
+}
+
 // etcdMemberDNSName is the DNS name protokube publishes for an etcd member: a.etcd-main.internal.<cluster>.
 func etcdMemberDNSName(cluster, etcdCluster, member string) string {
 	return member + ".etcd-" + etcdCluster + ".internal." + cluster

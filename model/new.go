@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// MaxEtcdMembers is the most members an etcd cluster of kubeup's may have: 5, which survive the loss of 2. etcd
+// advises against more (every write waits for a majority), and so do the specs Validate takes.
+const MaxEtcdMembers = 5
+
 // NewClusterOptions are what `kubeup create cluster` asks for.
 type NewClusterOptions struct {
 	Name          string
@@ -42,10 +46,15 @@ type NewClusterOptions struct {
 // full) and a "nodes" group across every zone. The spec is minimal: what is not set is filled in by Complete.
 func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 	if err := ValidClusterName(o.Name); err != nil {
-		return nil, nil, fmt.Errorf("--name %q: %w", o.Name, err)
+		return nil, nil, fmt.Errorf("--name %s: %w", Echo(o.Name), err)
 	}
 	if len(o.Zones) == 0 {
 		return nil, nil, fmt.Errorf("--zones is required: the zones to run in, for example a,b,c")
+	}
+	for _, z := range o.Zones {
+		if !zoneName.MatchString(z) {
+			return nil, nil, fmt.Errorf("--zones: %s is not a zone name: lowercase letters, digits and '-', at most 63 (such as us-east-1a, or a for the local provider)", Echo(z))
+		}
 	}
 	count := o.ControlPlaneCount
 	if count == 0 {
@@ -53,6 +62,10 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 	}
 	if count < 0 {
 		return nil, nil, fmt.Errorf("--control-plane-count %d: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5", count)
+	}
+	if count%2 == 0 || count > MaxEtcdMembers {
+		return nil, nil, fmt.Errorf("--control-plane-count %d: use 1, 3 or 5: each control-plane node runs a member of each etcd cluster, "+
+			"which needs an odd number of members to keep a quorum, and kubeup runs at most %d", count, MaxEtcdMembers)
 	}
 	if o.NodeCount < 0 {
 		return nil, nil, fmt.Errorf("--node-count %d: must not be negative", o.NodeCount)

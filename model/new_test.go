@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -205,7 +207,7 @@ func TestNewClusterErrors(t *testing.T) {
 		{
 			name: "a name longer than DNS allows, and than a file name",
 			opts: NewClusterOptions{Name: strings.Repeat("a", 300) + ".example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
-			want: `--name "` + strings.Repeat("a", 300) + `.example.com": cluster name: "` + strings.Repeat("a", 300) + `.example.com" is longer than 253 characters`,
+			want: `--name "` + strings.Repeat("a", MaxEcho) + `"... (312 bytes): cluster name: "` + strings.Repeat("a", MaxEcho) + `"... (312 bytes) is longer than 253 characters`,
 		},
 		{
 			name: "a label longer than DNS allows",
@@ -215,7 +217,7 @@ func TestNewClusterErrors(t *testing.T) {
 		{
 			name: "a name of four full labels",
 			opts: NewClusterOptions{Name: strings.Repeat(strings.Repeat("a", 63)+".", 4) + "com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1},
-			want: `--name "` + strings.Repeat(strings.Repeat("a", 63)+".", 4) + `com": cluster name: "` + strings.Repeat(strings.Repeat("a", 63)+".", 4) + `com" is longer than 253 characters`,
+			want: `--name "` + (strings.Repeat(strings.Repeat("a", 63)+".", 4) + "com")[:MaxEcho] + `"... (259 bytes): cluster name: "` + (strings.Repeat(strings.Repeat("a", 63)+".", 4) + "com")[:MaxEcho] + `"... (259 bytes) is longer than 253 characters`,
 		},
 		{
 			name: "a name too long for the names derived from it",
@@ -230,6 +232,16 @@ func TestNewClusterErrors(t *testing.T) {
 			name: "negative control-plane count",
 			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: -1},
 			want: "--control-plane-count -1: a cluster needs a control plane to run its API and etcd: use 1, 3 or 5",
+		},
+		{
+			name: "seven control-plane nodes",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 7},
+			want: "--control-plane-count 7: use 1, 3 or 5: each control-plane node runs a member of each etcd cluster, which needs an odd number of members to keep a quorum, and kubeup runs at most 5",
+		},
+		{
+			name: "two control-plane nodes",
+			opts: NewClusterOptions{Name: "demo.example.com", CloudProvider: CloudLocal, Zones: []string{"a", "b"}, ControlPlaneCount: 2},
+			want: "--control-plane-count 2: use 1, 3 or 5: each control-plane node runs a member of each etcd cluster, which needs an odd number of members to keep a quorum, and kubeup runs at most 5",
 		},
 		{
 			name: "negative node count",
@@ -345,4 +357,32 @@ func TestNewClusterSubnetPairs(t *testing.T) {
 	matchProblems(t, []wantProblem{
 		{"spec.aws.subnets", `zone "us-east-1b" has no subnet: add {zone: us-east-1b, id: subnet-...}$`},
 	}, problemsOf(t, Validate("test", full, fullIGs)))
+}
+
+// TestValidateRefusesMoreThanFiveMembers: a spec written by hand with 7 or 127 control-plane groups (their members
+// defaulted, or listed) is refused at the members' path: kubeup runs etcd clusters of 1, 3 or 5 members, and a
+// dry run of 127 took 11 s and 0.9 GB.
+func TestValidateRefusesMoreThanFiveMembers(t *testing.T) {
+	for _, n := range []int{7, 127} {
+		c, igs := userSpec(t, CloudLocal, 5)
+		for i := 5; i < n; i++ {
+			igs = append(igs, newInstanceGroup(fmt.Sprintf("control-plane-x%d", i), RoleControlPlane, []string{"a"}, 1))
+		}
+		full, fullIGs := Complete(c, igs)
+		var found []string
+		for _, p := range problemsOf(t, Validate("spec.yaml", full, fullIGs)) {
+			found = append(found, p.String())
+		}
+		for _, e := range []string{"main", "events"} {
+			i := slices.IndexFunc(full.Spec.EtcdClusters, func(ec EtcdClusterSpec) bool { return ec.Name == e })
+			want := fmt.Sprintf("spec.etcdClusters[%d].members: %d members (one per ControlPlane instance group when the spec leaves them out): kubeup runs 1, 3 or 5", i, n)
+			if !slices.ContainsFunc(found, func(p string) bool { return strings.HasPrefix(p, want) }) {
+				t.Errorf("%d members: want a problem %q, got %q", n, want, found)
+			}
+		}
+	}
+	c, igs := completeSpec(t, CloudLocal, 5)
+	if err := Validate("spec.yaml", c, igs); err != nil {
+		t.Errorf("5 members: %v", err)
+	}
 }

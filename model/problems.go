@@ -2,7 +2,11 @@ package model
 
 import (
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a spec: the field's path (spec.etcdClusters[0].members[2].zone) and what is
@@ -45,7 +49,53 @@ type problems struct {
 }
 
 func (ps *problems) add(path, format string, args ...any) {
-	ps.list = append(ps.list, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	args = slices.Clone(args)
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > MaxEcho {
+			args[i] = echoed(s) // quoted, it is a value from the input: never printed whole
+		}
+	}
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxMessage { // a value put in it by a helper that formatted it first
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = fmt.Sprintf("%s... (cut: %d bytes)", msg[:n], len(msg))
+	}
+	ps.list = append(ps.list, Problem{Path: path, Message: msg})
+}
+
+// maxMessage is the longest problem message, in bytes: longer, it holds a value of the input no helper cut.
+const maxMessage = 2048
+
+// MaxEcho is the most of a value from the input (a name, a field's value) that a message repeats, in bytes: a
+// 900 KB value was printed whole. A DNS name (at most 253) is repeated whole.
+const MaxEcho = 256
+
+// Echo is how a message repeats a value the user gave: quoted as Go quotes it (a control character such as ESC
+// is written as an escape, never sent to the terminal), and cut after MaxEcho bytes, saying how long it was:
+// "aaaa..."... (900000 bytes).
+func Echo(s string) string { return fmt.Sprintf("%q", echoed(s)) }
+
+// echoed formats a value from the input for a message: %q quotes it and cuts it after MaxEcho bytes (on a
+// character's boundary), adding its length; other verbs print it whole (what a message says, not the input).
+type echoed string
+
+func (e echoed) Format(f fmt.State, verb rune) {
+	s, cut := string(e), ""
+	if verb != 'q' {
+		io.WriteString(f, s)
+		return
+	}
+	if len(s) > MaxEcho {
+		n := MaxEcho
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s, cut = s[:n], fmt.Sprintf("... (%d bytes)", len(e))
+	}
+	io.WriteString(f, strconv.Quote(s)+cut)
 }
 
 // err returns nil when there is no problem, else an *InvalidError for source.

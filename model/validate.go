@@ -43,8 +43,8 @@ func igPrefix(name string) string {
 	if name == "" {
 		return "instancegroup (unnamed): "
 	}
-	if strconv.Quote(name) != `"`+name+`"` || strings.ContainsAny(name, " :/") {
-		name = strconv.Quote(name)
+	if len(name) > MaxEcho || strconv.Quote(name) != `"`+name+`"` || strings.ContainsAny(name, " :/") {
+		name = Echo(name)
 	}
 	return "instancegroup/" + name + ": "
 }
@@ -62,12 +62,12 @@ func validDNSName(name string, minLabels int) string {
 		return "required"
 	}
 	if len(name) > 253 {
-		return fmt.Sprintf("%q is longer than 253 characters", name)
+		return fmt.Sprintf("%s is longer than 253 characters", Echo(name))
 	}
 	labels := strings.Split(name, ".")
 	for _, l := range labels {
 		if !dnsLabel.MatchString(l) {
-			return fmt.Sprintf("%q is not a valid DNS name: each dot-separated label must be 1-63 lowercase letters, digits or '-', not starting or ending with '-'", name)
+			return fmt.Sprintf("%s is not a valid DNS name: each dot-separated label must be 1-63 lowercase letters, digits or '-', not starting or ending with '-'", Echo(name))
 		}
 	}
 	if len(labels) < minLabels {
@@ -268,6 +268,9 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 		// says what to fix, once, rather than a member list the spec may never have written.
 	case n == 0:
 		ps.add(p+".members", "required: 1, 3 or 5 members")
+	case n > MaxEtcdMembers:
+		ps.add(p+".members", "%d members (one per ControlPlane instance group when the spec leaves them out): kubeup runs 1, 3 or 5; "+
+			"more slow every write and survive no more failures than etcd's guidance asks for: use 5", n)
 	case n%2 == 0:
 		ps.add(p+".members", "%d members: etcd needs an odd number to keep a quorum; use %d or %d", n, n-1, n+1)
 	}

@@ -17,7 +17,7 @@ func kubernetesVersionProblem(v string) string {
 	major, minor, _, err := ParseVersion(v)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("%q is not a version: want MAJOR.MINOR.PATCH, for example %s", v, DefaultKubernetesVersion)
+		return fmt.Sprintf("%s is not a version: want MAJOR.MINOR.PATCH, for example %s", Echo(v), DefaultKubernetesVersion)
 	case major != 1 || minor < minKubernetesMinor || minor > maxKubernetesMinor:
 		return fmt.Sprintf("%q is not supported: kubeup supports Kubernetes %s to %s (the releases whose flags it writes); use for example %s",
 			v, MinKubernetesVersion, MaxKubernetesVersion, DefaultKubernetesVersion)

@@ -99,7 +99,13 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		if !strings.HasPrefix(dir, "/") {
 			return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
 		}
-		return newFileStore(filepath.Clean(filepath.FromSlash(dir))), nil
+		root := filepath.Clean(filepath.FromSlash(dir))
+		if filepath.Dir(root) == root {
+			// Listing the clusters walks the store: here, every file of the machine.
+			return nil, fmt.Errorf("state store URL %q: the root directory %s cannot be a state store (listing its clusters would walk the whole filesystem): "+
+				"give a directory of its own, such as file:///var/lib/kubeup/state", rawURL, root)
+		}
+		return newFileStore(root), nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -301,7 +301,9 @@ func TestOpen(t *testing.T) {
 		{url: "/var/lib/kubeup/", want: "file:///var/lib/kubeup"},
 		{url: "file:///var/lib/../lib/kubeup", want: "file:///var/lib/kubeup"},
 		{url: "file://localhost/srv/state", want: "file:///srv/state"},
-		{url: "file:///", want: "file:///"},
+		{url: "file:///", wantErr: "the root directory / cannot be a state store (listing its clusters would walk the whole filesystem)"},
+		{url: "/", wantErr: "cannot be a state store"},
+		{url: "file://localhost/srv/..", wantErr: "cannot be a state store"},
 		{url: "file:///srv/a b%20c#d", want: "file:///srv/a b%20c#d"}, // taken literally: URL() round-trips
 		{url: "s3://bucket", want: "s3://bucket"},
 		{url: "s3://bucket/", want: "s3://bucket"},

@@ -20,10 +20,12 @@ func newEditCommand(g *globals) *cobra.Command {
 		Use:   "cluster NAME",
 		Short: "Edit a cluster's spec with $EDITOR",
 		Long: `Open the cluster's spec in $KUBE_EDITOR, else $EDITOR, else vi. When you save and quit, the spec is validated and
-written back; an invalid spec is refused with every problem listed and your edited text is kept in a file
-whose path is printed (fix it and run "kubeup replace -f FILE"). If someone else changes the cluster while you
-edit, your edit is refused and kept the same way, rather than written over their change. Saving the file
-unchanged, or emptied, cancels the edit. The cloud is not changed until "kubeup update cluster NAME --yes".`,
+written back. A file that does not decode, or an invalid spec, opens the editor again on your text with the
+problems in a comment block at its top, as kubectl edit does: fix them and save, or save the file unchanged to
+give up. Then, or if the editor fails, or if someone else changes the cluster while you edit (your edit is
+refused rather than written over their change), your edited text is kept in a file whose path is printed (fix
+it and run "kubeup replace -f FILE"); otherwise the temporary file is removed. Saving the file unchanged at
+first, or emptied, cancels the edit. The cloud is not changed until "kubeup update cluster NAME --yes".`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

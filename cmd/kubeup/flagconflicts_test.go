@@ -122,6 +122,8 @@ func TestLockFlagMistakes(t *testing.T) {
 		{[]string{"rolling-update", "cluster", name, "--yes", "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s", "cannot be negative"}},
 		{[]string{"rolling-update", "cluster", name, "--yes", "--validation-timeout", "-1s"}, []string{"--validation-timeout -1s", "cannot be negative", "nothing was changed"}},
 		{[]string{"rolling-update", "cluster", name, "--interval", "-1s"}, []string{"--interval -1s", "cannot be negative"}},
+		{[]string{"update", "cluster", name, "--yes", "--force"}, []string{"--force goes with --force-unlock ID", "nothing was changed"}},
+		{[]string{"delete", "cluster", name, "--yes", "--force"}, []string{"--force goes with --force-unlock ID"}},
 	} {
 		out, _, err := kubeup(t, state, c.args...)
 		if exitCode(err) != 1 || out != "" {

@@ -181,9 +181,9 @@ func groupsArgs(cmd *cobra.Command, flag string, args []string) (cluster string,
 		}
 		switch {
 		case flag != "" && a != flag:
-			return "", nil, fmt.Errorf("%s: NAME %q and --name %q name different clusters: give one of them", cmd.CommandPath(), a, flag)
+			return "", nil, fmt.Errorf("%s: NAME %s and --name %s name different clusters: give one of them", cmd.CommandPath(), model.Echo(a), model.Echo(flag))
 		case cluster != "" && a != cluster:
-			return "", nil, fmt.Errorf("%s: %q and %q name different clusters: give one of them", cmd.CommandPath(), cluster, a)
+			return "", nil, fmt.Errorf("%s: %s and %s name different clusters: give one of them", cmd.CommandPath(), model.Echo(cluster), model.Echo(a))
 		}
 		cluster = a
 	}

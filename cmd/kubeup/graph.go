@@ -66,7 +66,7 @@ the first instance group with that role.`,
 			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode,
 				model.RoleControlPlane: model.RoleControlPlane, model.RoleNode: model.RoleNode}[role]
 			if want == "" {
-				return fmt.Errorf("--role %q: want control-plane or node (or an instance group's role, ControlPlane or Node)", role)
+				return fmt.Errorf("--role %s: want control-plane or node (or an instance group's role, ControlPlane or Node)", model.Echo(role))
 			}
 			for _, ig := range igs {
 				if ig.Spec.Role != want {

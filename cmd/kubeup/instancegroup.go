@@ -45,13 +45,17 @@ func (a *groupArgs) addFlags(cmd *cobra.Command, g *globals) {
 func (a *groupArgs) args(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("%s takes one instance group NAME, got %d arguments (%s): %s NAME --name CLUSTER",
-			cmd.CommandPath(), len(args), strings.Join(args, " "), cmd.CommandPath())
+			cmd.CommandPath(), len(args), echoAll(args), cmd.CommandPath())
 	}
 	return nil
 }
 
-// names returns the group's name and its cluster's, or an error that says how to give the cluster.
+// names returns the group's name and its cluster's, or an error that says how to give the cluster. A NAME that
+// is no instance group's name is refused, quoted: it names no group, and would be repeated in messages.
 func (a *groupArgs) names(cmd *cobra.Command, args []string) (group, cluster string, err error) {
+	if err := model.ValidInstanceGroupName(args[0]); err != nil {
+		return "", "", fmt.Errorf("%s: %w; nothing was changed", cmd.CommandPath(), err)
+	}
 	if a.cluster.flag == "" {
 		return "", "", fmt.Errorf("%s needs the instance group's cluster: %s %s --name CLUSTER (list the clusters with `kubeup get clusters`)",
 			cmd.CommandPath(), cmd.CommandPath(), args[0])
@@ -162,7 +166,7 @@ func parseRole(role string) (string, error) {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("--role %q: want %s or %s", role, model.RoleNode, model.RoleControlPlane)
+	return "", fmt.Errorf("--role %s: want %s or %s", model.Echo(role), model.RoleNode, model.RoleControlPlane)
 }
 
 func newEditInstanceGroupCommand(g *globals) *cobra.Command {
@@ -173,9 +177,9 @@ func newEditInstanceGroupCommand(g *globals) *cobra.Command {
 		Short:   "Edit an instance group with $EDITOR",
 		Long: `Open instance group NAME of cluster CLUSTER in $KUBE_EDITOR, else $EDITOR, else vi, as "kubeup edit cluster"
 does: when you save and quit, the cluster's whole spec with the edited group is validated and written back; an
-invalid group is refused with every problem listed and your edited text is kept in a file whose path is printed
-(fix it and run "kubeup replace -f FILE"). If someone else changes the cluster while you edit, your edit is
-refused and kept the same way. The group cannot be renamed, nor moved to another cluster. Once the cluster was
+invalid group opens the editor again with every problem listed at its top (save it unchanged to give up, and
+your edited text is kept in a file whose path is printed: fix it and run "kubeup replace -f FILE"). If someone
+else changes the cluster while you edit, your edit is refused and kept the same way. The group cannot be renamed, nor moved to another cluster. Once the cluster was
 applied, a change that adds or removes etcd members (a role changed to or from ControlPlane) is refused. The
 cloud is not changed until "kubeup update cluster CLUSTER --yes".`,
 		Example: `  kubeup edit instancegroup nodes --name demo.example.com`,
@@ -300,7 +304,7 @@ func selectGroups(cluster string, igs []*model.InstanceGroup, names []string) ([
 		for _, ig := range igs {
 			have = append(have, ig.Metadata.Name)
 		}
-		return nil, fmt.Errorf("cluster %s has no instance group %s: it has %s", cluster, strings.Join(missing, ", "), strings.Join(have, ", "))
+		return nil, fmt.Errorf("cluster %s has no instance group %s: it has %s", cluster, echoAll(missing), strings.Join(have, ", "))
 	}
 	return out, nil
 }

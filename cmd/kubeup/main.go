@@ -99,6 +99,11 @@ func lockFlags(cmd *cobra.Command, o *cloudup.LockOptions) {
 		"with --yes: how long to wait for the cluster's lock while another update or delete of it runs (0: until interrupted; a negative duration is refused)")
 	cmd.Flags().StringVar(&o.ForceUnlock, "force-unlock", "",
 		"with --yes (refused without): take over the cluster's lock with this ID (shown while waiting for it) from a run that died on another machine")
+	if cmd.Flags().Lookup("force") == nil { // rolling-update's --force is another's: there, a live holder is stopped
+		o.ForceFlag = "--force"
+		cmd.Flags().BoolVar(&o.Force, "force", false,
+			"with --force-unlock: take the lock even from a run that still runs on this machine (refused without)")
+	}
 }
 
 // checkLockFlags refuses the lock flags' mistakes before anything is read: a negative --lock-timeout (it was
@@ -107,6 +112,9 @@ func lockFlags(cmd *cobra.Command, o *cloudup.LockOptions) {
 func checkLockFlags(o cloudup.LockOptions, apply bool, doing string) error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("--lock-timeout %s: a wait cannot be negative: give how long to wait for the cluster's lock (such as 10m), or 0 to wait until interrupted; nothing was changed", o.Timeout)
+	}
+	if o.Force && o.ForceUnlock == "" {
+		return fmt.Errorf("--force goes with --force-unlock ID: it lets --force-unlock take the lock of a run that still runs on this machine; nothing was changed")
 	}
 	if o.ForceUnlock != "" && !apply {
 		return fmt.Errorf("--force-unlock %s takes over the cluster's lock, and only --yes takes the lock (a dry run neither waits for it nor takes it): "+

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"kubeup.dev/kubeup/model"
 )
 
 // clusterName is how every command that names a cluster takes it: a positional NAME, or --name NAME as kops
@@ -44,12 +46,25 @@ func (n *clusterName) addFlag(cmd *cobra.Command, g *globals) {
 // one that agrees with --name.
 func (n *clusterName) args(cmd *cobra.Command, args []string) error {
 	if len(args) > 1 {
-		return fmt.Errorf("%s takes one cluster NAME, got %d arguments (%s)", cmd.CommandPath(), len(args), strings.Join(args, " "))
+		return fmt.Errorf("%s takes one cluster NAME, got %d arguments (%s)", cmd.CommandPath(), len(args), echoAll(args))
 	}
 	if len(args) == 1 && n.flag != "" && args[0] != n.flag {
-		return fmt.Errorf("%s: NAME %q and --name %q name different clusters: give one of them", cmd.CommandPath(), args[0], n.flag)
+		return fmt.Errorf("%s: NAME %s and --name %s name different clusters: give one of them", cmd.CommandPath(), model.Echo(args[0]), model.Echo(n.flag))
 	}
 	return nil
+}
+
+// echoAll is args as a message repeats them: each quoted and cut (model.Echo), at most three of them.
+func echoAll(args []string) string {
+	var shown []string
+	for i, a := range args {
+		if i == 3 {
+			shown = append(shown, fmt.Sprintf("and %d more", len(args)-i))
+			break
+		}
+		shown = append(shown, model.Echo(a))
+	}
+	return strings.Join(shown, " ")
 }
 
 // optional returns the cluster's name, "" when neither NAME nor --name is given.
@@ -98,7 +113,7 @@ func requireSubcommand(c *cobra.Command) {
 // unknownCommand is the error for word, which is none of the subcommands of c: it suggests those it is close to,
 // or lists them all.
 func unknownCommand(c *cobra.Command, word string) error {
-	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
+	msg := fmt.Sprintf("unknown command %s for %q", model.Echo(word), c.CommandPath())
 	if s := c.SuggestionsFor(word); len(s) > 0 {
 		return fmt.Errorf("%s: did you mean %s?", msg, strings.Join(s, " or "))
 	}

@@ -28,7 +28,7 @@ func objects(c *model.Cluster, igs []*model.InstanceGroup) []any {
 // checkOutput refuses an -o value that is not one of formats.
 func checkOutput(output string, formats ...string) error {
 	if !slices.Contains(formats, output) {
-		return fmt.Errorf("-o %q: want %s or %s", output, strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1])
+		return fmt.Errorf("-o %s: want %s or %s", model.Echo(output), strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1])
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func printObjects(w io.Writer, format string, single bool, objs ...any) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	return fmt.Errorf("-o %q: want yaml or json", format)
+	return fmt.Errorf("-o %s: want yaml or json", model.Echo(format))
 }
 
 // table writes rows under a header, aligned.

@@ -20,7 +20,8 @@ func newReplaceCommand(g *globals) *cobra.Command {
 		Use:   "replace -f FILE [NAME]",
 		Short: "Replace a cluster's spec, its instance groups, or both, with those in a file",
 		Long: `Replace what FILE ("-" for stdin) holds: YAML documents separated by "---", any mix of one Cluster and
-InstanceGroups, as "kubeup get -o yaml" prints them. The Cluster, when the file holds one, replaces the
+InstanceGroups, as "kubeup get -o yaml" prints them; or a list of them, as "kubeup get -o json" prints several,
+or a List (apiVersion v1, kind List, items), as kubectl prints them. The Cluster, when the file holds one, replaces the
 cluster's spec; each InstanceGroup replaces the group of its name, or is added; instance groups the file does
 not hold are kept. A file of InstanceGroups alone is for the cluster they name with
 metadata.labels[kubeup.dev/cluster] ("kubeup get instancegroups" prints it), or for NAME. The whole result is

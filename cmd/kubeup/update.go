@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kubeup.dev/kubeup/cloudup"
+	"kubeup.dev/kubeup/model"
 )
 
 func newUpdateCommand(g *globals) *cobra.Command {
@@ -68,7 +69,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 						"(show: kubeup update cluster %s; apply: kubeup update cluster %s --yes); nothing was changed", n, n)
 				}
 			default:
-				return fmt.Errorf("--target %q: want direct or dryrun", target)
+				return fmt.Errorf("--target %s: want direct or dryrun", model.Echo(target))
 			}
 			if err := checkLockFlags(lock, o.Apply, "apply the changes"); err != nil {
 				return err
@@ -78,7 +79,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			case "json":
 				o.JSON = true
 			default:
-				return fmt.Errorf("-o %q: want text or json", output)
+				return fmt.Errorf("-o %s: want text or json", model.Echo(output))
 			}
 			cs, err := g.clusters(ctx)
 			if err != nil {

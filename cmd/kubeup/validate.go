@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kubeup.dev/kubeup/cloudup"
+	"kubeup.dev/kubeup/model"
 )
 
 func newValidateCommand(g *globals) *cobra.Command {
@@ -51,10 +52,13 @@ Exit status: 0 when every check holds; 1 when one does not, or when validation c
 			if err != nil {
 				return err
 			}
+			if wait < 0 {
+				return fmt.Errorf("--wait %s: a wait cannot be negative: give how long to keep validating (such as 10m), or 0 to validate once", wait)
+			}
 			switch output {
 			case "text", "yaml", "json":
 			default:
-				return fmt.Errorf("-o %q: want text, yaml or json", output)
+				return fmt.Errorf("-o %s: want text, yaml or json", model.Echo(output))
 			}
 			cs, err := g.clusters(ctx)
 			if err != nil {
@@ -105,7 +109,7 @@ Exit status: 0 when every check holds; 1 when one does not, or when validation c
 		},
 	}
 	name.addFlag(cmd, g)
-	cmd.Flags().DurationVar(&wait, "wait", 0, "validate again every 10s until the cluster is healthy or this duration ends (0: once)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "validate again every 10s until the cluster is healthy or this duration ends (0: once; a negative duration is refused)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, yaml or json")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "",
 		"the kubeconfig of `kubeup export kubeconfig` (default: the first path of $"+cloudup.EnvKubeconfig+", else ~/.kube/config)")

@@ -1,0 +1,65 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/localtasks"
+)
+
+// membersSpec is a complete local spec whose etcd clusters have members members, one control-plane group each,
+// all in one zone: more than Validate takes (1, 3 or 5), to measure how the cost grows with the members.
+func membersSpec(b *testing.B, members int) (*Cluster, []*InstanceGroup) {
+	c, igs := userSpec(b, CloudLocal, 1)
+	for i := 1; i < members; i++ {
+		igs = append(igs, newInstanceGroup(fmt.Sprintf("control-plane-a-%d", i), RoleControlPlane, []string{"a"}, 1))
+	}
+	c, igs = Complete(c, igs)
+	for _, e := range c.Spec.EtcdClusters {
+		if len(e.Members) != members {
+			b.Fatalf("etcd cluster %s has %d members, want %d", e.Name, len(e.Members), members)
+		}
+	}
+	return c, igs
+}
+
+// BenchmarkLocalDryRun is the dry run of a new local cluster's cloud graph (what `kubeup update cluster` runs
+// first), by the number of etcd members (one control-plane group each). Its cost grows with the square of the
+// members: each control-plane group's node configuration carries every member (the spec's and protokube's member
+// lists) and every member's certificates and keys (a member's volume may move to any control-plane node of its
+// zone), so M groups encode, redact and compare M configurations of O(M) each; yaml's encoding and decoding of
+// those configurations are nearly all of it (at 64 members, 1.6 GB and 30 s an op). Validate bounds it: at most
+// MaxEtcdMembers (5) members. Beyond 5 only to show the growth.
+func BenchmarkLocalDryRun(b *testing.B) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, members := range []int{1, 3, 5, 20} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			c, igs := membersSpec(b, members)
+			dir := b.TempDir()
+			store := &memStore{Objects: map[string]string{}}
+			cloud, err := localtasks.NewCloud(filepath.Join(dir, "pool"), filepath.Join(dir, "dns", c.Spec.DNSZone+".zone"), c.Spec.DNSZone, store)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := engine.Run(context.Background(), g, cloud, engine.Options{Target: engine.DryRun, Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := res.Plan.WriteText(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
