@@ -223,8 +223,15 @@ func TestEdit(t *testing.T) {
 	if err := cs.Create(ctx, "create", c, igs); err != nil {
 		t.Fatal(err)
 	}
+	// replaceIn is a user who makes one change and, shown an error on top of it, saves it again unchanged (gives
+	// up): the editor is opened again after a refused save.
 	replaceIn := func(old, new string) func(string) error {
+		edited := false
 		return func(path string) error {
+			if edited {
+				return nil
+			}
+			edited = true
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return err
