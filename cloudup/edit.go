@@ -104,6 +104,11 @@ func WithClusterLabel(labels map[string]string, cluster string) map[string]strin
 	return out
 }
 
+// ErrNoReopen is what an edit function returns when it is called again after a refused save and cannot show the
+// error to a person (no terminal: a scripted KUBE_EDITOR would make the same change again, for ever): the edit
+// then ends with that refusal, its file kept.
+var ErrNoReopen = errors.New("the editor is not reopened: no terminal")
+
 // editObject writes header and shown (with its metadata.resourceVersion) to a temporary file, has edit (the
 // user's editor) change it, decodes the result strictly and hands it to apply, which validates and writes it.
 // An unchanged file changes nothing (changed is false). When the edit is refused for what the file holds (it
@@ -142,6 +147,9 @@ func editObject(header string, shown any, edit func(path string) error, apply fu
 	for {
 		if err := edit(path); err != nil {
 			keep = true
+			if lastErr != nil && errors.Is(err, ErrNoReopen) { // no one to fix it: the refusal stands
+				return false, path, lastErr
+			}
 			return false, path, fmt.Errorf("the editor failed: %w", err)
 		}
 		edited, err := readFile(path)

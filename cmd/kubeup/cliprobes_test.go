@@ -191,6 +191,10 @@ esac
 		t.Fatal(err)
 	}
 	t.Setenv("KUBE_EDITOR", "sh "+script)
+	// A person at a terminal: the editor is opened again after the refused save.
+	was := stdinIsTerminal
+	stdinIsTerminal = func() bool { return true }
+	t.Cleanup(func() { stdinIsTerminal = was })
 
 	t.Setenv("MODE", "fix")
 	t.Setenv("COUNT", filepath.Join(t.TempDir(), "count"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 
@@ -37,7 +38,7 @@ first, or emptied, cancels the edit. The cloud is not changed until "kubeup upda
 			if err != nil {
 				return err
 			}
-			changed, kept, err := cs.Edit(ctx, n, runEditor)
+			changed, kept, err := cs.Edit(ctx, n, editorOnce())
 			return editResult(cmd, cs, n, "the spec of cluster "+n, changed, kept, err)
 		},
 	}
@@ -67,6 +68,25 @@ func editResult(cmd *cobra.Command, cs *cloudup.Clusters, cluster, what string, 
 }
 
 // runEditor runs the user's editor on path. The editor variable may hold arguments ("code --wait").
+// stdinIsTerminal says whether a person may be at the editor: only then is it opened again after a refused save.
+// (/dev/null is a character device too: the terminal is told by its termios.)
+var stdinIsTerminal = func() bool {
+	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// editorOnce is runEditor, opened again after a refused save only when a person may be at it (a terminal): a
+// scripted KUBE_EDITOR (sed -i ...) makes the same change at every run, and the edit would never end.
+func editorOnce() func(path string) error {
+	runs := 0
+	return func(path string) error {
+		if runs++; runs > 1 && !stdinIsTerminal() {
+			return cloudup.ErrNoReopen
+		}
+		return runEditor(path)
+	}
+}
+
 func runEditor(path string) error {
 	editor := os.Getenv("KUBE_EDITOR")
 	if editor == "" {

@@ -194,7 +194,7 @@ cloud is not changed until "kubeup update cluster CLUSTER --yes".`,
 			if err != nil {
 				return err
 			}
-			changed, kept, err := cs.EditInstanceGroup(ctx, cluster, group, runEditor)
+			changed, kept, err := cs.EditInstanceGroup(ctx, cluster, group, editorOnce())
 			return editResult(cmd, cs, cluster, "instance group "+group+" of cluster "+cluster, changed, kept, err)
 		},
 	}

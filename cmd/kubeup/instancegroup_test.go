@@ -236,13 +236,13 @@ func TestInstanceGroupRefusals(t *testing.T) {
 		{name: "create: sizes the wrong way round", args: []string{"create", "ig", "x", "--name", name, "--min", "3", "--max", "2"},
 			want: []string{"instancegroup/x: spec.maxSize: 2 is smaller than spec.minSize 3"}},
 		{name: "create: not a name", args: []string{"create", "ig", "Big_Nodes", "--name", name},
-			want: []string{`instancegroup/Big_Nodes: metadata.name: "Big_Nodes" is not a valid name: lowercase letters, digits and '-', at most 63`}},
+			want: []string{`"Big_Nodes" is not a valid instance group name: lowercase letters, digits and '-', at most 63`}},
 		{name: "create: an unknown role", args: []string{"create", "ig", "x", "--name", name, "--role", "worker"},
 			want: []string{`--role "worker": want Node or ControlPlane`}},
 		{name: "create: without the cluster", args: []string{"create", "ig", "x"},
 			want: []string{"kubeup create instancegroup needs the instance group's cluster: kubeup create instancegroup x --name CLUSTER"}},
 		{name: "create: two names", args: []string{"create", "ig", "x", "y", "--name", name},
-			want: []string{"kubeup create instancegroup takes one instance group NAME, got 2 arguments (x y)"}},
+			want: []string{"kubeup create instancegroup takes one instance group NAME, got 2 arguments (\"x\" \"y\")"}},
 		{name: "create: a control plane that would add etcd members to an applied cluster", args: []string{"create", "ig", "control-plane-d", "--name", name, "--role", "ControlPlane", "--zones", "a"},
 			want: []string{"would add member d of etcd main (instance group control-plane-d), member d of etcd events (instance group control-plane-d)",
 				"kubeup does not change the membership of a running etcd cluster", "nothing was written"}},
@@ -303,7 +303,7 @@ func TestInstanceGroupRefusals(t *testing.T) {
 		{name: "create: neither a subcommand nor a file", args: []string{"create"},
 			want: []string{"kubeup create needs a subcommand: cluster or instancegroup (see `kubeup create --help`), or -f FILE"}},
 		{name: "get: a group the cluster does not have", args: []string{"get", "ig", "gpu", "--name", name},
-			want: []string{`cluster demo.example.com has no instance group gpu: it has control-plane-a, control-plane-b, control-plane-c, nodes`}},
+			want: []string{`cluster demo.example.com has no instance group "gpu": it has control-plane-a, control-plane-b, control-plane-c, nodes`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
