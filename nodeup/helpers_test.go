@@ -29,17 +29,7 @@ func nodeConfig(t testing.TB, group string) []byte {
 // nodeConfigWith is nodeConfig with the complete spec changed by mutate first.
 func nodeConfigWith(t testing.TB, group string, mutate func(*model.Cluster)) []byte {
 	t.Helper()
-	c, igs, err := model.NewCluster(model.NewClusterOptions{
-		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + testCluster
-	c, igs = model.Complete(c, igs)
-	if mutate != nil {
-		mutate(c)
-	}
+	c, igs := completeSpec(t, mutate)
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +156,21 @@ func smallExecutable(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// completeSpec is the complete spec of the tests' one-zone local cluster, changed by mutate (when not nil).
+func completeSpec(t testing.TB, mutate func(*model.Cluster)) (*model.Cluster, []*model.InstanceGroup) {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{
+		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + testCluster
+	c, igs = model.Complete(c, igs)
+	if mutate != nil {
+		mutate(c)
+	}
+	return c, igs
 }

@@ -19,17 +19,7 @@ import (
 // may hold.
 func completeNodeConfig(t *testing.T, group string, mutate func(*model.Cluster)) *model.NodeConfig {
 	t.Helper()
-	c, igs, err := model.NewCluster(model.NewClusterOptions{
-		Name: testCluster, CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + testCluster
-	c, igs = model.Complete(c, igs)
-	if mutate != nil {
-		mutate(c)
-	}
+	c, igs := completeSpec(t, mutate)
 	for _, ig := range igs {
 		if ig.Metadata.Name == group {
 			nc := model.NewNodeConfig(c, ig)
