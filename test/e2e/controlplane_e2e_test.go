@@ -193,10 +193,11 @@ func readKeypair(t *testing.T, state, name string) *pkitasks.Issued {
 
 func (n *node) start(t *testing.T, bin string) {
 	t.Helper()
-	// protokube runs in the host's mount namespace (the node's mounts are under its root) and reaches BIND on
-	// the bridge; its node's address is a flag.
-	cmd := exec.Command(filepath.Join(bin, "protokube"), "--conf="+n.conf, "--root="+n.root, "--node-id="+n.id,
-		"--internal-ip="+n.net.IP, "--interval=2s", "--lease=10m")
+	// protokube runs in the node's network namespace, where it checks its own kube-apiserver's /readyz on
+	// 127.0.0.1 before it publishes the node's address under api.<cluster>, and in the host's mount namespace
+	// (the node's mounts are under its root); it reaches BIND on the bridge; its node's address is a flag.
+	cmd := n.net.CommandSharingMounts(context.Background(), filepath.Join(bin, "protokube"), "--conf="+n.conf, "--root="+n.root,
+		"--node-id="+n.id, "--internal-ip="+n.net.IP, "--interval=2s", "--lease=10m")
 	n.log = filepath.Join(t.TempDir(), n.id+"-protokube.log")
 	n.proc = n.net.Start(t, cmd, n.log)
 }
@@ -362,9 +363,12 @@ func startControlPlane(t *testing.T) *controlPlane {
 		out, err := kubectl("get", "--raw", "/readyz")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
 	})
-	if out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A"); err != nil || len(strings.Fields(out)) != 3 {
-		t.Errorf("api.%s: %q, %v; want the three nodes' addresses", cluster, out, err)
-	}
+	// Each node's protokube adds its address once its own kube-apiserver is ready: the first one answers before
+	// the others are.
+	e2e.WaitFor(t, 2*time.Minute, "api."+cluster+" to hold the three nodes' addresses", func() (string, bool) {
+		out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A")
+		return fmt.Sprintf("%q %v", out, err), err == nil && len(strings.Fields(out)) == 3
+	})
 	return &controlPlane{dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
 		printed: printed, kubeup: kubeup, kubectl: kubectl, mustKubectl: mustKubectl}
 }

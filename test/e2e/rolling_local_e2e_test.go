@@ -192,7 +192,7 @@ func TestRollingUpdateLocal(t *testing.T) {
 	}
 	// --force converges an up-to-date machine again (a new incarnation: the wait does not take it for the old one).
 	if stdout, stderr, err := run("rolling-update", "cluster", name, "--cloudonly", "--yes", "--force", "--instance-group", "control-plane-a-1",
-		"--interval", "200ms", "--validation-timeout", "2m"); err != nil || !strings.Contains(stdout, "is done: 1 machines replaced") {
+		"--interval", "200ms", "--validation-timeout", "2m"); err != nil || !strings.Contains(stdout, "is done: 1 machine replaced.") {
 		t.Errorf("rolling-update --yes --force --instance-group control-plane-a-1: %v\n%s\n%s", err, stdout, stderr)
 	}
 	// protokube ran the new configuration: its own dry run on a machine has nothing to change.
