@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"kubeup.dev/kubeup/internal/awssdk"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/dnstasks"
@@ -33,7 +34,7 @@ type awsCloud struct {
 // chain: the instance profile's role on EC2; AWS_ENDPOINT_URL points the clients elsewhere, and
 // AWS_EC2_METADATA_SERVICE_ENDPOINT the metadata service).
 func newAWSCloud(ctx context.Context) (*awsCloud, error) {
-	base, err := config.LoadDefaultConfig(ctx)
+	base, err := config.LoadDefaultConfig(ctx, config.WithLogger(awssdk.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
@@ -45,6 +46,7 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg = awssdk.WithOwnedBodies(cfg)
 	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
 }
 

@@ -21,6 +21,8 @@ import (
 
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/tasks/volumetasks"
+
+	"kubeup.dev/kubeup/internal/awssdk"
 )
 
 // awsFixture is a fake AWS (internal/fakeaws, in this process) with a VPC, a subnet per zone and a public
@@ -45,7 +47,7 @@ func newAWSAccount(t *testing.T, dnsZone, bucket string, zones ...string) *awsFi
 	s := fakeaws.New()
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	cfg := aws.Config{
+	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
 		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
 	}

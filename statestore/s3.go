@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/awssdk"
 )
 
 // EnvS3PathStyle names the environment variable that, set to 1, makes the s3:// store address buckets in the
@@ -49,7 +50,7 @@ var _ Store = (*s3Store)(nil)
 // bucket's region as S3 names it, asked in us-east-1), and the endpoint override AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, with which buckets are
 // addressed by path.
 func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(awssdk.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", location("s3://"+bucket, prefix), err)
 	}
@@ -58,6 +59,7 @@ func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
 
 // s3StoreFromConfig is newS3Store with the SDK's configuration loaded.
 func s3StoreFromConfig(ctx context.Context, cfg aws.Config, bucket, prefix string) *s3Store {
+	cfg = awssdk.WithOwnedBodies(cfg)
 	discover := cfg.Region == ""
 	if discover {
 		cfg.Region = defaultS3Region

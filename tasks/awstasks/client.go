@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -15,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/awssdk"
 )
 
 // MaxAttempts is how many times the SDK tries one call before the error reaches the engine, which then backs
@@ -31,7 +30,7 @@ const MaxAttempts = 10
 func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return NewRetryer() }),
-		config.WithLogger(sdkLogger),
+		config.WithLogger(awssdk.Logger),
 	}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
@@ -48,13 +47,6 @@ func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	}
 	return cfg, nil
 }
-
-// sdkLogger passes what the SDK logs (its warnings about a response body it could not drain, a clock skew, a
-// deprecated setting) to slog's default logger at debug level, instead of the SDK's default of printing to
-// stderr, where they reached the user's terminal between kubeup's own lines.
-var sdkLogger = logging.LoggerFunc(func(class logging.Classification, format string, args ...any) {
-	slog.Debug("the AWS SDK says", "class", string(class), "message", fmt.Sprintf(format, args...))
-})
 
 // hintedCredentials is the SDK's credential chain whose failure says how to give kubeup credentials
 // (NoCredentialsError), instead of the chain's own error alone.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"kubeup.dev/kubeup/internal/awssdk"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -46,8 +47,10 @@ var (
 )
 
 // NewCloud returns the cloud of cluster in the region of cfg, with the DNS records of the hosted zone dnsZone
-// ("example.com"; empty: the cluster has no DNS) and the state store. Nothing is read yet.
+// ("example.com"; empty: the cluster has no DNS) and the state store. Nothing is read yet. Its clients send
+// request bodies of their own (awssdk.OwnBodies).
 func NewCloud(cfg aws.Config, cluster, dnsZone string, store storetasks.Store) *Cloud {
+	cfg = awssdk.WithOwnedBodies(cfg)
 	return &Cloud{
 		EC2:         ec2.NewFromConfig(cfg),
 		AutoScaling: autoscaling.NewFromConfig(cfg),

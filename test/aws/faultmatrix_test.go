@@ -31,6 +31,8 @@ import (
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
+
+	"kubeup.dev/kubeup/internal/awssdk"
 )
 
 // The fault matrix of the aws pipeline: throttling share x 5xx share x eventual consistency x slow attach, each
@@ -114,7 +116,7 @@ func runCell(t *testing.T, cell e2e.FaultCell, seed uint64) {
 // sdkConfig is an SDK configuration for the fake with the retries protokube's client has (awstasks.LoadConfig's
 // awstasks.NewRetryer).
 func (a *account) sdkConfig() aws.Config {
-	return aws.Config{
+	return aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
 		Region: region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(a.url),
 		Retryer: func() aws.Retryer { return awstasks.NewRetryer() },
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
 	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/internal/awssdk"
 )
 
 // TestStandalone builds the command, refuses bad --faults, runs it on a free port, reads the address it prints,
@@ -64,7 +66,7 @@ func TestStandalone(t *testing.T) {
 		t.Fatalf("first line %q; want fakeaws listening on http://127.0.0.1:PORT", line)
 	}
 
-	c := route53.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(base), RetryMaxAttempts: 1,
+	c := route53.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: "us-east-1", BaseEndpoint: aws.String(base), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
 	ctx := context.Background()
 	zone, err := c.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("r")})
