@@ -21,6 +21,13 @@ const etcdMountPrefix = "/mnt/master-"
 // none of them holds a '/'.
 func EtcdMountPoint(volumeID string) string { return etcdMountPrefix + volumeID }
 
+// InEtcdMount reports whether the node path p (absolute and clean) is an etcd volume's mount point or below one:
+// what protokube writes outside OwnedNodePath.
+func InEtcdMount(p string) bool {
+	rest, ok := strings.CutPrefix(p, etcdMountPrefix)
+	return ok && rest != "" && path.Clean(p) == p && !strings.HasPrefix(rest, ".")
+}
+
 // EtcdDataDir is the member's data directory on its mounted volume: <mountPoint>/data. Not the volume's root:
 // the root of a fresh filesystem holds lost+found, which is no etcd data; and a directory of its own that
 // exists only on the volume lets the manifest require it (hostPath type Directory), so that kubelet never

@@ -258,6 +258,9 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if err := checkOwned(o.Conf, g); err != nil {
+		return false, err
+	}
 	target := engine.Apply
 	if o.DryRun {
 		target = engine.DryRun
@@ -433,6 +436,9 @@ func localDNS(pc *model.ProtokubeConfig, root string) (dnstasks.Provider, error)
 	case "", model.LocalDNSZoneFile:
 		return localtasks.NewZoneFile(pc.Local.ZoneFile, pc.DNSZone)
 	case model.LocalDNSHosts:
+		if err := ownedHostsFile("the node configuration", d.HostsFile); err != nil {
+			return nil, err
+		}
 		return localtasks.NewHostsFile(filepath.Join(root, d.HostsFile), pc.DNSZone)
 	case model.LocalDNSRFC2136:
 		secret, err := os.ReadFile(filepath.Join(root, d.TSIGSecretFile))

@@ -343,12 +343,22 @@ func startControlPlane(t *testing.T) *controlPlane {
 
 	kubeup("export", "kubeconfig", cluster)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
+	// kubectl runs kubectl on the client. A TLS handshake that times out (client-go gives it 10 s) is tried again,
+	// twice at most, with the machine's load logged: on a loaded 2-core machine running the whole suite, three
+	// kube-apiservers, six etcd members and the race-built tests share the cores, and a handshake can wait for
+	// a starved kube-apiserver (CI saw it once). Any other error, and a third timeout, is the answer.
 	kubectl := func(args ...string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		cmd := client.Command(cctx, kubectlBin, append([]string{"--kubeconfig=" + kubeconfig, "--request-timeout=20s"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		for attempt := 1; ; attempt++ {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			cmd := client.Command(cctx, kubectlBin, append([]string{"--kubeconfig=" + kubeconfig, "--request-timeout=20s"}, args...)...)
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if err == nil || attempt == 3 || !strings.Contains(string(out), "TLS handshake timeout") {
+				return string(out), err
+			}
+			load, _ := os.ReadFile("/proc/loadavg")
+			t.Logf("kubectl %s: TLS handshake timeout (attempt %d of 3, load average %s): trying again", strings.Join(args, " "), attempt, strings.TrimSpace(string(load)))
+		}
 	}
 	mustKubectl := func(args ...string) string {
 		t.Helper()

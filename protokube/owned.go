@@ -1,0 +1,67 @@
+package protokube
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+	"kubeup.dev/kubeup/tasks/volumetasks"
+)
+
+// checkOwned refuses a round's graph that would write or remove anything on the node outside what kubeup owns
+// there (model.OwnedNodePath) and the etcd volumes' mount points (model.InEtcdMount), or touch a unit that is
+// not kubeup's, whatever the node configuration says: protokube converges the node's files each round as
+// nodeup does, and holds them to the same directories nodeup does (nodeup's checkOwned). Validation refuses
+// such a configuration first; this holds whatever a configuration written by hand slips past it. Nothing has
+// been written when it refuses.
+func checkOwned(source string, g *engine.Graph[*Round]) error {
+	var bad []string
+	for _, t := range g.Tasks() {
+		var p string
+		switch t := t.(type) {
+		case *nodetasks.File:
+			p = t.Path
+		case *nodetasks.ManifestFile:
+			p = t.Path
+		case *nodetasks.Absent:
+			p = t.Path
+		case *nodetasks.FormatAndMount:
+			if !model.InEtcdMount(t.MountPoint) {
+				bad = append(bad, fmt.Sprintf("%s: %s is not an etcd volume's mount point (/mnt/master-<volume>)", t.Key(), t.MountPoint))
+			}
+			continue
+		case *nodetasks.SystemdService:
+			if !slices.Contains(model.NodeupUnits, t.Name) {
+				bad = append(bad, fmt.Sprintf("%s: unit %s is not one of kubeup's (%s)", t.Key(), t.Name, strings.Join(model.NodeupUnits, ", ")))
+			}
+			continue
+		case *volumetasks.Attach[*Round], *dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
+			continue // the cloud's volumes and DNS: nothing on the node's filesystem
+		default:
+			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
+			continue
+		}
+		if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
+			bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: protokube refuses to touch what kubeup does not own on a node: %s; kubeup writes only below %s, %s<volume> and the files %s",
+		source, strings.Join(bad, "; "), strings.Join(append(slices.Clone(model.SpecNodeDirs), model.KubeupStateDir), ", "), model.EtcdMountPoint(""), strings.Join(model.NodeupFiles, ", "))
+}
+
+// ownedHostsFile refuses a hosts file (spec.local.dns.hostsFile) that is neither /etc/hosts, the one system
+// file kubeup edits (its managed block only), nor in a directory kubeup owns.
+func ownedHostsFile(source, p string) error {
+	if p == model.DefaultHostsFile || model.OwnedNodePath(p) {
+		return nil
+	}
+	return fmt.Errorf("%s: spec.local.dns.hostsFile: protokube refuses to edit %q: it is neither %s nor in a directory kubeup owns (%s)",
+		source, p, model.DefaultHostsFile, strings.Join(model.SpecNodeDirs, ", "))
+}
