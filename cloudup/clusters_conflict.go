@@ -73,6 +73,32 @@ func (s *Stored) GroupVersion(name string) string {
 	return objectVersion(data)
 }
 
+// changedObjects describes the objects of now that are not as they are in before: "the Cluster changed",
+// "instance group nodes changed", "... added", "... removed", in the order of the spec.
+func changedObjects(before, now *Stored) []string {
+	var out []string
+	if !bytes.Equal(before.encoded[model.KindCluster], now.encoded[model.KindCluster]) {
+		out = append(out, "the Cluster changed")
+	}
+	for _, ig := range now.InstanceGroups {
+		switch was, ok := before.encoded[objectKey(ig)]; {
+		case !ok:
+			out = append(out, "instance group "+ig.Metadata.Name+" added")
+		case !bytes.Equal(was, now.encoded[objectKey(ig)]):
+			out = append(out, "instance group "+ig.Metadata.Name+" changed")
+		}
+	}
+	for _, ig := range before.InstanceGroups {
+		if _, ok := now.encoded[objectKey(ig)]; !ok {
+			out = append(out, "instance group "+ig.Metadata.Name+" removed")
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "written anew") // the same objects, written by another kubeup
+	}
+	return out
+}
+
 // ConflictError refuses a change of a cluster's spec: objects it would write were changed by someone else since
 // they were read, and writing them would undo that change. Nothing was written. It matches
 // statestore.ErrConflict.

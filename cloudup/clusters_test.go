@@ -384,7 +384,7 @@ func TestUpdateRefusesASpecChangedSinceItsDryRun(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	_, err := (&Clusters{Store: st}).Update(ctx, demo, UpdateOptions{Out: &out, Apply: true})
-	if err == nil || !strings.Contains(err.Error(), "changed by someone else while this update was planned") {
+	if err == nil || !strings.Contains(err.Error(), "changed by someone else while this update was planned (instance group nodes changed)") {
 		t.Fatalf("update --yes over an instance group replaced after its dry run: %v, want it refused", err)
 	}
 	if _, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(demo)); !errors.Is(err, fs.ErrNotExist) {
