@@ -1,6 +1,7 @@
 package cloudup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,24 +27,30 @@ import (
 // A cluster's spec is one object, so that every change of it is all or nothing: no object store offers
 // transactions over several objects. It is written with one conditional write (statestore.Store.WriteIf): on
 // create, on the condition that it does not exist; on a change, that it still has the generation that was read.
-// Of two operators changing a cluster at once, the second is refused and writes nothing.
+// Each object of the spec (the Cluster, each InstanceGroup) has a version of its own, which a change compares
+// (see clusters_conflict.go): of two operators changing the same object from the same read, the second is
+// refused and writes nothing; two changing different objects both succeed, the second change added to the first.
 type Clusters struct {
 	Store statestore.Store
 
 	// lockPoll is how often a wait for a cluster's lock looks again (default 1s); lockMessageEvery how often
 	// it says that it still waits (default 5s). Tests make them short.
 	lockPoll, lockMessageEvery time.Duration
+	// raceWait is the longest wait before a change is tried again after someone else wrote the spec between its
+	// read and its write (default 500ms; see retryRaced). Tests make it short.
+	raceWait time.Duration
 }
 
 // Stored is a cluster as read from the store.
 type Stored struct {
 	Cluster        *model.Cluster
 	InstanceGroups []*model.InstanceGroup // sorted by name
-	// Generation is the generation of the spec object that was read: what `kubeup get` prints as
-	// metadata.resourceVersion, and what a change of this spec is conditional on. The objects above do not
-	// carry it.
+	// Generation is the generation of the spec object that was read: what a write of this spec is conditional
+	// on. What `kubeup get` prints as an object's metadata.resourceVersion is its own version (ClusterVersion,
+	// GroupVersion). The objects above do not carry either.
 	Generation statestore.Generation
-	raw        []byte // what was read
+	raw        []byte            // what was read
+	encoded    map[string][]byte // each object's encoding, by objectKey: what its version is the hash of
 	// legacy are the objects of an older kubeup's layout that the instance groups were read from, which the
 	// next write of the spec makes obsolete.
 	legacy []string
@@ -149,6 +156,9 @@ func (cs *Clusters) decodeStored(ctx context.Context, name string, raw []byte, g
 		return nil, &UnreadableError{Name: name, Err: err}
 	}
 	slices.SortFunc(s.InstanceGroups, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	if s.encoded, err = encodeObjects(objects(s.Cluster, s.InstanceGroups)); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -190,7 +200,16 @@ func (cs *Clusters) decode(name string, raw []byte, gen statestore.Generation) (
 		return nil, &UnreadableError{Name: name, Err: err}
 	}
 	c, igs := withoutResourceVersion(objs.Cluster, objs.InstanceGroups)
-	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: raw}, nil
+	return newStored(c, igs, gen, raw)
+}
+
+// newStored is the Stored of c and igs (in their stored form), read or written at gen as raw.
+func newStored(c *model.Cluster, igs []*model.InstanceGroup, gen statestore.Generation, raw []byte) (*Stored, error) {
+	encoded, err := encodeObjects(objects(c, igs))
+	if err != nil {
+		return nil, err
+	}
+	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: raw, encoded: encoded}, nil
 }
 
 // Complete returns the complete, validated spec of a stored cluster.
@@ -207,13 +226,18 @@ func (cs *Clusters) Complete(s *Stored) (*model.Cluster, []*model.InstanceGroup,
 // naming source) and refuses a cluster that exists already. Nothing is written when it fails.
 func (cs *Clusters) Create(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
 	_, err := cs.write(ctx, source, c, igs, statestore.Absent)
+	var raced *racedError
+	if errors.As(err, &raced) {
+		return fmt.Errorf("cluster %q already exists in %s (%w): change it with `kubeup edit cluster` or `kubeup replace -f`, or delete it first",
+			c.Metadata.Name, cs.Store.URL(), raced.err)
+	}
 	return err
 }
 
-// ReplaceOptions say how Replace treats a spec that was read before the cluster last changed.
+// ReplaceOptions say how Replace treats objects that were read before someone else changed them.
 type ReplaceOptions struct {
-	// Force writes the spec even when its metadata.resourceVersion says it was read before the cluster's last
-	// change, overwriting that change.
+	// Force writes the objects even when their metadata.resourceVersion says they were read before someone else
+	// changed them, overwriting that change.
 	Force bool
 	// Cluster, when set, is the cluster the objects must be for (kubeup replace --name), and the cluster of
 	// InstanceGroups that do not name theirs (metadata.labels[kubeup.dev/cluster]).
@@ -226,6 +250,8 @@ type Replaced struct {
 	Cluster string
 	// Stored is the cluster as it is now stored.
 	Stored *Stored
+	// Unchanged says that the store held what objs hold already: nothing was written.
+	Unchanged bool
 	// Kept are the instance groups of the stored spec that the new one did not name, and that were kept.
 	Kept []string
 	// Added are the instance groups of objs that the stored spec did not have.
@@ -238,22 +264,35 @@ type Replaced struct {
 // instance groups that objs do not name are kept. Objects without a Cluster are instance groups of the cluster
 // they name (model.Objects.ClusterName), or of o.Cluster; then the stored Cluster is kept. A change of the
 // cluster's etcd membership is refused, with a Cluster or without (checkEtcdMembership). The combined result is
-// validated first, and written in one conditional write: all or nothing, and nothing when another operator
-// changed the cluster since it was read.
+// validated first, and written in one conditional write: all or nothing. When the store already holds what objs
+// hold, nothing is written (Replaced.Unchanged).
 //
-// objs carry the generation they were read at as metadata.resourceVersion (kubeup get prints it). When they do,
-// and the cluster has changed since, Replace refuses rather than silently revert that change, unless o.Force.
-// Objects without one (a hand-written spec) replace unconditionally, as kubectl replace does. A cluster whose
-// stored spec cannot be read (see UnreadableError) is replaced whole, by a file that holds its Cluster.
+// Each of objs carries the version it was read at as metadata.resourceVersion (kubeup get prints it). When one
+// does, and that object has changed since (and is not stored as objs hold it already), Replace refuses with a
+// *ConflictError rather than silently revert that change, unless o.Force. A change of another object of the
+// cluster (one objs do not hold) does not concern it. Objects without one (a hand-written spec) replace
+// unconditionally, as kubectl replace does. When someone else writes the spec between Replace's read and its
+// write, Replace decides again on what they wrote (retryRaced). A cluster whose stored spec cannot be read (see
+// UnreadableError) is replaced whole, by a file that holds its Cluster.
 func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Objects, o ReplaceOptions) (*Replaced, error) {
 	name, err := ClusterOf(source, objs, o.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	rv, err := resourceVersion(source, objs)
+	var r *Replaced
+	err = cs.retryRaced(ctx, func() error {
+		var err error
+		r, err = cs.replaceOnce(ctx, source, name, objs, o.Force)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// replaceOnce is one try of Replace: it reads the cluster named name, decides and writes.
+func (cs *Clusters) replaceOnce(ctx context.Context, source, name string, objs *model.Objects, force bool) (*Replaced, error) {
 	var stored *Stored
 	var unreadable *UnreadableError
 	raw, gen, err := cs.read(ctx, name)
@@ -263,14 +302,14 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 	if err != nil && !errors.As(err, &unreadable) {
 		return nil, err
 	}
-	if rv != "" && rv != string(gen) && !o.Force {
-		return nil, fmt.Errorf("cluster %s was changed by someone else since %s was read (%w: its metadata.resourceVersion is %s, the store's is now %s): nothing was written. "+
-			"To keep both changes, read the cluster again (`kubeup get cluster %s -o yaml`), re-apply your change to it and replace with that; "+
-			"to overwrite the other change knowingly, replace with --force",
-			name, source, statestore.ErrConflict, rv, gen, name)
-	}
 	r := &Replaced{Cluster: name}
 	if unreadable != nil {
+		// No object of it can be compared: the file must have been read at the spec's generation.
+		if rv := readAt(objs); rv != "" && rv != string(gen) && !force {
+			return nil, fmt.Errorf("cluster %s was changed by someone else since %s was read (%w: its metadata.resourceVersion is %s, and the stored spec cannot be read now): nothing was written. "+
+				"Replace it with a spec of your own without resourceVersion, or replace with --force",
+				name, source, statestore.ErrConflict, rv)
+		}
 		if objs.Cluster == nil {
 			return nil, fmt.Errorf("%s holds instance groups only, and %w: nothing was written; replace the cluster whole, with a file that holds its Cluster too", source, unreadable)
 		}
@@ -278,6 +317,11 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 		r.Stored, err = cs.write(ctx, source, objs.Cluster, objs.InstanceGroups, gen)
 		r.Added = groupNames(objs.InstanceGroups)
 		return r, err
+	}
+	if !force {
+		if err := cs.conflicts(source, stored, objs); err != nil {
+			return nil, err
+		}
 	}
 	c := objs.Cluster
 	if c == nil {
@@ -293,8 +337,23 @@ func (cs *Clusters) Replace(ctx context.Context, source string, objs *model.Obje
 			r.Added = append(r.Added, ig.Metadata.Name)
 		}
 	}
-	r.Stored, r.Kept, err = cs.replace(ctx, source, stored, c, objs.InstanceGroups)
+	var changed bool
+	r.Stored, r.Kept, changed, err = cs.replace(ctx, source, stored, c, objs.InstanceGroups)
+	r.Unchanged = !changed
 	return r, err
+}
+
+// readAt is the first metadata.resourceVersion of objs, or "".
+func readAt(objs *model.Objects) string {
+	if objs.Cluster != nil && objs.Cluster.Metadata.ResourceVersion != "" {
+		return objs.Cluster.Metadata.ResourceVersion
+	}
+	for _, ig := range objs.InstanceGroups {
+		if ig.Metadata.ResourceVersion != "" {
+			return ig.Metadata.ResourceVersion
+		}
+	}
+	return ""
 }
 
 // ClusterOf is the cluster objs (read from source) are for: the one they name (model.Objects.ClusterName), else
@@ -317,18 +376,17 @@ func ClusterOf(source string, objs *model.Objects, want string) (string, error) 
 }
 
 // replace writes c and igs over s, keeping the instance groups of s that igs does not name, on the condition
-// that the cluster is still at s.Generation.
-func (cs *Clusters) replace(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (*Stored, []string, error) {
+// that the cluster is still at s.Generation. changed is false when s holds them already (nothing was written).
+func (cs *Clusters) replace(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (written *Stored, kept []string, changed bool, err error) {
 	if c.Metadata.Name != s.Cluster.Metadata.Name {
-		return nil, nil, fmt.Errorf("%s: metadata.name %q is not the cluster being replaced, %q", source, c.Metadata.Name, s.Cluster.Metadata.Name)
+		return nil, nil, false, fmt.Errorf("%s: metadata.name %q is not the cluster being replaced, %q", source, c.Metadata.Name, s.Cluster.Metadata.Name)
 	}
 	all := merged(s, igs)
-	var kept []string
 	for _, ig := range all[len(igs):] {
 		kept = append(kept, ig.Metadata.Name)
 	}
-	written, err := cs.writeOver(ctx, source, s, c, all)
-	return written, kept, err
+	written, changed, err = cs.writeOver(ctx, source, s, c, all)
+	return written, kept, changed, err
 }
 
 // merged is igs, then the instance groups of s that igs does not name.
@@ -343,49 +401,68 @@ func merged(s *Stored, igs []*model.InstanceGroup) []*model.InstanceGroup {
 }
 
 // writeOver writes c and igs (all of the cluster's instance groups) over s, on the condition that the cluster is
-// still at s.Generation, and removes the objects of the older layout s was read from.
-func (cs *Clusters) writeOver(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (*Stored, error) {
-	written, err := cs.write(ctx, source, c, igs, s.Generation)
+// still at s.Generation, and removes the objects of the older layout s was read from. When s holds c and igs
+// already, it writes nothing and returns s, changed false.
+func (cs *Clusters) writeOver(ctx context.Context, source string, s *Stored, c *model.Cluster, igs []*model.InstanceGroup) (written *Stored, changed bool, err error) {
+	c, igs, data, err := cs.encode(source, c, igs)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if bytes.Equal(data, s.raw) && len(s.legacy) == 0 {
+		return s, false, nil
+	}
+	if written, err = cs.put(ctx, c, igs, data, s.Generation); err != nil {
+		return nil, false, err
 	}
 	for _, p := range s.legacy { // their groups are in the spec's object now: never read again
 		if err := cs.Store.Delete(ctx, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("the spec of cluster %s was written; removing %s, which the older layout used and nothing reads now: %w",
+			return nil, false, fmt.Errorf("the spec of cluster %s was written; removing %s, which the older layout used and nothing reads now: %w",
 				c.Metadata.Name, cs.location(p), err)
 		}
 	}
-	return written, nil
+	return written, true, nil
 }
 
 // write validates a cluster's spec and writes it, in one object, on the condition that the object is still at
-// generation ifGen (statestore.Absent: that it does not exist).
+// generation ifGen (statestore.Absent: that it does not exist). When it is not, the error is a *racedError.
 func (cs *Clusters) write(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup, ifGen statestore.Generation) (*Stored, error) {
+	c, igs, data, err := cs.encode(source, c, igs)
+	if err != nil {
+		return nil, err
+	}
+	return cs.put(ctx, c, igs, data, ifGen)
+}
+
+// encode validates a cluster's spec (check) and returns it in its stored form, and the object that holds it.
+func (cs *Clusters) encode(source string, c *model.Cluster, igs []*model.InstanceGroup) (*model.Cluster, []*model.InstanceGroup, []byte, error) {
 	name := c.Metadata.Name
 	c, igs, err := cs.check(source, c, igs)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	data, err := model.Encode(objects(c, igs)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if len(data) > model.MaxSpecBytes {
-		return nil, fmt.Errorf("%s: the spec of cluster %s would be %d bytes, over the limit of %d bytes for a spec: nothing was written",
+		return nil, nil, nil, fmt.Errorf("%s: the spec of cluster %s would be %d bytes, over the limit of %d bytes for a spec: nothing was written",
 			source, name, len(data), model.MaxSpecBytes)
 	}
+	return c, igs, data, nil
+}
+
+// put writes data, the spec of c and igs, on the condition that its object is still at generation ifGen. When
+// it is not, the error is a *racedError.
+func (cs *Clusters) put(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup, data []byte, ifGen statestore.Generation) (*Stored, error) {
+	name := c.Metadata.Name
 	gen, err := cs.Store.WriteIf(ctx, specPath(name), data, ifGen)
-	switch {
-	case errors.Is(err, statestore.ErrConflict) && ifGen == statestore.Absent:
-		return nil, fmt.Errorf("cluster %q already exists in %s (%w): change it with `kubeup edit cluster` or `kubeup replace -f`, or delete it first",
-			name, cs.Store.URL(), err)
-	case errors.Is(err, statestore.ErrConflict):
-		return nil, fmt.Errorf("cluster %s was changed by someone else since it was read (%w): nothing was written; read it again (`kubeup get cluster %s -o yaml`) and redo your change",
-			name, err, name)
-	case err != nil:
+	if errors.Is(err, statestore.ErrConflict) {
+		return nil, &racedError{name: name, err: err}
+	}
+	if err != nil {
 		return nil, err
 	}
-	return &Stored{Cluster: c, InstanceGroups: igs, Generation: gen, raw: data}, nil
+	return newStored(c, igs, gen, data)
 }
 
 // check validates a cluster's spec as write would write it, and returns it in the form it is stored in: without
@@ -401,8 +478,7 @@ func (cs *Clusters) check(source string, c *model.Cluster, igs []*model.Instance
 	if err := refuseComplete(source, c, igs); err != nil {
 		return nil, nil, err
 	}
-	c, igs = withoutResourceVersion(c, igs)
-	c.Spec.ConfigBase = cs.configBase(c.Metadata.Name)
+	c, igs = cs.normalize(c, igs)
 	slices.SortFunc(igs, func(a, b *model.InstanceGroup) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	full, fullIGs := model.Complete(c, igs)
 	if err := model.Validate(source, full, fullIGs); err != nil {
@@ -433,28 +509,13 @@ func refuseComplete(source string, c *model.Cluster, igs []*model.InstanceGroup)
 		source, model.AnnotationComplete, strings.Join(marked, ", "), c.Metadata.Name)
 }
 
-// resourceVersion is the generation objs were read at: the metadata.resourceVersion they carry, which must be
-// the same in each (or "" when none carries one).
-func resourceVersion(source string, objs *model.Objects) (string, error) {
-	rv := ""
-	for _, o := range objects(objs.Cluster, objs.InstanceGroups) {
-		var v string
-		switch o := o.(type) {
-		case *model.Cluster:
-			v = o.Metadata.ResourceVersion
-		case *model.InstanceGroup:
-			v = o.Metadata.ResourceVersion
-		}
-		switch {
-		case v == "":
-		case rv == "":
-			rv = v
-		case v != rv:
-			return "", fmt.Errorf("%s: its documents carry different metadata.resourceVersions (%s and %s): they were read at different times; read the cluster again (`kubeup get cluster NAME -o yaml`)",
-				source, rv, v)
-		}
-	}
-	return rv, nil
+// normalize returns copies of c and igs in their stored form: without metadata.resourceVersion and the groups'
+// model.LabelCluster (withoutResourceVersion), and with the Cluster's spec.configBase, which is always this
+// store's directory of it.
+func (cs *Clusters) normalize(c *model.Cluster, igs []*model.InstanceGroup) (*model.Cluster, []*model.InstanceGroup) {
+	c, igs = withoutResourceVersion(c, igs)
+	c.Spec.ConfigBase = cs.configBase(c.Metadata.Name)
+	return c, igs
 }
 
 // withoutResourceVersion returns copies of c and igs without what is never stored: metadata.resourceVersion,

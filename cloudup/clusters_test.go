@@ -104,8 +104,8 @@ func TestConcurrentReplace(t *testing.T) {
 	}
 }
 
-// readForReplace reads the demo cluster as `kubeup get cluster -o yaml` prints it: each object carries the
-// generation it was read at.
+// readForReplace reads the demo cluster as `kubeup get cluster -o yaml` and `kubeup get ig -o yaml` print it:
+// each object carries the version it was read at.
 func readForReplace(t *testing.T, cs *Clusters) *model.Objects {
 	t.Helper()
 	s, err := cs.Get(context.Background(), demo)
@@ -120,9 +120,9 @@ func readForReplace(t *testing.T, cs *Clusters) *model.Objects {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs.Cluster.Metadata.ResourceVersion = string(s.Generation)
+	objs.Cluster.Metadata.ResourceVersion = s.ClusterVersion()
 	for _, ig := range objs.InstanceGroups {
-		ig.Metadata.ResourceVersion = string(s.Generation)
+		ig.Metadata.ResourceVersion = s.GroupVersion(ig.Metadata.Name)
 	}
 	return objs
 }
@@ -285,7 +285,7 @@ func TestEdit(t *testing.T) {
 	if s, _ := cs.Get(ctx, demo); s.Cluster.Spec.KubernetesVersion != "1.34.4" {
 		t.Errorf("after the refused edit: kubernetesVersion %q, want theirs, 1.34.4", s.Cluster.Spec.KubernetesVersion)
 	}
-	if !strings.Contains(string(shown), "resourceVersion: "+string(s.Generation)) {
+	if !strings.Contains(string(shown), "resourceVersion: "+s.ClusterVersion()) {
 		t.Errorf("the editor was not shown the resourceVersion it edits:\n%s", shown)
 	}
 	if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubeup-edit-*.yaml")); len(leftovers) > 0 {
@@ -384,7 +384,7 @@ func TestUpdateRefusesASpecChangedSinceItsDryRun(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	_, err := (&Clusters{Store: st}).Update(ctx, demo, UpdateOptions{Out: &out, Apply: true})
-	if err == nil || !strings.Contains(err.Error(), "changed by someone else while this update was planned") {
+	if err == nil || !strings.Contains(err.Error(), "changed by someone else while this update was planned (instance group nodes changed)") {
 		t.Fatalf("update --yes over an instance group replaced after its dry run: %v, want it refused", err)
 	}
 	if _, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(demo)); !errors.Is(err, fs.ErrNotExist) {

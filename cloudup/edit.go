@@ -18,14 +18,15 @@ import (
 const editHeader = `# Edit the spec of cluster %s, then save and quit. Lines starting with '#' are ignored.
 # An invalid spec is refused with every problem listed at the top, and this file opened again; save it unchanged
 # to give up (the file is then kept).
-# metadata.resourceVersion is the version of the spec you are editing: if someone changes the cluster before
-# you save, your edit is refused (and kept), not written over their change.
+# metadata.resourceVersion is the version of the Cluster you are editing: if someone changes it before you
+# save, your edit is refused (and kept), not written over their change.
 `
 
-// Edit writes a cluster's spec to a temporary file, has edit (the user's editor) change it, and replaces the
-// stored spec with the result once it validates, on the condition that the cluster is still at the generation
-// it read (the metadata.resourceVersion the file shows; what the user makes of that line does not matter). An
-// unchanged file changes nothing (changed is false). When the edit is refused (invalid, or the cluster changed
+// Edit writes a cluster's Cluster to a temporary file, has edit (the user's editor) change it, and replaces the
+// stored one with the result once it validates, as Replace does: refused (a *ConflictError) when someone else
+// changed the Cluster since it was read, unless the store holds it as edited already, at the version the file
+// shows (its metadata.resourceVersion; what the user makes of that line does not matter). A change of the
+// cluster's instance groups meanwhile does not concern it. An unchanged file changes nothing (changed is false). When the edit is refused (invalid, or the cluster changed
 // meanwhile), the edited file is kept and its path returned with the error, so the user's work is not lost.
 func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string) error) (changed bool, kept string, err error) {
 	s, err := cs.Get(ctx, name)
@@ -33,17 +34,16 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 		return false, "", err
 	}
 	shown := *s.Cluster
-	shown.Metadata.ResourceVersion = string(s.Generation)
+	shown.Metadata.ResourceVersion = s.ClusterVersion()
 	return editObject(fmt.Sprintf(editHeader, name), &shown, edit, func(path string, objs *model.Objects) error {
 		if objs.Cluster == nil || len(objs.InstanceGroups) > 0 {
 			return fmt.Errorf("%s: want exactly one Cluster (edit an instance group with `kubeup edit instancegroup NAME --name %s`)", path, name)
 		}
-		if objs.Cluster.Metadata.Name == name {
-			if err := cs.checkEtcdMembership(ctx, path, objs.Cluster, s.InstanceGroups); err != nil {
-				return err
-			}
+		if n := objs.Cluster.Metadata.Name; n != name {
+			return fmt.Errorf("%s: metadata.name %q is not the cluster being edited, %q: set it back", path, n, name)
 		}
-		_, _, err := cs.replace(ctx, path, s, objs.Cluster, nil)
+		objs.Cluster.Metadata.ResourceVersion = shown.Metadata.ResourceVersion
+		_, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: name})
 		return err
 	})
 }
@@ -51,13 +51,14 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 const editGroupHeader = `# Edit instance group %s of cluster %s, then save and quit. Lines starting with '#' are ignored.
 # An invalid group is refused with every problem listed at the top, and this file opened again; save it unchanged
 # to give up (the file is then kept).
-# metadata.resourceVersion is the version of the cluster's spec you are editing: if someone changes the cluster
-# before you save, your edit is refused (and kept), not written over their change.
+# metadata.resourceVersion is the version of the group you are editing: if someone changes the group before you
+# save, your edit is refused (and kept), not written over their change.
 `
 
 // EditInstanceGroup is Edit for the instance group named group of the cluster named cluster: the file shows the
 // group alone (with the model.LabelCluster that names its cluster), and the result replaces the group in the
-// cluster's spec, validated whole, as Edit replaces the Cluster. Renaming the group, or naming another cluster,
+// cluster's spec, validated whole, as Edit replaces the Cluster (a change of the Cluster or of another group
+// meanwhile does not concern it). Renaming the group, or naming another cluster,
 // is refused; so is a change of the cluster's etcd membership once it was applied (see CreateInstanceGroups).
 func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string, edit func(path string) error) (changed bool, kept string, err error) {
 	s, err := cs.Get(ctx, cluster)
@@ -70,7 +71,7 @@ func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string
 			cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), group, cluster)
 	}
 	shown := *ig
-	shown.Metadata.ResourceVersion = string(s.Generation)
+	shown.Metadata.ResourceVersion = s.GroupVersion(group)
 	shown.Metadata.Labels = WithClusterLabel(ig.Metadata.Labels, cluster)
 	return editObject(fmt.Sprintf(editGroupHeader, group, cluster), &shown, edit, func(path string, objs *model.Objects) error {
 		if objs.Cluster != nil || len(objs.InstanceGroups) != 1 {
@@ -85,10 +86,8 @@ func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string
 			return fmt.Errorf("%s: metadata.labels[%s]: %q: the group is in cluster %q and cannot move to another: set it back to %q",
 				path, model.LabelCluster, n, cluster, cluster)
 		}
-		if err := cs.checkEtcdMembership(ctx, path, s.Cluster, merged(s, objs.InstanceGroups)); err != nil {
-			return err
-		}
-		_, _, err := cs.replace(ctx, path, s, s.Cluster, objs.InstanceGroups)
+		edited.Metadata.ResourceVersion = shown.Metadata.ResourceVersion
+		_, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: cluster})
 		return err
 	})
 }

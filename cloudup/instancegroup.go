@@ -17,34 +17,44 @@ import (
 // CreateInstanceGroups adds igs to the stored cluster named cluster. A group whose name the cluster has already
 // is refused, and so is a change of the etcd membership of a cluster that was applied (checkEtcdMembership).
 // The cluster's spec with the new groups is validated (every problem at once, naming source) and, with apply,
-// written on the condition that the cluster is still as it was read; without apply nothing is written. It
-// returns the cluster as stored (or as it would be).
+// written on the condition that the cluster is still as it was read; without apply nothing is written. When
+// someone else wrote the spec meanwhile (another group created, the Cluster changed), it is decided and written
+// again over theirs (retryRaced). It returns the cluster as stored (or as it would be).
 func (cs *Clusters) CreateInstanceGroups(ctx context.Context, source, cluster string, igs []*model.InstanceGroup, apply bool) (*Stored, error) {
-	s, err := cs.Get(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
 	if err := duplicateGroups(source, igs); err != nil {
 		return nil, err
 	}
-	for _, ig := range igs {
-		if findGroup(s.InstanceGroups, ig.Metadata.Name) != nil {
-			return nil, fmt.Errorf("%s: instance group %q already exists in cluster %s: nothing was written; change it with `kubeup edit instancegroup %s --name %s` or `kubeup replace -f FILE`",
-				source, ig.Metadata.Name, cluster, ig.Metadata.Name, cluster)
+	var written *Stored
+	err := cs.retryRaced(ctx, func() error {
+		s, err := cs.Get(ctx, cluster)
+		if err != nil {
+			return err
 		}
-	}
-	all := append(slices.Clone(s.InstanceGroups), igs...)
-	if err := cs.checkEtcdMembership(ctx, source, s.Cluster, all); err != nil {
+		for _, ig := range igs {
+			if findGroup(s.InstanceGroups, ig.Metadata.Name) != nil {
+				return fmt.Errorf("%s: instance group %q already exists in cluster %s: nothing was written; change it with `kubeup edit instancegroup %s --name %s` or `kubeup replace -f FILE`",
+					source, ig.Metadata.Name, cluster, ig.Metadata.Name, cluster)
+			}
+		}
+		all := append(slices.Clone(s.InstanceGroups), igs...)
+		if err := cs.checkEtcdMembership(ctx, source, s.Cluster, all); err != nil {
+			return err
+		}
+		if !apply {
+			c, checked, err := cs.check(source, s.Cluster, all)
+			if err != nil {
+				return err
+			}
+			written, err = newStored(c, checked, s.Generation, nil)
+			return err
+		}
+		written, _, err = cs.writeOver(ctx, source, s, s.Cluster, all)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	if !apply {
-		c, checked, err := cs.check(source, s.Cluster, all)
-		if err != nil {
-			return nil, err
-		}
-		return &Stored{Cluster: c, InstanceGroups: checked, Generation: s.Generation}, nil
-	}
-	return cs.writeOver(ctx, source, s, s.Cluster, all)
+	return written, nil
 }
 
 // EtcdMembersError says an instance group cannot be deleted: its node runs etcd members.
@@ -62,35 +72,41 @@ func (e *EtcdMembersError) Error() string {
 }
 
 // DeleteInstanceGroup removes the instance group named group from the stored cluster named cluster, and returns
-// it as the cluster ran it (its complete spec). A group whose node runs etcd members (in the complete spec) is refused with an *EtcdMembersError that says
-// which, and what it would break. The spec without the group is validated; with apply it is written on the
-// condition that the cluster is still as it was read, without apply nothing is written. The cloud is not
-// changed: `kubeup update cluster` does that.
+// it as the cluster ran it (its complete spec). A group whose node runs etcd members (in the complete spec) is
+// refused with an *EtcdMembersError that says which, and what it would break. The spec without the group is
+// validated; with apply it is written on the condition that the cluster is still as it was read (when someone
+// else wrote it meanwhile, it is read again and decided again: retryRaced), without apply nothing is written.
+// The cloud is not changed: `kubeup update cluster` does that.
 func (cs *Clusters) DeleteInstanceGroup(ctx context.Context, cluster, group string, apply bool) (*model.InstanceGroup, error) {
-	s, err := cs.Get(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	ig := findGroup(s.InstanceGroups, group)
-	if ig == nil {
-		return nil, fmt.Errorf("cluster %s has no instance group %q: it has %s (list them with `kubeup get instancegroups --name %s`)",
-			cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), cluster)
-	}
-	full, fullIGs := model.Complete(s.Cluster, s.InstanceGroups)
-	if c := findGroup(fullIGs, group); c != nil {
-		ig = c
-	}
-	if held := heldMembers(full, group); len(held) > 0 {
-		return nil, &EtcdMembersError{Cluster: cluster, Group: group, Members: held}
-	}
-	rest := slices.DeleteFunc(slices.Clone(s.InstanceGroups), func(g *model.InstanceGroup) bool { return g.Metadata.Name == group })
-	source := fmt.Sprintf("delete instancegroup %s", group)
-	if !apply {
-		_, _, err := cs.check(source, s.Cluster, rest)
-		return ig, err
-	}
-	_, err = cs.writeOver(ctx, source, s, s.Cluster, rest)
-	return ig, err
+	var deleted *model.InstanceGroup
+	err := cs.retryRaced(ctx, func() error {
+		s, err := cs.Get(ctx, cluster)
+		if err != nil {
+			return err
+		}
+		ig := findGroup(s.InstanceGroups, group)
+		if ig == nil {
+			return fmt.Errorf("cluster %s has no instance group %q: it has %s (list them with `kubeup get instancegroups --name %s`)",
+				cluster, group, strings.Join(groupNames(s.InstanceGroups), ", "), cluster)
+		}
+		full, fullIGs := model.Complete(s.Cluster, s.InstanceGroups)
+		if c := findGroup(fullIGs, group); c != nil {
+			ig = c
+		}
+		if held := heldMembers(full, group); len(held) > 0 {
+			return &EtcdMembersError{Cluster: cluster, Group: group, Members: held}
+		}
+		rest := slices.DeleteFunc(slices.Clone(s.InstanceGroups), func(g *model.InstanceGroup) bool { return g.Metadata.Name == group })
+		source := fmt.Sprintf("delete instancegroup %s", group)
+		if !apply {
+			_, _, err = cs.check(source, s.Cluster, rest)
+		} else {
+			_, _, err = cs.writeOver(ctx, source, s, s.Cluster, rest)
+		}
+		deleted = ig
+		return err
+	})
+	return deleted, err
 }
 
 // heldMembers describes the etcd members of a complete spec that run on group's node, and what losing them does

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,14 +143,31 @@ func TestEditInstanceGroup(t *testing.T) {
 		t.Errorf("after the edit: %+v, %d groups", ig, len(s.InstanceGroups))
 	}
 
+	// Someone adds a group while the editor is open: that does not concern this group's edit.
 	changed, kept, err = cs.EditInstanceGroup(ctx, demo, "nodes", func(path string) error {
 		if _, err := cs.CreateInstanceGroups(ctx, "theirs", demo, []*model.InstanceGroup{nodeGroup("theirs", 1)}, true); err != nil {
 			return err
 		}
 		return sed("maxSize: 7", "maxSize: 8")(path)
 	})
-	if !errors.Is(err, statestore.ErrConflict) || changed || kept == "" {
-		t.Fatalf("an edit over a concurrent change: changed %v, kept %q, err %v", changed, kept, err)
+	if err != nil || !changed || kept != "" {
+		t.Fatalf("an edit over a concurrent change of another group: changed %v, kept %q, err %v", changed, kept, err)
+	}
+
+	// Someone changes this group while the editor is open: the edit is refused and kept.
+	changed, kept, err = cs.EditInstanceGroup(ctx, demo, "nodes", func(path string) error {
+		theirs := readForReplace(t, cs)
+		nodes := theirs.InstanceGroups[slices.IndexFunc(theirs.InstanceGroups, func(ig *model.InstanceGroup) bool { return ig.Metadata.Name == "nodes" })]
+		nodes.Spec.MinSize = ptr[int32](2)
+		if _, err := cs.Replace(ctx, "theirs.yaml", &model.Objects{InstanceGroups: []*model.InstanceGroup{nodes}}, ReplaceOptions{Cluster: demo}); err != nil {
+			return err
+		}
+		return sed("maxSize: 8", "maxSize: 9")(path)
+	})
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || changed || kept == "" || len(conflict.Objects) != 1 || conflict.Objects[0].Group != "nodes" ||
+		!slices.Equal(conflict.Objects[0].Paths, []string{"spec.maxSize", "spec.minSize"}) {
+		t.Fatalf("an edit over a concurrent change of the group: changed %v, kept %q, err %v", changed, kept, err)
 	}
 	defer os.Remove(kept)
 	// The kept file replaces the group once the change is redone over theirs (its resourceVersion is stale).
@@ -164,7 +182,7 @@ func TestEditInstanceGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Cluster != demo || findGroup(r.Stored.InstanceGroups, "theirs") == nil || *findGroup(r.Stored.InstanceGroups, "nodes").Spec.MaxSize != 8 {
+	if r.Cluster != demo || findGroup(r.Stored.InstanceGroups, "theirs") == nil || *findGroup(r.Stored.InstanceGroups, "nodes").Spec.MaxSize != 9 {
 		t.Errorf("replace --force of the kept edit: %+v", r)
 	}
 }

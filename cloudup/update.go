@@ -285,18 +285,24 @@ func explainConflict(name string, err error) error {
 		err, name, name)
 }
 
-// checkUnchanged refuses when the cluster's spec in the store is no longer the one stored holds.
+// checkUnchanged refuses when the cluster's spec in the store is no longer the one stored holds: an update
+// applies the whole spec, so a change of any object of it (another instance group too) makes its plan stale.
+// The refusal names the objects that changed.
 func (cs *Clusters) checkUnchanged(ctx context.Context, stored *Stored) error {
 	name := stored.Cluster.Metadata.Name
-	raw, _, err := cs.read(ctx, name)
+	raw, gen, err := cs.read(ctx, name)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(raw, stored.raw) {
-		return fmt.Errorf("cluster %s was changed by someone else while this update was planned (%w): nothing was applied; run the update again",
-			name, statestore.ErrConflict)
+	if bytes.Equal(raw, stored.raw) {
+		return nil
 	}
-	return nil
+	what := ""
+	if now, err := cs.decodeStored(ctx, name, raw, gen); err == nil {
+		what = " (" + strings.Join(changedObjects(stored, now), ", ") + ")"
+	}
+	return fmt.Errorf("cluster %s was changed by someone else while this update was planned%s (%w): nothing was applied; run the update again",
+		name, what, statestore.ErrConflict)
 }
 
 func writePlan(o UpdateOptions, p *engine.Plan) error {

@@ -32,9 +32,9 @@ type ObjectMeta struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are free-form, except AnnotationComplete.
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// ResourceVersion is the generation of the cluster's stored spec that this object was read at, as kubectl's
-	// metadata.resourceVersion: `kubeup get` and `kubeup edit` print it, and `kubeup replace` refuses a file
-	// whose resourceVersion is no longer the store's (someone changed the cluster since). It is never stored
+	// ResourceVersion is the version of this object (the Cluster, or one InstanceGroup) that it was read at, as
+	// kubectl's metadata.resourceVersion: `kubeup get` and `kubeup edit` print it, and `kubeup replace` refuses
+	// the object when it is no longer the stored one's (someone changed that object since). It is never stored
 	// inside the object, and Complete and Validate ignore it. Empty: not read from the store (a hand-written
 	// spec), which replace writes unconditionally.
 	ResourceVersion string `json:"resourceVersion,omitempty"`

@@ -23,10 +23,10 @@ func newEditCommand(g *globals) *cobra.Command {
 		Long: `Open the cluster's spec in $KUBE_EDITOR, else $EDITOR, else vi. When you save and quit, the spec is validated and
 written back. A file that does not decode, or an invalid spec, opens the editor again on your text with the
 problems in a comment block at its top, as kubectl edit does: fix them and save, or save the file unchanged to
-give up. Then, or if the editor fails, or if someone else changes the cluster while you edit (your edit is
-refused rather than written over their change), your edited text is kept in a file whose path is printed (fix
-it and run "kubeup replace -f FILE"); otherwise the temporary file is removed. Saving the file unchanged at
-first, or emptied, cancels the edit. The cloud is not changed until "kubeup update cluster NAME --yes".`,
+give up. Then, or if the editor fails, or if someone else changes the Cluster while you edit (your edit is
+refused rather than written over their change; a change of an instance group meanwhile is kept beside yours),
+your edited text is kept in a file whose path is printed (fix it and run "kubeup replace -f FILE"); otherwise
+the temporary file is removed. Saving the file unchanged at first, or emptied, cancels the edit. The cloud is not changed until "kubeup update cluster NAME --yes".`,
 		Args: name.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

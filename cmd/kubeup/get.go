@@ -37,8 +37,9 @@ The complete spec is for reading, not for keeping: it is marked metadata.annotat
 they derive from would not reach them (bump kubernetesVersion, and every component's image would stay at the old
 version). Edit the spec printed without --full: what you leave out follows the values it derives from.
 
-A spec printed with -o yaml or json carries metadata.resourceVersion, the version of the cluster's spec it was
-read at: "kubeup replace -f" refuses it once the cluster has changed since, rather than undo that change.
+A spec printed with -o yaml or json carries metadata.resourceVersion, the version of the Cluster it was read
+at: "kubeup replace -f" refuses it once someone else has changed the Cluster since, rather than undo that
+change (a change of an instance group meanwhile does not concern it).
 
 A cluster whose stored spec cannot be read (corrupt, or written by a newer kubeup) is listed as (unreadable),
 the others as usual; the command then fails with the reason.`,
@@ -110,8 +111,8 @@ as the cluster runs them: the values the spec leaves out are shown defaulted), o
 or -o json (a JSON list, or one object for one NAME). --full shows the complete groups, every default filled in.
 
 Each group is printed with metadata.labels[kubeup.dev/cluster], the cluster it belongs to, and
-metadata.resourceVersion, the version of the cluster's spec it was read at: "kubeup replace -f" reads both
-(and refuses groups read before the cluster's last change), "kubeup create -f" the label. A cluster name (it
+metadata.resourceVersion, the version of the group it was read at: "kubeup replace -f" reads both (and refuses
+a group that someone else changed since it was read), "kubeup create -f" the label. A cluster name (it
 has a dot) given as NAME is taken as --name, as an older kubeup took it.`,
 		Example: `  kubeup get instancegroups --name demo.example.com
   kubeup get ig nodes --name demo.example.com -o yaml`,
@@ -209,7 +210,7 @@ func getCluster(cs *cloudup.Clusters, cmd *cobra.Command, name string, full bool
 		}
 	}
 	shown = new(*c)
-	shown.Metadata.ResourceVersion = string(s.Generation)
+	shown.Metadata.ResourceVersion = s.ClusterVersion()
 	if full {
 		shown.Metadata.Annotations = model.MarkedComplete(shown.Metadata.Annotations)
 	}
@@ -223,12 +224,12 @@ func warn(cmd *cobra.Command, c *model.Cluster) {
 	}
 }
 
-// withResourceVersion returns copies of igs that carry the generation of s they were read at.
+// withResourceVersion returns copies of igs that carry the version of their group in s they were read at.
 func withResourceVersion(s *cloudup.Stored, igs []*model.InstanceGroup) []*model.InstanceGroup {
 	out := make([]*model.InstanceGroup, len(igs))
 	for i, ig := range igs {
 		out[i] = new(*ig)
-		out[i].Metadata.ResourceVersion = string(s.Generation)
+		out[i].Metadata.ResourceVersion = s.GroupVersion(ig.Metadata.Name)
 	}
 	return out
 }

@@ -76,8 +76,9 @@ func newCreateInstanceGroupCommand(g *globals) *cobra.Command {
 		Long: `Add the instance group NAME to the spec of cluster CLUSTER. What the flags leave out is defaulted as in every spec
 (the zones of a Node group: all of the cluster's; the machine type and image: the cloud's; the size: 1). The
 cluster's whole spec, with the group, is validated before it is written, in one conditional write as every
-change: nothing is written when it is invalid (every problem listed, with its field path), when the cluster has a
-group of that name already, or when someone changed the cluster meanwhile.
+change: nothing is written when it is invalid (every problem listed, with its field path), or when the cluster has
+a group of that name already. When someone else writes the cluster's spec meanwhile (another group created at the
+same moment), the spec is read again and the group added to theirs.
 
 A ControlPlane group runs one member of each etcd cluster whose members are defaulted. Once the cluster was
 applied, a group that would add etcd members is refused: kubeup does not change the membership of a running etcd
@@ -179,7 +180,8 @@ func newEditInstanceGroupCommand(g *globals) *cobra.Command {
 does: when you save and quit, the cluster's whole spec with the edited group is validated and written back; an
 invalid group opens the editor again with every problem listed at its top (save it unchanged to give up, and
 your edited text is kept in a file whose path is printed: fix it and run "kubeup replace -f FILE"). If someone
-else changes the cluster while you edit, your edit is refused and kept the same way. The group cannot be renamed, nor moved to another cluster. Once the cluster was
+else changes the group while you edit, your edit is refused and kept the same way (a change of the Cluster or of
+another group meanwhile is kept beside yours). The group cannot be renamed, nor moved to another cluster. Once the cluster was
 applied, a change that adds or removes etcd members (a role changed to or from ControlPlane) is refused. The
 cloud is not changed until "kubeup update cluster CLUSTER --yes".`,
 		Example: `  kubeup edit instancegroup nodes --name demo.example.com`,

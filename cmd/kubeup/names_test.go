@@ -96,7 +96,7 @@ func TestClusterName(t *testing.T) {
 		{[]string{"get", "cluster"}, "KUBERNETES"},
 		{[]string{"get", "instancegroups"}, "control-plane-a"},
 		{[]string{"edit", "cluster"}, "Edit cancelled"},
-		{[]string{"replace", "-f", spec}, "Replaced the spec of cluster " + name},
+		{[]string{"replace", "-f", spec}, "No change: cluster " + name + " already holds what"}, // spec is what get printed
 		{[]string{"update", "cluster"}, "Will create resources"},
 		{[]string{"graph"}, "digraph"},
 		{[]string{"export", "kubeconfig"}, "error: run `kubeup update cluster " + name + " --yes` first"},

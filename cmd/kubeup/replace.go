@@ -30,11 +30,15 @@ prefixed instancegroup/NAME, a document's that does not decode with its number a
 written. FILE may hold at most 1 MiB. Once the cluster was applied, a file of InstanceGroups alone that would
 add or remove etcd members (a ControlPlane group added, or a role changed) is refused.
 
-A spec printed by "kubeup get" carries metadata.resourceVersion, the version of the cluster's spec it was
-read at. When the cluster has changed since (someone ran edit or replace), replace refuses rather than
-silently undo that change: read the cluster again, re-apply your change to it and replace with that, or
-replace with --force to overwrite the other change knowingly. A file without resourceVersion (a spec written
-by hand, or kept in git) replaces whatever is stored, as kubectl replace does.
+Each object printed by "kubeup get" (the Cluster, each InstanceGroup) carries metadata.resourceVersion, the
+version of that object it was read at. When someone else has changed an object of FILE since (edit,
+replace), replace refuses rather than silently undo that change, naming the object and the fields at which it
+and FILE differ: read it again, re-apply your change to it and replace with that, or replace with --force to
+overwrite the other change knowingly. A change of an object FILE does not hold (another instance group) does
+not concern it, and neither does one that made the object what FILE holds: replacing twice with the same file
+changes nothing the second time, and says so. A file without resourceVersion (a spec written by hand, or kept
+in git) replaces whatever is stored, as kubectl replace does. When another command writes the cluster's spec
+at the same moment, replace reads it again and decides again, a few times, before it gives up.
 
 The spec printed by "kubeup get --full" is refused: it is marked metadata.annotations[kubeup.dev/complete],
 and storing it would pin every value derived from another (bump kubernetesVersion later, and every component's
@@ -76,6 +80,10 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster's doc
 				return err
 			}
 			out, cluster := cmd.OutOrStdout(), r.Cluster
+			if r.Unchanged {
+				fmt.Fprintf(out, "No change: cluster %s already holds what %s holds; nothing was written.\n", cluster, source)
+				return nil
+			}
 			if objs.Cluster != nil {
 				fmt.Fprintf(out, "Replaced the spec of cluster %s.\n", cluster)
 			} else {
@@ -97,7 +105,7 @@ NAME (or --name NAME) is optional: when given, FILE must hold that cluster's doc
 	}
 	name.addFlag(cmd, g)
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding a Cluster, InstanceGroups, or both (\"-\" for stdin)")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if the cluster changed since FILE's metadata.resourceVersion, overwriting that change")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "replace even if an object of FILE changed since its metadata.resourceVersion, overwriting that change")
 	return cmd
 }
 
