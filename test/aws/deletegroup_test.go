@@ -1,0 +1,66 @@
+package aws
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDeletedGroupIsPlannedAsDeletions: after `kubeup delete ig batch --yes`, the dry run names what the update
+// will delete, "Will delete resources:" with the group's Auto Scaling group and launch template (not a
+// modification of a task of kubeup's own), in text and in JSON; update --yes deletes them and says so; the next
+// dry run has nothing to do.
+func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
+	t.Parallel()
+	a := newAccount(t, false)
+	a.createCluster(cluster)
+	a.mustKubeup("create", "ig", "batch", "--name", cluster, "--zones", zones[1], "--machine-type", "m5.large")
+	a.mustKubeup("update", "cluster", cluster, "--yes")
+	batch := "batch." + cluster
+	if o := a.ownedSDK(cluster); !slices.Contains(o.Groups, batch) || !slices.Contains(o.Templates, batch) {
+		t.Fatalf("after update --yes: Auto Scaling groups %v, launch templates %v, want %s among both", o.Groups, o.Templates, batch)
+	}
+	a.mustKubeup("delete", "ig", "batch", "--name", cluster, "--yes")
+
+	plan := a.mustKubeup("update", "cluster", cluster)
+	for _, want := range []string{"Will delete resources:\n" +
+		"  AutoScalingGroup/" + batch + " (instance group batch is no longer in the spec; its machines go with it)\n" +
+		"  LaunchTemplate/" + batch + " (instance group batch is no longer in the spec)\n"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the dry run after delete ig lacks\n%s\nit printed:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "UnusedGroups") {
+		t.Errorf("the dry run shows a task of kubeup's own instead of what it deletes:\n%s", plan)
+	}
+	var js struct {
+		Summary struct{ Delete int }
+		Changes []struct{ Key, Action string }
+	}
+	if err := json.Unmarshal([]byte(a.mustKubeup("update", "cluster", cluster, "-o", "json")), &js); err != nil {
+		t.Fatal(err)
+	}
+	var deletes []string
+	for _, c := range js.Changes {
+		if c.Action == "delete" {
+			deletes = append(deletes, c.Key)
+		}
+	}
+	if want := []string{"AutoScalingGroup/" + batch, "LaunchTemplate/" + batch}; js.Summary.Delete != 2 || !slices.Equal(deletes, want) {
+		t.Errorf("JSON plan: %d deletions %v, want %v", js.Summary.Delete, deletes, want)
+	}
+
+	out := a.mustKubeup("update", "cluster", cluster, "--yes")
+	for _, want := range []string{"  delete AutoScalingGroup/" + batch + "\n", "  delete LaunchTemplate/" + batch + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes does not report %q:\n%s", want, out)
+		}
+	}
+	if o := a.ownedSDK(cluster); slices.Contains(o.Groups, batch) || slices.Contains(o.Templates, batch) {
+		t.Errorf("after update --yes: Auto Scaling groups %v, launch templates %v still hold %s", o.Groups, o.Templates, batch)
+	}
+	if out := a.mustKubeup("update", "cluster", cluster); !strings.Contains(out, "No changes need to be applied") {
+		t.Errorf("the dry run after the deletion:\n%s\nwant no changes", out)
+	}
+}
