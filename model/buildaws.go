@@ -63,16 +63,20 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 
 	// The user's network and instance profiles.
-	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID}, exists)
+	// Each names the spec's field that names it: its errors say which to fix.
+	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID, SpecPath: "spec.aws.vpcID"}, exists)
 	subnets := map[string]*awstasks.Subnet{}
-	for _, sn := range a.Subnets {
-		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, VPC: vpc, Zone: ptr(sn.Zone)}, exists)
+	for i, sn := range a.Subnets {
+		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, SpecPath: index("spec.aws.subnets", i), VPC: vpc, Zone: ptr(sn.Zone)}, exists)
 	}
 	profiles := map[string]*awstasks.InstanceProfile{}
 	for _, role := range []string{RoleControlPlane, RoleNode} {
-		p := instanceProfileName(a, role)
+		p, path := instanceProfileName(a, role), "spec.aws.instanceProfile"
+		if role == RoleControlPlane && p != a.InstanceProfile {
+			path = "spec.aws.controlPlaneInstanceProfile" // else defaulted from instanceProfile, which is the one to fix
+		}
 		if profiles[p] == nil {
-			profiles[p] = engine.Add(g, &awstasks.InstanceProfile{Name: p}, exists)
+			profiles[p] = engine.Add(g, &awstasks.InstanceProfile{Name: p, SpecPath: path}, exists)
 		}
 	}
 
