@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kubeup.dev/kubeup/internal/e2e"
 )
 
 // TestDeletedGroupIsPlannedAsDeletions: after `kubeup delete ig batch --yes`, the dry run names what the update
@@ -62,5 +64,32 @@ func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 	}
 	if out := a.mustKubeup("update", "cluster", cluster); !strings.Contains(out, "No changes need to be applied") {
 		t.Errorf("the dry run after the deletion:\n%s\nwant no changes", out)
+	}
+}
+
+// TestUserResourcesNotFoundNameTheirField: a subnet of the spec that AWS does not have fails the dry run with
+// the spec's field that names it, the region and the zone, as the operator sees it; a zone the region does not
+// have is refused at create.
+func TestUserResourcesNotFoundNameTheirField(t *testing.T) {
+	t.Parallel()
+	a := newAccount(t, false)
+	const gone = "subnet-0ffffffffffffffff"
+	k := e2e.Kubeup{T: t, Bin: kubeupBinary, Env: a.env}
+	create := func(zones, subnets string) (string, error) {
+		_, stderr, err := k.Run("create", "cluster", "--name", cluster, "--cloud", "aws", "--zones", zones, "--dns-zone", "example.com",
+			"--vpc", a.vpc, "--subnets", subnets, "--nodeup-url", "https://example.com/nodeup", "--nodeup-sha256", strings.Repeat("ab", 32))
+		return stderr, err
+	}
+	stderr, err := create("us-east-1a,us-east-1x", a.subns[0]+","+a.subns[1])
+	if want := `spec.zones[1]: "us-east-1x" is not a zone of region us-east-1 (its zones: us-east-1a,`; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("create with us-east-1x: %v\n%s\nwant %q", err, stderr, want)
+	}
+	if stderr, err := create(strings.Join(zones, ","), a.subns[0]+","+a.subns[1]+","+gone); err != nil {
+		t.Fatalf("create: %v\n%s", err, stderr)
+	}
+	_, stderr, err = k.Run("update", "cluster", cluster)
+	if want := "spec.aws.subnets[2]: subnet " + gone + " does not exist in region us-east-1: kubeup never creates a subnet; create it in VPC " +
+		a.vpc + " and zone us-east-1c of region us-east-1"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("update with a subnet AWS lacks: %v\n%s\nwant %q", err, stderr, want)
 	}
 }
