@@ -55,8 +55,22 @@ func TestCheckZonesWithoutCredentials(t *testing.T) {
 	t.Cleanup(srv.Close)
 	zonesEnv(t, srv.URL, "")
 	w, err := CheckZones(context.Background(), "test", awsZonesSpec("us-east-1", "us-east-1x"))
-	if err != nil || !strings.Contains(w, "spec.zones were not checked against the zones AWS has in region us-east-1 (") ||
+	if err != nil || !strings.Contains(w, "spec.zones were not checked against the zones of region us-east-1 (") ||
 		!strings.Contains(w, "credentials") {
 		t.Errorf("warning %q, error %v; want a warning that names the missing credentials", w, err)
+	}
+}
+
+// On gce too: without credentials (no application default credentials, no metadata server), a warning.
+func TestCheckZonesGCEWithoutCredentials(t *testing.T) {
+	home := t.TempDir()
+	for k, v := range map[string]string{"KUBEUP_GCE_ENDPOINT": "", "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": home,
+		"CLOUDSDK_CONFIG": home, "GCE_METADATA_HOST": "127.0.0.1:1"} {
+		t.Setenv(k, v)
+	}
+	c := &model.Cluster{Spec: model.ClusterSpec{CloudProvider: model.CloudGCE, Project: "p", Zones: []string{"us-central1-x"}}}
+	w, err := CheckZones(context.Background(), "test", c)
+	if err != nil || !strings.Contains(w, "spec.zones were not checked against the zones of project p (") {
+		t.Errorf("warning %q, error %v; want a warning", w, err)
 	}
 }

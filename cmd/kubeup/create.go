@@ -98,7 +98,7 @@ func createFromFile(cmd *cobra.Command, g *globals, file, cluster string) error 
 	return nil
 }
 
-// checkZones checks the zones of a new cluster c against its cloud where one can be asked (cloudup.CheckZones):
+// checkZones checks the zones of a new cluster c against its cloud (aws, gce) where it can be asked (cloudup.CheckZones):
 // a zone the cloud does not have is refused, a check that could not be made is a warning. A spec that is not
 // valid is not checked: creating it fails with its problems.
 func checkZones(cmd *cobra.Command, cs *cloudup.Clusters, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
@@ -148,11 +148,12 @@ store. They fetch nodeup from --nodeup-url and refuse it unless its sha256 is --
 "make build" carries both for its own nodeup, a development build carries neither. A flag of another cloud is
 refused.
 
-On aws, the zones are checked against the region's (EC2 DescribeAvailabilityZones, with the AWS SDK's usual
-credentials): a zone the region does not have is refused at its spec.zones[N], with the region's zones. When AWS
-cannot be asked (no credentials, no network, access denied), the cluster is created all the same and a warning
-says that the zones were not checked ("kubeup update cluster" then fails on such a zone, whose subnet cannot be
-in it). "kubeup create -f" checks a file's aws cluster the same way.`,
+On aws and gce, the zones are checked against the cloud's (EC2 DescribeAvailabilityZones in the region, with
+the AWS SDK's usual credentials; compute zones.list of the project, with application default credentials): a
+zone it does not have is refused at its spec.zones[N], with the zones of its region. When the cloud cannot be
+asked (no credentials, no network, access denied), the cluster is created all the same and a warning says that
+the zones were not checked ("kubeup update cluster" then fails on such a zone). "kubeup create -f" checks a
+file's cluster the same way.`,
 		Example: `  kubeup create cluster demo.example.com --cloud local --zones a,b,c --control-plane-count 3
   kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml
   KUBEUP_STATE_STORE=s3://my-state kubeup create cluster aws.example.com --cloud aws \

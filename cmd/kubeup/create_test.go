@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,9 +12,11 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"kubeup.dev/kubeup/internal/fakeaws"
+	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
 // s3State serves an in-memory S3 with the bucket kubeup-state, points the SDK at it (and its EC2 at a fake
@@ -144,13 +147,17 @@ func TestCreateAWSRefusals(t *testing.T) {
 	}
 }
 
-// gsState serves internal/fakegcs with the bucket kubeup-state, points the client at it, and returns the store
-// URL gs://kubeup-state/clusters.
+// gsState serves internal/fakegcs with the bucket kubeup-state, points the client at it (and the compute client
+// at internal/fakegce, which create asks for the project's zones), and returns the store URL
+// gs://kubeup-state/clusters.
 func gsState(t *testing.T) string {
 	t.Helper()
 	srv := httptest.NewServer(fakegcs.New("kubeup-state"))
 	t.Cleanup(srv.Close)
 	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	compute := httptest.NewServer(fakegce.New())
+	t.Cleanup(compute.Close)
+	t.Setenv(gcetasks.EndpointEnv, compute.URL)
 	return "gs://kubeup-state/clusters"
 }
 
@@ -295,10 +302,26 @@ func TestCreateAWSChecksZones(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("AWS_ENDPOINT_URL_EC2", tt.endpoint)
 			_, stderr, err := kubeup(t, "", create("us-east-1a,us-east-1x", "--dry-run")...)
-			if want := "Warning: cluster aws.example.com: spec.zones were not checked against the zones AWS has in region us-east-1 ("; err != nil ||
+			if want := "Warning: cluster aws.example.com: spec.zones were not checked against the zones of region us-east-1 ("; err != nil ||
 				!strings.Contains(stderr, want) {
 				t.Errorf("create --dry-run without AWS: %v, printed on stderr\n%s\nwant a warning %q", err, stderr, want)
 			}
 		})
+	}
+}
+
+// create cluster --cloud gce checks the zones against the project's (compute zones.list): a zone it does not have
+// is refused at its spec.zones[N], with the zones of its region.
+func TestCreateGCEChecksZones(t *testing.T) {
+	state := gsState(t)
+	args := gceCreate("--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256)
+	args[slices.Index(args, "--zones")+1] = "us-central1-a,us-central1-b,us-central1-x"
+	_, _, err := kubeup(t, "", append([]string{"--state", state}, args...)...)
+	if want := `spec.zones[2]: "us-central1-x" is not a zone of project kubeup-demo (its zones in region us-central1: us-central1-a, ` +
+		`us-central1-b, us-central1-c, us-central1-f): name zones of project kubeup-demo`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "gce.example.com") {
+		t.Fatal("a refused create stored the cluster")
 	}
 }
