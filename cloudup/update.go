@@ -93,7 +93,7 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return nil, err
 		}
 		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
-		return update(ctx, cs, stored, cloud, build, o, nil)
+		return update(ctx, cs, stored, cloud, build, o, awsCleanup(cloud, model.AWSUnusedGroups(c, igs), o))
 	case model.CloudGCE:
 		cloud, err := openGCE(ctx, c, cs)
 		if err != nil {
@@ -113,7 +113,7 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 }
 
 // cleanup is what an apply leaves to delete once it is done, outside the graph (GCE: the instance templates its
-// groups no longer use). plan says, after the dry run of graph g, what apply will delete: the plan lists it.
+// groups no longer use; AWS: the Auto Scaling groups and launch templates of groups removed from the spec). plan says, after the dry run of graph g, what apply will delete: the plan lists it.
 // apply deletes it after an apply (changed: the apply changed something) and returns the deletions done.
 type cleanup[C any] struct {
 	plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)

@@ -248,6 +248,8 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 	change := &Change{Key: expected.Key(), Action: Modify, Fields: fields}
 	if r, ok := any(expected).(Replacer[T]); ok && exists {
 		change.Action, change.Note = Replace, r.Replaces(actual)
+	} else if n, ok := any(expected).(Noter[T]); ok && exists {
+		change.Note = n.ChangeNote(actual)
 	}
 	if !exists {
 		change.Action = Create

@@ -31,13 +31,20 @@ type Replacer[T any] interface {
 	Replaces(actual T) string
 }
 
+// Noter is a task of type T whose modification makes something its fields do not show: ChangeNote says it in a
+// few words for the plan (a launch template's change makes a new version: "new version 4, default 3 -> 4"), ""
+// when there is nothing to say. It is asked of a Modify only (a Replacer's Replaces says its own).
+type Noter[T any] interface {
+	ChangeNote(actual T) string
+}
+
 // Change is one task's planned (dry run) or applied change.
 type Change struct {
 	Key    Key
 	Action Action
 	Fields []FieldChange // in the task's field order
 	// Note says more of the change in a few words, shown after its key: what a replacement replaces, why a
-	// deletion deletes.
+	// deletion deletes, what a modification makes (Noter).
 	Note string
 }
 

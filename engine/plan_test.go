@@ -311,6 +311,82 @@ Must specify --yes to apply changes
 	}
 }
 
+// Versioned is a test task whose change makes a new version of its object (a Noter): the world keeps its
+// versions as the item's lines.
+type Versioned struct {
+	Name  string
+	Value string
+
+	versions int // found: how many the object has
+}
+
+var (
+	_ engine.Resource[*Versioned, *World] = (*Versioned)(nil)
+	_ engine.Noter[*Versioned]            = (*Versioned)(nil)
+)
+
+func (v *Versioned) Key() engine.Key     { return engine.Key{Type: "Versioned", Name: v.Name} }
+func (v *Versioned) Deps() []engine.Task { return nil }
+
+func (v *Versioned) Find(ctx context.Context, w *World) (*Versioned, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it, ok := w.items["versioned:"+v.Name]
+	if !ok {
+		return nil, nil
+	}
+	versions := strings.Split(*it.Contents, "\n")
+	return &Versioned{Name: v.Name, Value: versions[len(versions)-1], versions: len(versions)}, nil
+}
+
+func (v *Versioned) CheckChanges(actual, expected, changes *Versioned) error { return nil }
+
+func (v *Versioned) ChangeNote(actual *Versioned) string {
+	return fmt.Sprintf("new version %d, default %d -> %d", actual.versions+1, actual.versions, actual.versions+1)
+}
+
+// A modification says, after its key, what its fields do not show (Noter), in the text and the JSON plan; a
+// creation says nothing more (a launch template's new version was not in the plan).
+func TestPlanModificationNote(t *testing.T) {
+	world := newWorld(Item{Name: "versioned:a", Contents: ptr("v1\nv2")})
+	g := engine.NewGraph[*World]()
+	engine.Add(g, &Versioned{Name: "a", Value: "v3"})
+	engine.Add(g, &Versioned{Name: "b", Value: "v1"})
+	res, err := engine.Run(context.Background(), g, world, engine.Options{Target: engine.DryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.Plan.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := `Will create resources:
+  Versioned/b
+    Value    v1
+Will modify resources:
+  Versioned/a (new version 3, default 2 -> 3)
+    Value    v2 -> v3
+Must specify --yes to apply changes
+`
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("text plan (-want +got):\n%s", diff)
+	}
+	var js bytes.Buffer
+	if err := res.Plan.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Changes []struct{ Key, Note string } `json:"changes"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]struct{ Key, Note string }{{"Versioned/a", "new version 3, default 2 -> 3"}, {"Versioned/b", ""}},
+		decoded.Changes); diff != "" {
+		t.Errorf("JSON plan's notes (-want +got):\n%s", diff)
+	}
+}
+
 // A dry run with failures still returns the plan of every task that could be planned; the plan lists the tasks
 // that could not (failed, or skipped for a failed dependency) and its text ends by saying it is incomplete,
 // never "Must specify --yes" or "No changes need to be applied" (nodeup, protokube and kubeup printed no plan at

@@ -38,9 +38,8 @@ func SecurityGroupName(cluster, role string) string {
 //     spec.aws.apiAccess; any other rule kubeup made in them is revoked;
 //   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
 //   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
-//     (UserData) runs nodeup with the group's node configuration, once that is written; and UnusedGroups, which
-//     deletes the cluster's Auto Scaling groups and launch templates of groups no longer in the spec (by their
-//     TagInstanceGroup), once these are made;
+//     (UserData) runs nodeup with the group's node configuration, once that is written (the Auto Scaling groups
+//     and launch templates of groups no longer in the spec are no task: see AWSUnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
 func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
@@ -64,16 +63,20 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 
 	// The user's network and instance profiles.
-	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID}, exists)
+	// Each names the spec's field that names it: its errors say which to fix.
+	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID, SpecPath: "spec.aws.vpcID"}, exists)
 	subnets := map[string]*awstasks.Subnet{}
-	for _, sn := range a.Subnets {
-		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, VPC: vpc, Zone: ptr(sn.Zone)}, exists)
+	for i, sn := range a.Subnets {
+		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, SpecPath: index("spec.aws.subnets", i), VPC: vpc, Zone: ptr(sn.Zone)}, exists)
 	}
 	profiles := map[string]*awstasks.InstanceProfile{}
 	for _, role := range []string{RoleControlPlane, RoleNode} {
-		p := instanceProfileName(a, role)
+		p, path := instanceProfileName(a, role), "spec.aws.instanceProfile"
+		if role == RoleControlPlane && p != a.InstanceProfile {
+			path = "spec.aws.controlPlaneInstanceProfile" // else defaulted from instanceProfile, which is the one to fix
+		}
 		if profiles[p] == nil {
-			profiles[p] = engine.Add(g, &awstasks.InstanceProfile{Name: p}, exists)
+			profiles[p] = engine.Add(g, &awstasks.InstanceProfile{Name: p, SpecPath: path}, exists)
 		}
 	}
 
@@ -144,8 +147,6 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	}
 
 	// Each instance group's launch template and Auto Scaling group.
-	var asgs []*awstasks.AutoScalingGroup
-	var groupNames []string
 	for _, ig := range igs {
 		lt := LaunchTemplateName(name, ig.Metadata.Name)
 		roleTag := TagNode
@@ -187,20 +188,28 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 			}
 			zones = append(zones, sn)
 		}
-		asgs = append(asgs, engine.Add(g, &awstasks.AutoScalingGroup{
+		engine.Add(g, &awstasks.AutoScalingGroup{
 			Name:           lt,
 			MinSize:        ig.Spec.MinSize,
 			MaxSize:        ig.Spec.MaxSize,
 			Subnets:        zones,
 			LaunchTemplate: template,
 			Tags:           tags,
-		}))
-		groupNames = append(groupNames, ig.Metadata.Name)
+		})
 	}
-	// The Auto Scaling groups and launch templates of groups removed from the spec are deleted, once the kept
-	// groups are made.
-	engine.Add(g, &awstasks.UnusedGroups{Cluster: name, GroupTag: TagInstanceGroup, Groups: groupNames, Keep: asgs})
 	return g, nil
+}
+
+// AWSUnusedGroups is what the instance groups removed from the spec of a complete aws cluster leave: their Auto
+// Scaling groups and launch templates, by their TagInstanceGroup. It is no task of the cloud graph: an update
+// deletes them once the graph is applied, and its dry run lists each one it will delete.
+func AWSUnusedGroups(c *Cluster, igs []*InstanceGroup) *awstasks.UnusedGroups {
+	u := &awstasks.UnusedGroups{Cluster: c.Metadata.Name, GroupTag: TagInstanceGroup}
+	for _, ig := range igs {
+		u.Groups = append(u.Groups, ig.Metadata.Name)
+		u.Keep = append(u.Keep, LaunchTemplateName(c.Metadata.Name, ig.Metadata.Name))
+	}
+	return u
 }
 
 // portRangesWithout are the tcp port ranges [from, to] that cover 1-65535 but the ports left out.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
 	"kubeup.dev/kubeup/tasks/awstasks"
@@ -259,4 +261,42 @@ func port(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+// The user's VPC, subnets and instance profiles name the spec's field that names them, which their errors say
+// (a subnet not found: "spec.aws.subnets[2]: subnet ... does not exist in region ...").
+func TestBuildAWSCloudGraphSpecPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		controlPlane string
+		want         map[string]string
+	}{
+		{"one profile", "", map[string]string{"InstanceProfile/kubeup": "spec.aws.instanceProfile"}},
+		{"the same named twice", "kubeup", map[string]string{"InstanceProfile/kubeup": "spec.aws.instanceProfile"}},
+		{"two profiles", "kubeup-control-plane", map[string]string{"InstanceProfile/kubeup": "spec.aws.instanceProfile",
+			"InstanceProfile/kubeup-control-plane": "spec.aws.controlPlaneInstanceProfile"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, g := awsGraph(t, 3, func(c *Cluster) { c.Spec.AWS.ControlPlaneInstanceProfile = tc.controlPlane })
+			want := map[string]string{"VPC/" + c.Spec.AWS.VPCID: "spec.aws.vpcID"}
+			for i, sn := range c.Spec.AWS.Subnets {
+				want["Subnet/"+sn.ID] = fmt.Sprintf("spec.aws.subnets[%d]", i)
+			}
+			maps.Copy(want, tc.want)
+			got := map[string]string{}
+			for _, task := range g.Tasks() {
+				switch u := task.(type) {
+				case *awstasks.VPC:
+					got[u.Key().String()] = u.SpecPath
+				case *awstasks.Subnet:
+					got[u.Key().String()] = u.SpecPath
+				case *awstasks.InstanceProfile:
+					got[u.Key().String()] = u.SpecPath
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("spec paths (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

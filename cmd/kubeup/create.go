@@ -71,6 +71,9 @@ func createFromFile(cmd *cobra.Command, g *globals, file, cluster string) error 
 		if err != nil {
 			return err
 		}
+		if err := checkZones(cmd, cs, source, objs.Cluster, objs.InstanceGroups); err != nil {
+			return err
+		}
 		if err := cs.Create(ctx, source, objs.Cluster, objs.InstanceGroups); err != nil {
 			return err
 		}
@@ -93,6 +96,25 @@ func createFromFile(cmd *cobra.Command, g *globals, file, cluster string) error 
 	fmt.Fprintf(out, "Created instance groups %s in cluster %s.\n", strings.Join(names, ", "), name)
 	reviewHint(out, name)
 	return nil
+}
+
+// checkZones checks the zones of a new cluster c against its cloud (aws, gce) where it can be asked (cloudup.CheckZones):
+// a zone the cloud does not have is refused, a check that could not be made is a warning. A spec that is not
+// valid is not checked: creating it fails with its problems.
+func checkZones(cmd *cobra.Command, cs *cloudup.Clusters, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
+	c = new(*c)
+	if c.Spec.ConfigBase == "" {
+		c.Spec.ConfigBase = cs.Store.URL() + "/" + c.Metadata.Name
+	}
+	full, fullIGs := model.Complete(c, igs)
+	if model.Validate(source, full, fullIGs) != nil {
+		return nil
+	}
+	warning, err := cloudup.CheckZones(cmd.Context(), source, full)
+	if warning != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: cluster %s: %s\n", c.Metadata.Name, warning)
+	}
+	return err
 }
 
 // reviewHint tells what to run after a change of a cluster's spec.
@@ -124,7 +146,14 @@ s3://BUCKET). A gce cluster runs in your GCP project (--project), network (--net
 state store must be on Google Cloud Storage (gs://BUCKET). The machines read their configuration in the state
 store. They fetch nodeup from --nodeup-url and refuse it unless its sha256 is --nodeup-sha256; a kubeup built by
 "make build" carries both for its own nodeup, a development build carries neither. A flag of another cloud is
-refused.`,
+refused.
+
+On aws and gce, the zones are checked against the cloud's (EC2 DescribeAvailabilityZones in the region, with
+the AWS SDK's usual credentials; compute zones.list of the project, with application default credentials): a
+zone it does not have is refused at its spec.zones[N], with the zones of its region. When the cloud cannot be
+asked (no credentials, no network, access denied), the cluster is created all the same and a warning says that
+the zones were not checked ("kubeup update cluster" then fails on such a zone). "kubeup create -f" checks a
+file's cluster the same way.`,
 		Example: `  kubeup create cluster demo.example.com --cloud local --zones a,b,c --control-plane-count 3
   kubeup create cluster --name demo.example.com --cloud local --zones a --dry-run -o yaml
   KUBEUP_STATE_STORE=s3://my-state kubeup create cluster aws.example.com --cloud aws \
@@ -166,7 +195,13 @@ refused.`,
 				if err := model.Validate("create cluster", full, fullIGs); err != nil {
 					return err
 				}
+				if err := checkZones(cmd, cs, "create cluster", c, igs); err != nil {
+					return err
+				}
 				return printObjects(cmd.OutOrStdout(), output, false, objects(c, igs)...)
+			}
+			if err := checkZones(cmd, cs, "create cluster "+o.Name, c, igs); err != nil {
+				return err
 			}
 			if err := cs.Create(ctx, "create cluster "+o.Name, c, igs); err != nil {
 				return err

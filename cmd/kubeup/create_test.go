@@ -2,20 +2,25 @@ package main
 
 import (
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"kubeup.dev/kubeup/internal/fakeaws"
+	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
-// s3State serves an in-memory S3 with the bucket kubeup-state, points the SDK at it, and returns the store URL
-// s3://kubeup-state/clusters.
+// s3State serves an in-memory S3 with the bucket kubeup-state, points the SDK at it (and its EC2 at a fake
+// AWS, which create asks for the region's zones), and returns the store URL s3://kubeup-state/clusters.
 func s3State(t *testing.T) string {
 	t.Helper()
 	mem := s3mem.New()
@@ -24,11 +29,13 @@ func s3State(t *testing.T) string {
 	}
 	srv := httptest.NewServer(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
 	t.Cleanup(srv.Close)
+	ec2 := httptest.NewServer(fakeaws.New())
+	t.Cleanup(ec2.Close)
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": srv.URL, "AWS_MAX_ATTEMPTS": "1",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": srv.URL, "AWS_ENDPOINT_URL_EC2": ec2.URL, "AWS_MAX_ATTEMPTS": "1",
 	} {
 		t.Setenv(k, v)
 	}
@@ -140,13 +147,17 @@ func TestCreateAWSRefusals(t *testing.T) {
 	}
 }
 
-// gsState serves internal/fakegcs with the bucket kubeup-state, points the client at it, and returns the store
-// URL gs://kubeup-state/clusters.
+// gsState serves internal/fakegcs with the bucket kubeup-state, points the client at it (and the compute client
+// at internal/fakegce, which create asks for the project's zones), and returns the store URL
+// gs://kubeup-state/clusters.
 func gsState(t *testing.T) string {
 	t.Helper()
 	srv := httptest.NewServer(fakegcs.New("kubeup-state"))
 	t.Cleanup(srv.Close)
 	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	compute := httptest.NewServer(fakegce.New())
+	t.Cleanup(compute.Close)
+	t.Setenv(gcetasks.EndpointEnv, compute.URL)
 	return "gs://kubeup-state/clusters"
 }
 
@@ -213,5 +224,104 @@ func TestCreateGCERefusals(t *testing.T) {
 	}
 	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "gce.example.com") {
 		t.Error("a refused create stored the cluster")
+	}
+}
+
+// create cluster --cloud aws checks the zones against the region's (DescribeAvailabilityZones): a zone AWS does
+// not have is refused at its spec.zones[N], with the region's zones, and nothing is stored; so is a file's. A
+// zone that is no AWS zone at all names spec.zones[N], not spec.region. When AWS cannot be asked (no credentials,
+// no network, an error), create works and warns that the zones were not checked (cloudup's
+// TestCheckZonesWithoutCredentials: no credentials).
+func TestCreateAWSChecksZones(t *testing.T) {
+	state := s3State(t)
+	nodeup := []string{"--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256}
+	create := func(zones string, extra ...string) []string {
+		return append(append([]string{"--state", state, "create", "cluster", "aws.example.com", "--cloud", "aws", "--zones", zones,
+			"--vpc", "vpc-0123456789abcdef0", "--subnets", "subnet-0000000000000000a,subnet-0000000000000000b"}, nodeup...), extra...)
+	}
+	stored := func() bool {
+		out, _, _ := kubeup(t, "", "--state", state, "get", "clusters")
+		return strings.Contains(out, "aws.example.com")
+	}
+	for _, tt := range []struct {
+		name, zones string
+		extra       []string
+		want        string
+	}{
+		{"a zone the region lacks", "us-east-1a,us-east-1x", nil,
+			`create cluster aws.example.com: spec.zones[1]: "us-east-1x" is not a zone of region us-east-1 (its zones: us-east-1a, ` +
+				`us-east-1b, us-east-1c, us-east-1d, us-east-1e, us-east-1f): name zones of region us-east-1 (kubeup create cluster --zones)`},
+		{"the same, in a dry run", "us-east-1x,us-east-1a", []string{"--dry-run"},
+			`create cluster: spec.zones[0]: "us-east-1x" is not a zone of region us-east-1`},
+		{"no AWS zone", "foo,us-east-1a", nil,
+			`spec.zones[0]: "foo" is not an AWS availability zone: an availability zone is its region and one letter`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := kubeup(t, "", create(tt.zones, tt.extra...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "spec.region") {
+				t.Errorf("the error blames spec.region: %v", err)
+			}
+			if stored() {
+				t.Fatal("a refused create stored the cluster")
+			}
+		})
+	}
+
+	t.Run("a file", func(t *testing.T) {
+		spec := mustKubeup(t, "", create("us-east-1a,us-east-1b", "--dry-run")...)
+		file := filepath.Join(t.TempDir(), "aws.yaml")
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(spec, "us-east-1b", "us-east-1x")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := kubeup(t, "", "--state", state, "create", "-f", file)
+		if want := file + `: spec.zones[1]: "us-east-1x" is not a zone of region us-east-1`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("create -f: error %v, want one containing %q", err, want)
+		}
+		if stored() {
+			t.Fatal("a refused create -f stored the cluster")
+		}
+	})
+
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	failing := fakeaws.New()
+	if err := failing.SetFaults(fakeaws.Faults{ServerErrorRate: 1, Services: []string{"ec2"}}); err != nil {
+		t.Fatal(err)
+	}
+	failingSrv := httptest.NewServer(failing)
+	t.Cleanup(failingSrv.Close)
+	for _, tt := range []struct {
+		name, endpoint string
+	}{
+		{"no network", closed.URL},
+		{"EC2 fails", failingSrv.URL},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL_EC2", tt.endpoint)
+			_, stderr, err := kubeup(t, "", create("us-east-1a,us-east-1x", "--dry-run")...)
+			if want := "Warning: cluster aws.example.com: spec.zones were not checked against the zones of region us-east-1 ("; err != nil ||
+				!strings.Contains(stderr, want) {
+				t.Errorf("create --dry-run without AWS: %v, printed on stderr\n%s\nwant a warning %q", err, stderr, want)
+			}
+		})
+	}
+}
+
+// create cluster --cloud gce checks the zones against the project's (compute zones.list): a zone it does not have
+// is refused at its spec.zones[N], with the zones of its region.
+func TestCreateGCEChecksZones(t *testing.T) {
+	state := gsState(t)
+	args := gceCreate("--nodeup-url", testNodeupURL, "--nodeup-sha256", testNodeupSHA256)
+	args[slices.Index(args, "--zones")+1] = "us-central1-a,us-central1-b,us-central1-x"
+	_, _, err := kubeup(t, "", append([]string{"--state", state}, args...)...)
+	if want := `spec.zones[2]: "us-central1-x" is not a zone of project kubeup-demo (its zones in region us-central1: us-central1-a, ` +
+		`us-central1-b, us-central1-c, us-central1-f): name zones of project kubeup-demo`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+	if out, _, _ := kubeup(t, "", "--state", state, "get", "clusters"); strings.Contains(out, "gce.example.com") {
+		t.Fatal("a refused create stored the cluster")
 	}
 }

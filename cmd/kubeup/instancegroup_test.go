@@ -370,7 +370,7 @@ func TestUpdateRefusesOtherEtcdMembers(t *testing.T) {
 }
 
 // TestDeleteInstanceGroupOnAWS: on aws, delete instancegroup --yes warns of nothing left behind: update --yes
-// deletes the group's Auto Scaling group and launch template (awstasks.UnusedGroups, tested against the fake).
+// deletes the group's Auto Scaling group and launch template (test/aws TestDeletedGroupIsPlannedAsDeletions).
 func TestDeleteInstanceGroupOnAWS(t *testing.T) {
 	state := s3State(t)
 	withState := func(args ...string) []string { return append([]string{"--state", state}, args...) }

@@ -27,7 +27,8 @@ import (
 //
 // A change makes a new version of the template and sets it as the default; Find compares the task with the
 // default version. Version is the default version's number, which the Auto Scaling group launches: a change of
-// the template is a change of the group too.
+// the template is a change of the group too. The plan's note of a change that makes a version names it (see
+// ChangeNote).
 //
 // An image name pattern does not move the template by itself: while the default version runs an available image
 // whose name matches the pattern, Find reads it as the pattern, even when a newer image matches now (a new
@@ -70,6 +71,8 @@ type LaunchTemplate struct {
 
 	rawTags     map[string]string // the template's own tags
 	dataDiffers bool              // the default version is not what the task says
+	// found: the numbers of the default and the latest version (0: not known)
+	defaultVersion, latestVersion int64
 }
 
 var (
@@ -77,6 +80,7 @@ var (
 	_ engine.Renderer[*LaunchTemplate, *Cloud] = (*LaunchTemplate)(nil)
 	_ engine.Resolver                          = (*LaunchTemplate)(nil)
 	_ engine.Classed                           = (*LaunchTemplate)(nil)
+	_ engine.Noter[*LaunchTemplate]            = (*LaunchTemplate)(nil)
 )
 
 func (t *LaunchTemplate) Key() engine.Key { return engine.Key{Type: "LaunchTemplate", Name: t.Name} }
@@ -139,7 +143,8 @@ func (t *LaunchTemplate) Find(ctx context.Context, c *Cloud) (*LaunchTemplate, e
 	if !ok {
 		return nil, nil
 	}
-	a := &LaunchTemplate{Name: t.Name, ID: r.template.LaunchTemplateId, rawTags: tagsOf(r.template.Tags)}
+	a := &LaunchTemplate{Name: t.Name, ID: r.template.LaunchTemplateId, rawTags: tagsOf(r.template.Tags),
+		defaultVersion: aws.ToInt64(r.template.DefaultVersionNumber), latestVersion: aws.ToInt64(r.template.LatestVersionNumber)}
 	var versionTags map[string]string
 	if r.def != nil && r.def.LaunchTemplateData != nil {
 		d := r.def.LaunchTemplateData
@@ -185,6 +190,20 @@ func (t *LaunchTemplate) Find(ctx context.Context, c *Cloud) (*LaunchTemplate, e
 		a.Version = r.def.VersionNumber
 	}
 	return a, nil
+}
+
+// ChangeNote says, of a change that makes a new version, its number (the latest's plus one, as EC2 numbers them)
+// and that it becomes the default: "new version 4, default 3 -> 4". A change of the template's own tags alone
+// makes no version: it says nothing.
+func (t *LaunchTemplate) ChangeNote(actual *LaunchTemplate) string {
+	if !actual.dataDiffers || actual.latestVersion == 0 {
+		return ""
+	}
+	next := actual.latestVersion + 1
+	if actual.defaultVersion == 0 {
+		return fmt.Sprintf("new version %d, made the default", next)
+	}
+	return fmt.Sprintf("new version %d, default %d -> %d", next, actual.defaultVersion, next)
 }
 
 // groupOfID is the security group task of id among the task's groups, or a group named by its id.

@@ -302,3 +302,82 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+// templateGraph is one launch template nodes.<cluster> of instance type typ, with the group tag of "nodes".
+func templateGraph(n network, typ string) func() *engine.Graph[*Cloud] {
+	return func() *engine.Graph[*Cloud] {
+		g := engine.NewGraph[*Cloud]()
+		validate := engine.WithLifecycle(engine.ExistsAndValidates)
+		vpc := engine.Add(g, &VPC{ID: n.vpc}, validate)
+		profile := engine.Add(g, &InstanceProfile{Name: n.profile}, validate)
+		sg := engine.Add(g, &SecurityGroup{Name: "nodes." + testCluster, VPC: vpc, Tags: map[string]string{ClusterTag(testCluster): "owned"}})
+		engine.Add(g, &LaunchTemplate{Name: "nodes." + testCluster, Image: aws.String("debian-12-amd64"), InstanceType: aws.String(typ),
+			InstanceProfile: profile, SecurityGroups: []*SecurityGroup{sg}, Tags: map[string]string{testGroupTag: "nodes"},
+			UserData: aws.String("#!/bin/sh\n")})
+		return g
+	}
+}
+
+// noteOf is the note of key's change in p, and whether p changes key.
+func noteOf(p *engine.Plan, key string) (string, bool) {
+	for _, c := range p.Changes {
+		if c.Key.String() == key {
+			return c.Note, true
+		}
+	}
+	return "", false
+}
+
+// A change that makes a new version of a template says its number, the latest's plus one (a version made by
+// hand, not the default, counts), and that it becomes the default; the apply makes that version the default. A
+// change of the template's own tags makes no version and says none.
+func TestLaunchTemplateChangeSaysItsNewVersion(t *testing.T) {
+	c, srv := newTestCloud(t)
+	ctx := context.Background()
+	n := makeNetwork(t, c)
+	key := "LaunchTemplate/nodes." + testCluster
+	mustRun(t, c, engine.Apply, templateGraph(n, "m6i.large"))
+	lts, err := c.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"nodes." + testCluster}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := lts.LaunchTemplates[0].LaunchTemplateId
+	// Version 2, by hand, not the default.
+	if _, err := c.EC2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: id, SourceVersion: aws.String("1"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{InstanceType: ec2types.InstanceTypeM6iXlarge}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The template's own tag changed by hand: retagged, no version.
+	if _, err := c.EC2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{*id}, Tags: []ec2types.Tag{{Key: aws.String(testGroupTag), Value: aws.String("gpu")}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.NewRun()
+	if note, ok := noteOf(mustRun(t, c, engine.DryRun, templateGraph(n, "m6i.large")), key); !ok || note != "" {
+		t.Errorf("a change of the template's own tags: changed %v, note %q, want a change without a note", ok, note)
+	}
+	c.NewRun()
+	srv.ResetCalls()
+	mustRun(t, c, engine.Apply, templateGraph(n, "m6i.large"))
+	if n := srv.Calls()["CreateLaunchTemplateVersion"]; n != 0 {
+		t.Errorf("retagging made %d versions", n)
+	}
+
+	c.NewRun()
+	plan := mustRun(t, c, engine.DryRun, templateGraph(n, "m6i.2xlarge"))
+	if note, _ := noteOf(plan, key); note != "new version 3, default 1 -> 3" {
+		t.Errorf("the dry run's note %q, want %q", note, "new version 3, default 1 -> 3")
+	}
+	var text strings.Builder
+	if err := plan.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  " + key + " (new version 3, default 1 -> 3)\n"; !strings.Contains(text.String(), want) {
+		t.Errorf("the text plan lacks %q:\n%s", want, text.String())
+	}
+	c.NewRun()
+	mustRun(t, c, engine.Apply, templateGraph(n, "m6i.2xlarge"))
+	if v, _ := defaultVersion(t, c, "nodes."+testCluster); v != 3 {
+		t.Errorf("default version %d after the apply, want the 3 the plan said", v)
+	}
+}

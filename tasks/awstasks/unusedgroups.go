@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -12,127 +13,135 @@ import (
 	"kubeup.dev/kubeup/engine"
 )
 
-// UnusedGroups deletes what the instance groups removed from the cluster's spec leave: the cluster's Auto
-// Scaling groups (their instances with them) and launch templates whose group tag (GroupTag) names a group that
-// is not one of Groups. Both are the cluster's by the ownership tag (kubernetes.io/cluster/<name>=owned, as
-// DeleteOwned takes them); nothing else is ever touched: not another cluster's, not one made by hand, not one
-// without the group tag, never one of Keep. Its key is "UnusedGroups/<Cluster>".
+// UnusedGroups is what the instance groups removed from the cluster's spec leave: the cluster's Auto Scaling
+// groups (their instances with them) and launch templates whose group tag (GroupTag) names a group that is not
+// one of Groups. Both are the cluster's by the ownership tag (kubernetes.io/cluster/<name>=owned, as DeleteOwned
+// takes them); nothing else is ever touched: not another cluster's, not one made by hand, not one without the
+// group tag, never one named in Keep.
+//
+// It is no task of the graph: a task's change is one change of its own key, and a reviewer must read each
+// object a run deletes. The caller runs it after the graph (cloudup: the dry run adds Deletions to its plan, one
+// "delete AutoScalingGroup/<name>" or "delete LaunchTemplate/<name>" each; an apply then calls Delete), so that
+// the kept groups are made before the removed ones go.
 type UnusedGroups struct {
 	// Cluster is the cluster's name; it must be the Cloud's.
 	Cluster string
 	// GroupTag is the tag that names an instance group ("kubeup.dev/instance-group").
 	GroupTag string
-	// Groups are the names of the spec's instance groups. Found: the same, and the keys
-	// ("AutoScalingGroup/<name>", "LaunchTemplate/<name>") of what Render deletes (a plan shows them as removed).
-	Groups []string `kubeup:"set,nilempty"`
-	// Keep are the graph's Auto Scaling groups: run first (with their launch templates), never deleted.
-	Keep []*AutoScalingGroup `kubeup:"-"`
-
-	asgs, templates []string // found: what to delete, sorted
-	templateIDs     map[string]string
+	// Groups are the names of the spec's instance groups.
+	Groups []string
+	// Keep are the names of the graph's Auto Scaling groups and launch templates: never deleted.
+	Keep []string
 }
 
-var (
-	_ engine.Resource[*UnusedGroups, *Cloud] = (*UnusedGroups)(nil)
-	_ engine.Renderer[*UnusedGroups, *Cloud] = (*UnusedGroups)(nil)
-)
-
-func (u *UnusedGroups) Key() engine.Key { return engine.Key{Type: "UnusedGroups", Name: u.Cluster} }
-
-func (u *UnusedGroups) Deps() []engine.Task {
-	deps := make([]engine.Task, 0, len(u.Keep))
-	for _, g := range u.Keep {
-		deps = append(deps, g)
-	}
-	return deps
+// unused is one Auto Scaling group or launch template UnusedGroups deletes.
+type unused struct {
+	key   engine.Key // AutoScalingGroup/<name> or LaunchTemplate/<name>
+	group string     // the instance group its tag names
+	id    string     // a launch template's id
 }
 
-// Find reads the cluster's Auto Scaling groups and launch templates (the run's shared reads).
-func (u *UnusedGroups) Find(ctx context.Context, c *Cloud) (*UnusedGroups, error) {
+// find reads the cluster's Auto Scaling groups and launch templates (the run's shared reads; fresh: read again)
+// and returns what Delete deletes: the Auto Scaling groups, then the launch templates, each sorted by name.
+func (u *UnusedGroups) find(ctx context.Context, c *Cloud, fresh bool) ([]unused, error) {
 	if u.Cluster != c.Cluster {
 		return nil, engine.Terminal(fmt.Errorf("the instance groups of cluster %s cannot be cleaned up in the cloud of cluster %s", u.Cluster, c.Cluster))
 	}
-	a := &UnusedGroups{Cluster: u.Cluster, GroupTag: u.GroupTag, Groups: slices.Clone(u.Groups), templateIDs: map[string]string{}}
 	if u.GroupTag == "" {
-		return a, nil
+		return nil, engine.Terminal(errors.New("the tag that names an instance group is required to find the unused ones"))
 	}
-	kept := map[string]bool{}
-	for _, g := range u.Keep {
-		kept[g.Name] = true
-		if g.LaunchTemplate != nil {
-			kept[g.LaunchTemplate.Name] = true
-		}
+	if fresh {
+		c.reads.asgs.Forget()
+		c.reads.templates.Forget()
 	}
-	removed := func(name string, tags map[string]string) bool {
+	group := func(name string, tags map[string]string) (string, bool) {
 		g, ok := tags[u.GroupTag]
-		return ok && g != "" && tags[ClusterTag(c.Cluster)] == ownedValue && !slices.Contains(u.Groups, g) && !kept[name]
+		return g, ok && g != "" && tags[ClusterTag(c.Cluster)] == ownedValue && !slices.Contains(u.Groups, g) &&
+			!slices.Contains(u.Keep, name)
 	}
 	asgs, err := c.autoScalingGroups(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for name, g := range asgs {
-		if removed(name, asgTags(g.Tags)) {
-			a.asgs = append(a.asgs, name)
+	var groups, templates []unused
+	for name, a := range asgs {
+		if g, ok := group(name, asgTags(a.Tags)); ok {
+			groups = append(groups, unused{key: engine.Key{Type: "AutoScalingGroup", Name: name}, group: g})
 		}
 	}
-	templates, err := c.launchTemplates(ctx)
+	lts, err := c.launchTemplates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for name, t := range templates {
-		if removed(name, tagsOf(t.template.Tags)) {
-			a.templates = append(a.templates, name)
-			a.templateIDs[name] = *t.template.LaunchTemplateId
+	for name, t := range lts {
+		if g, ok := group(name, tagsOf(t.template.Tags)); ok {
+			templates = append(templates, unused{key: engine.Key{Type: "LaunchTemplate", Name: name}, group: g,
+				id: *t.template.LaunchTemplateId})
 		}
 	}
-	slices.Sort(a.asgs)
-	slices.Sort(a.templates)
-	for _, n := range a.asgs {
-		a.Groups = append(a.Groups, "AutoScalingGroup/"+n)
-	}
-	for _, n := range a.templates {
-		a.Groups = append(a.Groups, "LaunchTemplate/"+n)
-	}
-	return a, nil
+	byName := func(a, b unused) int { return strings.Compare(a.key.Name, b.key.Name) }
+	slices.SortFunc(groups, byName)
+	slices.SortFunc(templates, byName)
+	return append(groups, templates...), nil
 }
 
-// CheckChanges requires the cluster's name and the group tag.
-func (u *UnusedGroups) CheckChanges(actual, expected, changes *UnusedGroups) error {
-	if expected.Cluster == "" {
-		return errors.New("field Cluster of the cluster's unused instance groups is required")
+// change is the plan's deletion of o.
+func (o unused) change() engine.Change {
+	note := "instance group " + o.group + " is no longer in the spec"
+	if o.key.Type == "AutoScalingGroup" {
+		note += "; its machines go with it"
 	}
-	if expected.GroupTag == "" {
-		return fmt.Errorf("field GroupTag of the unused instance groups of cluster %s is required", expected.Cluster)
-	}
-	return nil
+	return engine.Change{Key: o.key, Action: engine.Delete, Note: note}
 }
 
-// Render deletes the Auto Scaling groups found (with their instances), waiting until they are gone, then the
-// launch templates.
-func (u *UnusedGroups) Render(ctx context.Context, c *Cloud, actual, expected, changes *UnusedGroups) error {
-	if actual == nil || len(actual.asgs)+len(actual.templates) == 0 {
-		return nil
+// Deletions returns what Delete would delete now, as the plan's deletions (fresh: the run's reads are read
+// again first).
+func (u *UnusedGroups) Deletions(ctx context.Context, c *Cloud, fresh bool) ([]engine.Change, error) {
+	found, err := u.find(ctx, c, fresh)
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Change
+	for _, o := range found {
+		out = append(out, o.change())
+	}
+	return out, nil
+}
+
+// Delete deletes, of planned (Deletions' answer in the dry run), what is still there: the Auto Scaling groups
+// (with their instances, waiting until each is gone), then the launch templates. What it finds that planned does
+// not hold is left for the next run, whose dry run lists it. It returns the deletions done, also when it fails.
+func (u *UnusedGroups) Delete(ctx context.Context, c *Cloud, planned []engine.Change) ([]engine.Change, error) {
+	found, err := u.find(ctx, c, true)
+	if err != nil {
+		return nil, err
+	}
+	announced := map[engine.Key]bool{}
+	for _, p := range planned {
+		announced[p.Key] = p.Action == engine.Delete
 	}
 	defer c.reads.asgs.Forget()
 	defer c.reads.templates.Forget()
 	deadline := time.Now().Add(deleteWait)
-	for _, name := range actual.asgs {
-		if err := c.deleteAutoScalingGroup(ctx, deadline, name); err != nil {
-			return fmt.Errorf("deleting Auto Scaling group %s (its instance group is no longer in the spec): %w", name, err)
-		}
-		engine.Logger(ctx).Info("deleted Auto Scaling group of an instance group no longer in the spec", "name", name)
-	}
-	for _, name := range actual.templates {
-		id := actual.templateIDs[name]
-		_, err := c.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: &id})
-		if code := ErrorCode(err); code == "InvalidLaunchTemplateId.NotFound" || code == "InvalidLaunchTemplateName.NotFoundException" {
+	var done []engine.Change
+	for _, o := range found {
+		if !announced[o.key] {
 			continue
 		}
-		if err != nil {
-			return Classify("deleting launch template "+name+" (its instance group is no longer in the spec)", err)
+		switch o.key.Type {
+		case "AutoScalingGroup":
+			if err := c.deleteAutoScalingGroup(ctx, deadline, o.key.Name); err != nil {
+				return done, fmt.Errorf("deleting Auto Scaling group %s (instance group %s is no longer in the spec): %w", o.key.Name, o.group, err)
+			}
+		case "LaunchTemplate":
+			_, err := c.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: &o.id})
+			if code := ErrorCode(err); code == "InvalidLaunchTemplateId.NotFound" || code == "InvalidLaunchTemplateName.NotFoundException" {
+				continue
+			} else if err != nil {
+				return done, Classify("deleting launch template "+o.key.Name+" (instance group "+o.group+" is no longer in the spec)", err)
+			}
 		}
-		engine.Logger(ctx).Info("deleted launch template of an instance group no longer in the spec", "name", name)
+		done = append(done, o.change())
 	}
-	return nil
+	return done, nil
 }

@@ -21,7 +21,7 @@ import (
 const testGroupTag = "kubeup.dev/instance-group"
 
 // groupsGraph is cluster's instance groups: per group of groups, a launch template and an Auto Scaling group
-// <group>.<cluster> tagged with the group, and the UnusedGroups task that keeps them.
+// <group>.<cluster> tagged with the group.
 func groupsGraph(n network, cluster string, groups ...string) func() *engine.Graph[*Cloud] {
 	return func() *engine.Graph[*Cloud] {
 		g := engine.NewGraph[*Cloud]()
@@ -30,20 +30,30 @@ func groupsGraph(n network, cluster string, groups ...string) func() *engine.Gra
 		sn := engine.Add(g, &Subnet{ID: n.subnets[0], VPC: vpc, Zone: aws.String(zones[0])}, validate)
 		profile := engine.Add(g, &InstanceProfile{Name: n.profile}, validate)
 		sg := engine.Add(g, &SecurityGroup{Name: "nodes." + cluster, VPC: vpc, Tags: map[string]string{ClusterTag(cluster): "owned"}})
-		var keep []*AutoScalingGroup
 		for _, ig := range groups {
 			tags := map[string]string{ClusterTag(cluster): "owned", testGroupTag: ig}
 			lt := engine.Add(g, &LaunchTemplate{Name: ig + "." + cluster, Image: aws.String("debian-12-amd64"),
 				InstanceType: aws.String("m6i.large"), InstanceProfile: profile, SecurityGroups: []*SecurityGroup{sg},
 				Tags: tags, MakeUserData: func() (string, error) { return "#!/bin/sh\n", nil }})
-			keep = append(keep, engine.Add(g, &AutoScalingGroup{Name: ig + "." + cluster, MinSize: aws.Int32(1), MaxSize: aws.Int32(1),
-				Subnets: []*Subnet{sn}, LaunchTemplate: lt, Tags: tags}))
+			engine.Add(g, &AutoScalingGroup{Name: ig + "." + cluster, MinSize: aws.Int32(1), MaxSize: aws.Int32(1),
+				Subnets: []*Subnet{sn}, LaunchTemplate: lt, Tags: tags})
 		}
-		engine.Add(g, &UnusedGroups{Cluster: cluster, GroupTag: testGroupTag, Groups: groups, Keep: keep})
 		return g
 	}
 }
 
+// unusedGroups is what the groups of cluster not among groups leave (as model.AWSUnusedGroups makes it).
+func unusedGroups(cluster string, groups ...string) *UnusedGroups {
+	u := &UnusedGroups{Cluster: cluster, GroupTag: testGroupTag, Groups: groups}
+	for _, g := range groups {
+		u.Keep = append(u.Keep, g+"."+cluster)
+	}
+	return u
+}
+
+// The dry run's plan names each Auto Scaling group and launch template a removed group leaves as a deletion (not
+// a modification of some task of its own); the apply deletes those and nothing else; then nothing is left to
+// delete.
 func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 	srv := fakeaws.New()
 	hs := httptest.NewServer(srv)
@@ -63,35 +73,55 @@ func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 	}
 
 	nodesOnly := groupsGraph(n, testCluster, "nodes")
+	unused := unusedGroups(testCluster, "nodes")
+	c.NewRun()
 	srv.ResetCalls()
 	plan := mustRun(t, c, engine.DryRun, nodesOnly)
+	planned, err := unused.Deletions(ctx, c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Add(planned...)
 	var text strings.Builder
 	if err := plan.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"UnusedGroups/" + testCluster, "AutoScalingGroup/gpu." + testCluster, "LaunchTemplate/gpu." + testCluster} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("the dry run does not show %q:\n%s", want, text.String())
-		}
-	}
-	for _, kept := range []string{"other.example.com", "by-hand", "nodes." + testCluster + "]"} {
-		if strings.Contains(text.String(), kept) {
-			t.Errorf("the dry run mentions %s, not a removed group of the cluster:\n%s", kept, text.String())
-		}
+	want := "Will delete resources:\n" +
+		"  AutoScalingGroup/gpu." + testCluster + " (instance group gpu is no longer in the spec; its machines go with it)\n" +
+		"  LaunchTemplate/gpu." + testCluster + " (instance group gpu is no longer in the spec)\n" +
+		"Must specify --yes to apply changes\n"
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("the dry run's plan (-want +got):\n%s", diff)
 	}
 	if got := mutatingCalls(srv.Calls()); len(got) > 0 {
 		t.Errorf("dry run: mutating calls %v", got)
 	}
 
+	// Nothing the dry run did not list is deleted.
+	if done, err := unused.Delete(ctx, c, nil); err != nil || len(done) > 0 {
+		t.Errorf("Delete of nothing planned: deleted %v, %v", done, err)
+	}
 	srv.ResetCalls()
+	c.NewRun()
 	mustRun(t, c, engine.Apply, nodesOnly)
+	done, err := unused.Delete(ctx, c, planned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(planned, done); diff != "" {
+		t.Errorf("deletions done (-planned +done):\n%s", diff)
+	}
 	if got := mutatingCalls(srv.Calls()); len(got) != 2 {
 		t.Errorf("mutating calls %v, want one Auto Scaling group and one launch template deleted", got)
 	}
+	c.NewRun()
 	if plan := mustRun(t, c, engine.DryRun, nodesOnly); !plan.Empty() {
 		var text strings.Builder
 		_ = plan.WriteText(&text)
 		t.Errorf("the second dry run is not empty:\n%s", text.String())
+	}
+	if again, err := unused.Deletions(ctx, c, false); err != nil || len(again) > 0 {
+		t.Errorf("the second dry run would delete %v (%v)", again, err)
 	}
 
 	var templates, asgs []string
@@ -119,11 +149,11 @@ func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 	}
 }
 
-func TestUnusedGroupsDeps(t *testing.T) {
-	g := &AutoScalingGroup{Name: "a"}
-	enginetest.CheckDeps(t, &UnusedGroups{Cluster: testCluster, GroupTag: testGroupTag, Keep: []*AutoScalingGroup{g}})
-	u := &UnusedGroups{Cluster: testCluster}
-	if err := u.CheckChanges(nil, u, u); err == nil {
-		t.Error("CheckChanges accepted a task without a group tag")
+func TestUnusedGroupsRefusesAnotherClusterOrNoTag(t *testing.T) {
+	c, _ := newTestCloud(t)
+	for _, u := range []*UnusedGroups{{Cluster: "other.example.com", GroupTag: testGroupTag}, {Cluster: testCluster}} {
+		if _, err := u.Deletions(context.Background(), c, false); err == nil {
+			t.Errorf("Deletions of %+v in the cloud of %s: no error", u, testCluster)
+		}
 	}
 }

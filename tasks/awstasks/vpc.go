@@ -10,10 +10,14 @@ import (
 )
 
 // VPC is the user's VPC the cluster runs in (spec.aws.vpcID). kubeup checks that it exists and never creates or
-// changes it: the model adds it with the lifecycle engine.ExistsAndValidates. Its key is "VPC/<ID>".
+// changes it: the model adds it with the lifecycle engine.ExistsAndValidates. Find never returns nil: a VPC that
+// is not there is its terminal error (wrapping engine.ErrNotFound), which names the spec's field (SpecPath), the
+// region and the fix. Its key is "VPC/<ID>".
 type VPC struct {
 	// ID is the VPC's id: "vpc-0123456789abcdef0".
 	ID string
+	// SpecPath is the field of the spec that names the VPC ("spec.aws.vpcID"), for its errors; "": none.
+	SpecPath string `kubeup:"-"`
 	// CIDR is the VPC's primary IPv4 block (output).
 	CIDR *string `kubeup:"output"`
 }
@@ -28,11 +32,14 @@ func (v *VPC) Key() engine.Key     { return engine.Key{Type: "VPC", Name: v.ID} 
 func (v *VPC) Deps() []engine.Task { return nil }
 func (v *VPC) APIClass() string    { return "ec2" }
 
-// Find reads the VPC (one DescribeVpcs per VPC and run); nil when there is none.
+// Find reads the VPC (one DescribeVpcs per VPC and run); a VPC that is not there is an error (see VPC).
 func (v *VPC) Find(ctx context.Context, c *Cloud) (*VPC, error) {
 	found, err := c.vpc(ctx, v.ID)
-	if err != nil || found == nil {
+	if err != nil {
 		return nil, err
+	}
+	if found == nil {
+		return nil, v.missing(c)
 	}
 	return &VPC{ID: aws.ToString(found.VpcId), CIDR: found.CidrBlock}, nil
 }
@@ -40,9 +47,21 @@ func (v *VPC) Find(ctx context.Context, c *Cloud) (*VPC, error) {
 // CheckChanges has nothing to refuse: a VPC has no field kubeup could change.
 func (v *VPC) CheckChanges(actual, expected, changes *VPC) error { return nil }
 
-// Render never changes the world: the VPC is the user's. It is only reached when the task is not added with the
-// lifecycle ExistsAndValidates, and the VPC does not exist.
+// missing is the error of a VPC that is not there.
+func (v *VPC) missing(c *Cloud) error {
+	return engine.Terminal(fmt.Errorf("%s: kubeup never creates a VPC; create it (with a subnet per zone) or name an existing "+
+		"one: %w", specSays(v.SpecPath, fmt.Sprintf("VPC %s does not exist in region %s", v.ID, c.Region)), engine.ErrNotFound))
+}
+
+// specSays is what, said of the spec's field path (spec.aws.subnets[2]: what) when there is one.
+func specSays(path, what string) string {
+	if path == "" {
+		return what
+	}
+	return path + ": " + what
+}
+
+// Render never changes the world: the VPC is the user's (Find fails when it is not there).
 func (v *VPC) Render(ctx context.Context, c *Cloud, actual, expected, changes *VPC) error {
-	return engine.Terminal(fmt.Errorf("VPC %s does not exist in %s: kubeup never creates a VPC; create it (with a subnet per zone) "+
-		"and name it in spec.aws.vpcID", expected.ID, c.Region))
+	return expected.missing(c)
 }

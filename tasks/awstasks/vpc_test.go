@@ -3,6 +3,7 @@ package awstasks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,28 +12,32 @@ import (
 	"kubeup.dev/kubeup/engine"
 )
 
-// The user's VPC, subnets and instance profile are checked, never changed.
+// The user's VPC, subnets and instance profile are checked, never changed; what is not there or elsewhere is
+// an error that names the spec's field, the region (and the zone of a subnet) and the fix.
 func TestUserNetworkIsCheckedNeverChanged(t *testing.T) {
 	c, srv := newTestCloud(t)
 	n := makeNetwork(t, c)
 	validate := engine.WithLifecycle(engine.ExistsAndValidates)
-	build := func(vpc, profile string, zone string) func() *engine.Graph[*Cloud] {
+	build := func(vpc, profile, zone, lastSubnet string) func() *engine.Graph[*Cloud] {
 		return func() *engine.Graph[*Cloud] {
 			g := engine.NewGraph[*Cloud]()
-			v := engine.Add(g, &VPC{ID: vpc}, validate)
+			v := engine.Add(g, &VPC{ID: vpc, SpecPath: "spec.aws.vpcID"}, validate)
 			for i, id := range n.subnets {
 				z := zones[i]
 				if i == 0 && zone != "" {
 					z = zone
 				}
-				engine.Add(g, &Subnet{ID: id, VPC: v, Zone: aws.String(z)}, validate)
+				if i == len(n.subnets)-1 && lastSubnet != "" {
+					id = lastSubnet
+				}
+				engine.Add(g, &Subnet{ID: id, SpecPath: fmt.Sprintf("spec.aws.subnets[%d]", i), VPC: v, Zone: aws.String(z)}, validate)
 			}
-			engine.Add(g, &InstanceProfile{Name: profile}, validate)
+			engine.Add(g, &InstanceProfile{Name: profile, SpecPath: "spec.aws.instanceProfile"}, validate)
 			return g
 		}
 	}
 	srv.ResetCalls()
-	if p := mustRun(t, c, engine.Apply, build(n.vpc, n.profile, "")); !p.Empty() {
+	if p := mustRun(t, c, engine.Apply, build(n.vpc, n.profile, "", "")); !p.Empty() {
 		t.Errorf("changes: %v", p.Changes)
 	}
 	if m := mutatingCalls(srv.Calls()); len(m) > 0 {
@@ -42,21 +47,37 @@ func TestUserNetworkIsCheckedNeverChanged(t *testing.T) {
 		t.Errorf("%d DescribeSubnets for 3 subnets of one VPC, want 1", got)
 	}
 
+	const none = "subnet-0000000000000000f"
 	for _, tc := range []struct {
-		name                string
-		vpc, profile, zone  string
-		wantKey, wantDetail string
+		name                     string
+		vpc, profile, zone, last string
+		wantKey, wantErr         string
+		notFound                 bool
 	}{
-		{"no VPC", "vpc-00000000000000000", n.profile, "", "VPC/vpc-00000000000000000", "does not exist"},
-		{"no profile", n.vpc, "nobody", "", "InstanceProfile/nobody", "does not exist"},
-		{"subnet in another zone", n.vpc, n.profile, "us-east-1c", "Subnet/" + n.subnets[0], "Zone"},
+		{name: "no VPC", vpc: "vpc-00000000000000000", profile: n.profile, wantKey: "VPC/vpc-00000000000000000", notFound: true,
+			wantErr: "spec.aws.vpcID: VPC vpc-00000000000000000 does not exist in region us-east-1: kubeup never creates a VPC"},
+		{name: "no profile", vpc: n.vpc, profile: "nobody", wantKey: "InstanceProfile/nobody", notFound: true,
+			wantErr: "spec.aws.instanceProfile: IAM instance profile nobody does not exist in this AWS account"},
+		{name: "no subnet", vpc: n.vpc, profile: n.profile, last: none, wantKey: "Subnet/" + none, notFound: true,
+			wantErr: "spec.aws.subnets[2]: subnet " + none + " does not exist in region us-east-1: kubeup never creates a subnet; " +
+				"create it in VPC " + n.vpc + " and zone us-east-1c of region us-east-1"},
+		{name: "subnet in another zone", vpc: n.vpc, profile: n.profile, zone: "us-east-1c", wantKey: "Subnet/" + n.subnets[0],
+			wantErr: "spec.aws.subnets[0]: subnet " + n.subnets[0] + " is in zone us-east-1a of VPC " + n.vpc +
+				" (region us-east-1), not in zone us-east-1c of VPC " + n.vpc + " as the spec says"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := runOnce(t, c, engine.Apply, build(tc.vpc, tc.profile, tc.zone))
+			c.NewRun()
+			_, err := runOnce(t, c, engine.DryRun, build(tc.vpc, tc.profile, tc.zone, tc.last))
 			var re *engine.RunError
 			if !errors.As(err, &re) || len(re.Failed) != 1 || re.Failed[0].Key.String() != tc.wantKey ||
-				!strings.Contains(re.Failed[0].Error(), tc.wantDetail) {
-				t.Errorf("err = %v, want %s failed: %s", err, tc.wantKey, tc.wantDetail)
+				!strings.Contains(re.Failed[0].Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %s failed: %s", err, tc.wantKey, tc.wantErr)
+			}
+			if got := errors.Is(err, engine.ErrNotFound); got != tc.notFound {
+				t.Errorf("errors.Is(err, engine.ErrNotFound) = %v, want %v", got, tc.notFound)
+			}
+			if engine.ClassOf(re.Failed[0].Err) != engine.ClassTerminal {
+				t.Errorf("err = %v, want a terminal error", err)
 			}
 		})
 	}

@@ -1,0 +1,97 @@
+package cloudup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/api/compute/v1"
+
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/awstasks"
+	"kubeup.dev/kubeup/tasks/gcetasks"
+)
+
+// zoneCheckWait bounds how long CheckZones waits for the cloud's answer.
+const zoneCheckWait = 20 * time.Second
+
+// CheckZones checks the zones of a complete, valid spec (source names it in errors) against its cloud: on aws,
+// each of spec.zones must be a zone EC2 lists in spec.region (DescribeAvailabilityZones), else the error (a
+// model.InvalidError) says `spec.zones[N]: "us-east-1x" is not a zone of region us-east-1 (its zones: ...)`; on
+// gce, a zone compute's zones.list has in spec.project (`... is not a zone of project P (its zones in region R:
+// ...)`). When the cloud cannot be asked (no credentials, no network, access denied), the zones are not checked:
+// the warning says so and why (an update still fails on such a zone). Other clouds' zones are not checked
+// (warning and error nil).
+func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, zoneCheckWait)
+	defer cancel()
+	var have []string
+	var where string
+	switch s := &c.Spec; s.CloudProvider {
+	case model.CloudAWS:
+		where = "region " + s.Region
+		have, err = awsZones(ctx, s.Region)
+	case model.CloudGCE:
+		where = "project " + s.Project
+		have, err = gceZones(ctx, s.Project)
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return fmt.Sprintf("spec.zones were not checked against the zones of %s (%v): `kubeup update cluster` fails on a zone "+
+			"that is not one of them", where, err), nil
+	}
+	var problems []model.Problem
+	for i, z := range c.Spec.Zones {
+		if slices.Contains(have, z) {
+			continue
+		}
+		theirs := "its zones: " + strings.Join(have, ", ")
+		if c.Spec.CloudProvider == model.CloudGCE {
+			region := model.GCERegion(z)
+			in := slices.DeleteFunc(slices.Clone(have), func(h string) bool { return model.GCERegion(h) != region })
+			theirs = fmt.Sprintf("its zones in region %s: %s", region, strings.Join(in, ", "))
+			if len(in) == 0 {
+				theirs = "it has no zone in region " + region
+			}
+		}
+		problems = append(problems, model.Problem{Path: fmt.Sprintf("spec.zones[%d]", i),
+			Message: fmt.Sprintf("%s is not a zone of %s (%s): name zones of %s (kubeup create cluster --zones)", model.Echo(z), where, theirs, where)})
+	}
+	if len(problems) > 0 {
+		return "", &model.InvalidError{Source: source, Problems: problems}
+	}
+	return "", nil
+}
+
+// awsZones are the zones of region that EC2 lists, with the SDK's usual configuration.
+func awsZones(ctx context.Context, region string) ([]string, error) {
+	cfg, err := awstasks.LoadConfig(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	return awstasks.RegionZones(ctx, cfg)
+}
+
+// gceZones are the zones of project that compute's zones.list answers, with application default credentials
+// (or at KUBEUP_GCE_ENDPOINT), sorted.
+func gceZones(ctx context.Context, project string) ([]string, error) {
+	svc, _, err := gcetasks.NewServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var zones []string
+	err = svc.Zones.List(project).Pages(ctx, func(l *compute.ZoneList) error {
+		for _, z := range l.Items {
+			zones = append(zones, z.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, gcetasks.Classify("listing the zones of project "+project, err)
+	}
+	slices.Sort(zones)
+	return zones, nil
+}
