@@ -27,7 +27,7 @@ import (
 // with VolumeInUse, and the volume is held (a volumetasks.HeldError naming that instance and its addresses). A
 // volume with Multi-Attach (io2) can be attached to several instances at once, when they attach it at the same
 // moment (each saw it free): it is a volumetasks.Contested volume, whose earliest attachment (EC2's AttachTime;
-// at the same time, the lowest instance id) wins, on every instance alike. List names the winner as the holder
+// at the same time, the lowest instance id; one that is detaching never) wins, on every instance alike. List names the winner as the holder
 // and the others as AlsoAttached. The winner neither formats nor mounts it while another attachment exists
 // (Attached is a not-ready volumetasks.ContestedError); a loser detaches its own attachment (DetachLost), once
 // no mount of this machine's mount table is its device (by device number or by any of its names: its NVMe link
@@ -217,11 +217,11 @@ func (v *Volumes) others(vol types.Volume) []string {
 }
 
 // contestRule is how ranked orders the attachments of a volume attached to several instances at once.
-const contestRule = "the earliest attachment by EC2's AttachTime keeps a volume, at the same time the lowest instance id"
+const contestRule = "the earliest attachment by EC2's AttachTime keeps a volume (one that is detaching never does), at the same time the lowest instance id"
 
-// ranked returns the live attachments of vol, one per instance, winner first: by EC2's AttachTime, the earliest
-// first (an attachment without one last), then by instance id. Every instance that reads the volume ranks them
-// alike: the order is the cloud's, not the reader's.
+// ranked returns the live attachments of vol, one per instance, winner first: those that are detaching last
+// (they are going), then by EC2's AttachTime, the earliest first (an attachment without one last), then by
+// instance id. Every instance that reads the volume ranks them alike: the order is the cloud's, not the reader's.
 func ranked(vol types.Volume) []types.VolumeAttachment {
 	var out []types.VolumeAttachment
 	for _, a := range vol.Attachments {
@@ -230,7 +230,13 @@ func ranked(vol types.Volume) []types.VolumeAttachment {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b types.VolumeAttachment) int {
+		aGoing, bGoing := a.State == types.VolumeAttachmentStateDetaching, b.State == types.VolumeAttachmentStateDetaching
 		switch {
+		case aGoing != bGoing:
+			if aGoing {
+				return 1
+			}
+			return -1
 		case a.AttachTime == nil && b.AttachTime != nil:
 			return 1
 		case a.AttachTime != nil && b.AttachTime == nil:

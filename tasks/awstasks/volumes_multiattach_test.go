@@ -33,8 +33,9 @@ type multiAttach struct {
 	// whileAttached adds the extra attachments only while the fake shows the volume attached (to anyone): an
 	// instance that attached it at the same time as this one.
 	whileAttached bool
-	// at is the extra attachments' AttachTime (none when zero).
-	at time.Time
+	// at is the extra attachments' AttachTime (none when zero); state their state ("attached" when "").
+	at    time.Time
+	state types.VolumeAttachmentState
 }
 
 func (m *multiAttach) set(volume string, before, after []string, whileAttached bool) {
@@ -55,6 +56,9 @@ func (m *multiAttach) rewrite(out *ec2.DescribeVolumesOutput) {
 	defer m.mu.Unlock()
 	att := func(id string) types.VolumeAttachment {
 		a := types.VolumeAttachment{VolumeId: aws.String(m.volume), InstanceId: aws.String(id), Device: aws.String("/dev/xvdq"), State: types.VolumeAttachmentStateAttached}
+		if m.state != "" {
+			a.State = m.state
+		}
 		if !m.at.IsZero() {
 			a.AttachTime = aws.Time(m.at)
 		}
@@ -165,7 +169,8 @@ func (f *ec2Fixture) attachedTo(t *testing.T, id string) []string {
 }
 
 // contest is a volume attached to this instance (the fake's own attachment) and to another (an extra one,
-// attached offset after this instance's, before it when negative), listed before or after this instance's.
+// attached offset after this instance's, before it when negative, in state otherState, "attached" when ""),
+// listed before or after this instance's.
 type contest struct {
 	f            *ec2Fixture
 	p            *Volumes
@@ -176,7 +181,7 @@ type contest struct {
 	tags         map[string]string
 }
 
-func newContest(t *testing.T, offset time.Duration, otherFirst bool) *contest {
+func newContest(t *testing.T, offset time.Duration, otherFirst bool, otherState types.VolumeAttachmentState) *contest {
 	t.Helper()
 	f := newEC2Fixture(t)
 	c := &contest{f: f, me: f.instance(t, zoneA), other: f.instance(t, zoneA), m: &multiAttach{},
@@ -188,13 +193,14 @@ func newContest(t *testing.T, offset time.Duration, otherFirst bool) *contest {
 		t.Fatal(err)
 	}
 	c.m.attachedAt(f.attachTime(t, c.id).Add(offset))
+	c.m.state = otherState
 	if otherFirst {
 		c.m.set(c.id, []string{c.other.NodeID}, nil, false)
 	} else {
 		c.m.set(c.id, nil, []string{c.other.NodeID}, false)
 	}
 	c.winner, c.lost = c.other, c.me
-	if offset > 0 || offset == 0 && c.me.NodeID < c.other.NodeID {
+	if otherState == types.VolumeAttachmentStateDetaching || offset > 0 || offset == 0 && c.me.NodeID < c.other.NodeID {
 		c.winner, c.lost = c.me, c.other
 	}
 	f.s.ResetCalls()
@@ -203,8 +209,8 @@ func newContest(t *testing.T, offset time.Duration, otherFirst bool) *contest {
 
 // TestVolumesMultiAttachRanking: a volume attached to this instance and to another at once (both attached it in
 // a race; EBS Multi-Attach) was refused for ever on both, until a person detached it from one. The earliest
-// attachment (EC2's AttachTime; at the same time, the lowest instance id) wins now, whatever EC2's order of the
-// attachments: List names the winner as the holder and the loser as AlsoAttached; Attached and Attach refuse the
+// attachment (EC2's AttachTime; at the same time, the lowest instance id; one that is detaching never) wins now,
+// whatever EC2's order of the attachments: List names the winner as the holder and the loser as AlsoAttached; Attached and Attach refuse the
 // volume on both (nothing formats or mounts it), not ready on the winner (it waits), terminal on the loser, and
 // never call AttachVolume; Lost names the loser's attachment and its device, on the loser only.
 func TestVolumesMultiAttachRanking(t *testing.T) {
@@ -212,9 +218,11 @@ func TestVolumesMultiAttachRanking(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		offset time.Duration
-	}{{"the other attached earlier", -time.Second}, {"this instance attached earlier", time.Second}, {"at the same time", 0}} {
+		state  types.VolumeAttachmentState
+	}{{"the other attached earlier", -time.Second, ""}, {"this instance attached earlier", time.Second, ""}, {"at the same time", 0, ""},
+		{"the other attached earlier and is detaching", -time.Second, types.VolumeAttachmentStateDetaching}} {
 		for _, otherFirst := range []bool{false, true} {
-			c := newContest(t, tc.offset, otherFirst)
+			c := newContest(t, tc.offset, otherFirst, tc.state)
 			what := func(s string) string { return fmt.Sprintf("%s, other listed first %v: %s", tc.name, otherFirst, s) }
 
 			vols, err := c.p.List(ctx, c.tags)
@@ -256,7 +264,7 @@ func TestVolumesMultiAttachRanking(t *testing.T) {
 // the volume is then the winner's alone; the winner detaches nothing.
 func TestVolumesDetachLost(t *testing.T) {
 	ctx := context.Background()
-	c := newContest(t, -time.Second, false) // the other won
+	c := newContest(t, -time.Second, false, "") // the other won
 	if err := c.p.DetachLost(ctx, c.id); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +285,7 @@ func TestVolumesDetachLost(t *testing.T) {
 		t.Errorf("after DetachLost, Lost = %+v, %v; want nil", loss, err)
 	}
 
-	w := newContest(t, time.Second, false) // this instance won
+	w := newContest(t, time.Second, false, "") // this instance won
 	if err := w.p.DetachLost(ctx, w.id); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +305,7 @@ func TestVolumesDetachLostRefusesInUse(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"nvme device", "nvme link", "/dev/xvdf", "/dev/sdf"} {
 		t.Run(name, func(t *testing.T) {
-			c := newContest(t, -time.Second, false)
+			c := newContest(t, -time.Second, false, "")
 			source := filepath.Join(c.p.root, "dev", "nvme-"+c.id)
 			switch name {
 			case "nvme link":
@@ -337,7 +345,7 @@ func TestVolumesDetachLostRefusesInUse(t *testing.T) {
 			}
 		})
 	}
-	c := newContest(t, -time.Second, false)
+	c := newContest(t, -time.Second, false, "")
 	c.p.mountTable = filepath.Join(t.TempDir(), "none")
 	if err := c.p.DetachLost(ctx, c.id); err == nil || !strings.Contains(err.Error(), "reading the mount table") {
 		t.Errorf("DetachLost without a mount table = %v, want an error saying it cannot be read", err)
