@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -301,5 +302,55 @@ func TestLostMultiAttachRaceMounted(t *testing.T) {
 	}
 	if got := r.attachedTo(t); len(got) != 1 || got[0] != r.loser.me.NodeID {
 		t.Errorf("the volume is attached to %v, want the loser still", got)
+	}
+}
+
+// TestChooseLost: a member volume of this zone attached to this node and to another that won it is lost (this
+// node detaches its attachment) and never this node's, which may claim a free one instead; the winner keeps it;
+// a volume whose tag names no member, or of another zone, or attached to other nodes only, is never detached.
+func TestChooseLost(t *testing.T) {
+	also := func(v volumetasks.Volume, holders ...string) volumetasks.Volume {
+		for _, h := range holders {
+			v.AlsoAttached = append(v.AlsoAttached, volumetasks.Holder{NodeID: h})
+		}
+		return v
+	}
+	tests := []struct {
+		name string
+		vols []volumetasks.Volume
+		mine map[string]string // etcd cluster -> volume
+		lost []string
+	}{
+		{name: "lost to node2: let go, and a free one claimed",
+			vols: []volumetasks.Volume{also(vol("a.main", "main", "a", "a", "node2"), "node1"), vol("b.main", "main", "b", "a", "")},
+			mine: map[string]string{"main": "b.main"}, lost: []string{"a.main"}},
+		{name: "won against node2: kept",
+			vols: []volumetasks.Volume{also(vol("a.main", "main", "a", "a", "node1"), "node2")},
+			mine: map[string]string{"main": "a.main"}},
+		{name: "attached to other nodes only: left alone",
+			vols: []volumetasks.Volume{also(vol("a.main", "main", "a", "a", "node2"), "node3")},
+			mine: map[string]string{}},
+		{name: "a tag that names no member: left alone",
+			vols: []volumetasks.Volume{also(vol("x.main", "main", "x", "a", "node2"), "node1")},
+			mine: map[string]string{}},
+		{name: "another zone's: left alone",
+			vols: []volumetasks.Volume{also(vol("a.main", "main", "a", "b", "node2"), "node1")},
+			mine: map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := choose(testConfig(), "node1", tt.vols)
+			mine := map[string]string{}
+			for c, mv := range ch.mine {
+				mine[c] = mv.volume.ID
+			}
+			var lost []string
+			for _, mv := range ch.lost {
+				lost = append(lost, mv.volume.ID)
+			}
+			if fmt.Sprint(mine) != fmt.Sprint(tt.mine) || fmt.Sprint(lost) != fmt.Sprint(tt.lost) {
+				t.Errorf("chose %v and lost %v, want %v and %v", mine, lost, tt.mine, tt.lost)
+			}
+		})
 	}
 }
