@@ -27,14 +27,14 @@ import (
 // with VolumeInUse, and the volume is held (a volumetasks.HeldError naming that instance and its addresses). A
 // volume with Multi-Attach (io2) can be attached to several instances at once, when they attach it at the same
 // moment (each saw it free): it is a volumetasks.Contested volume, whose earliest attachment (EC2's AttachTime;
-// at the same time, the lowest instance id; one that is detaching never) wins, on every instance alike. List names the winner as the holder
-// and the others as AlsoAttached. The winner neither formats nor mounts it while another attachment exists
-// (Attached is a not-ready volumetasks.ContestedError); a loser detaches its own attachment (DetachLost), once
-// no mount of this machine's mount table is its device (by device number or by any of its names: its NVMe link
-// and what it resolves to, its attachment's device name in both spellings) and the device is not held open
-// exclusively. A volume attached to instances that are not this one is never attached here. A
-// volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is tried
-// when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
+// at the same time, the lowest instance id; one that is detaching never) wins, on every instance alike. List
+// names the winner as the holder and the others as AlsoAttached. The winner neither formats nor mounts it while
+// another attachment exists (Attached is a not-ready volumetasks.ContestedError); a loser detaches its own
+// attachment (DetachLost), once no mount of this machine's mount table is its device (by device number or by any
+// of its names: its NVMe link and what it resolves to, its attachment's device name in both spellings) and the
+// device is not held open exclusively. A volume attached to instances that are not this one is never attached
+// here. A volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is
+// tried when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
 // instance (Nitro) shows the volume as /dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id without its dash>,
 // a Xen one under the attachment's device name. Until the device appears, the attachment is not ready.
 //
