@@ -18,17 +18,21 @@ type memberVolume struct {
 }
 
 // choice is what a round found and decided: for each etcd cluster, the member volume this node holds or claims
-// (absent: none), every member volume of the cluster in this zone with its holder, and the holders of member
-// volumes in every zone (the API's names point at them all).
+// (absent: none), the member volumes of this zone this node is attached to but lost to another node (it detaches
+// them), every member volume of the cluster in this zone with its holder, and the holders of member volumes in
+// every zone (the API's names point at them all).
 type choice struct {
 	mine     map[string]memberVolume // by etcd cluster name
+	lost     []memberVolume
 	all      []memberVolume
 	holders  map[string]volumetasks.Holder // by node id, every zone's
 	problems []string                      // what the operator should know: logged every round, never acted on
 }
 
 // choose decides which member volume of each etcd cluster this node holds: the one it holds already, else the
-// first free one of its zone (by ID), else none. A node never claims a second member volume of one etcd cluster:
+// first free one of its zone (by ID), else none. A volume attached to this node and to others at once is held by
+// the one that won it (the provider says: Holder); a node that lost it lets it go (lost), and may claim another.
+// A node never claims a second member volume of one etcd cluster:
 // when it holds several already (which kubeup never does), it keeps the first and says so, leaving the others
 // as they are for the operator. A volume whose tag names no member of the spec is left alone, and said. The
 // member volumes of other zones are never claimed; their holders are the API's too.
@@ -66,6 +70,10 @@ func choose(pc *model.ProtokubeConfig, me string, vols []volumetasks.Volume) *ch
 				free = append(free, mv)
 			case v.Holder.NodeID == me:
 				held = append(held, mv)
+			case slices.ContainsFunc(v.AlsoAttached, func(h volumetasks.Holder) bool { return h.NodeID == me }):
+				ch.lost = append(ch.lost, mv)
+				ch.problems = append(ch.problems, fmt.Sprintf("volume %s is attached to this node and to node %s, which won it: this node detaches its attachment once nothing here uses it",
+					v.ID, v.Holder.NodeID))
 			}
 		}
 		switch {

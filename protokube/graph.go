@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
@@ -15,6 +16,10 @@ import (
 // apiTTL is the TTL of the records protokube publishes: short, so that clients follow a control plane that
 // moved within a minute.
 const apiTTL = 60
+
+// contestedWait is how long a round waits for the other nodes to detach a volume this node won but that is
+// attached to them too (they do at their next round): then the round fails, and the next one waits again.
+const contestedWait = 3 * time.Minute
 
 // buildGraph returns the graph of one round: the node's tasks (kubelet started), and for each etcd cluster
 // either the member volume this node holds (attach, format if blank, mount, the etcd manifest once mounted, the
@@ -43,7 +48,7 @@ func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumeta
 			engine.AddIn(g, (*Round).Node, &nodetasks.Absent{Path: manifest})
 			continue
 		}
-		attach := engine.Add(g, &volumetasks.Attach[*Round]{VolumeID: mv.volume.ID})
+		attach := addAttach(g, mv)
 		mountPoint := model.EtcdMountPoint(mv.volume.ID)
 		mount := engine.AddIn(g, (*Round).Node, &nodetasks.FormatAndMount{MountPoint: mountPoint, Attachment: attach})
 		// The manifest is written only while this very volume is mounted at its mount point, as the round began:
@@ -79,8 +84,28 @@ func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumeta
 			engine.Add(g, &dnstasks.Record[*Round]{Name: mv.member.DNSName, Type: "A", TTL: ptr(apiTTL), Values: []string{me.InternalIP}})
 		}
 	}
+	addDetaches(g, ch)
 	addAPIRecords(g, pc, me, ch, api)
 	return g, nil
+}
+
+// addAttach adds the attachment of a member volume this node holds or claims. One attached to other nodes too,
+// which this node won, waits contestedWait for them to detach it before the round fails: nothing formats or
+// mounts it until they did.
+func addAttach(g *engine.Graph[*Round], mv memberVolume) *volumetasks.Attach[*Round] {
+	var opts []engine.AddOption
+	if len(mv.volume.AlsoAttached) > 0 {
+		opts = append(opts, engine.WithDeadline(contestedWait))
+	}
+	return engine.Add(g, &volumetasks.Attach[*Round]{VolumeID: mv.volume.ID}, opts...)
+}
+
+// addDetaches adds the detachment of each member volume this node is attached to but lost to another node: the
+// provider detaches it only while nothing here uses it (volumetasks.Detach).
+func addDetaches(g *engine.Graph[*Round], ch *choice) {
+	for _, mv := range ch.lost {
+		engine.Add(g, &volumetasks.Detach[*Round]{VolumeID: mv.volume.ID})
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -25,11 +25,16 @@ import (
 //
 // The attachment is the claim, and EC2 decides races: AttachVolume of a volume attached to another instance fails
 // with VolumeInUse, and the volume is held (a volumetasks.HeldError naming that instance and its addresses). A
-// volume attached to more than one instance at once (an io2 volume with Multi-Attach) is held by the others too,
-// whether or not this instance is one of them: it is never attached here, and one attached here already is not
-// reported attached (Attached refuses it), so that nothing formats or mounts it. A
-// volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is tried
-// when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
+// volume with Multi-Attach (io2) can be attached to several instances at once, when they attach it at the same
+// moment (each saw it free): it is a volumetasks.Contested volume, whose earliest attachment (EC2's AttachTime;
+// at the same time, the lowest instance id; one that is detaching never) wins, on every instance alike. List
+// names the winner as the holder and the others as AlsoAttached. The winner neither formats nor mounts it while
+// another attachment exists (Attached is a not-ready volumetasks.ContestedError); a loser detaches its own
+// attachment (DetachLost), once no mount of this machine's mount table is its device (by device number or by any
+// of its names: its NVMe link and what it resolves to, its attachment's device name in both spellings) and the
+// device is not held open exclusively. A volume attached to instances that are not this one is never attached
+// here. A volume is attached under a device name this instance does not use, /dev/xvdf to /dev/xvdz (the next is
+// tried when EC2 refuses one as in use); once EC2 says "attached", the device is found on this machine: an NVMe
 // instance (Nitro) shows the volume as /dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id without its dash>,
 // a Xen one under the attachment's device name. Until the device appears, the attachment is not ready.
 //
@@ -41,6 +46,8 @@ type Volumes struct {
 	me     volumetasks.Holder
 	zone   string
 	root   string
+	// mountTable is where DetachLost reads what is mounted (volumetasks.ProcMountTable).
+	mountTable string
 
 	// pollFirst and pollMax bound the backoff of the polls that wait for an attachment.
 	pollFirst, pollMax time.Duration
@@ -56,12 +63,18 @@ type Volumes struct {
 	listed map[string]types.Volume
 }
 
-var _ volumetasks.Provider = (*Volumes)(nil)
+var (
+	_ volumetasks.Provider  = (*Volumes)(nil)
+	_ volumetasks.Contested = (*Volumes)(nil)
+)
 
 // VolumesOptions adjust a Volumes.
 type VolumesOptions struct {
 	// Root is the node's filesystem root, where /dev is looked at ("" = "/").
 	Root string
+	// MountTable is the mount table, in proc(5)'s mountinfo format ("" = volumetasks.ProcMountTable): what is
+	// mounted on this machine, which a losing attachment's device must not be before it is detached.
+	MountTable string
 }
 
 // deviceNames are the names volumes are attached under, in the order they are tried: the range EC2 recommends
@@ -81,8 +94,12 @@ func NewVolumes(client *ec2.Client, me volumetasks.Holder, zone string, o Volume
 	if root == "" {
 		root = "/"
 	}
+	mountTable := o.MountTable
+	if mountTable == "" {
+		mountTable = volumetasks.ProcMountTable
+	}
 	return &Volumes{
-		client: client, me: me, zone: zone, root: root,
+		client: client, me: me, zone: zone, root: root, mountTable: mountTable,
 		pollFirst: time.Second, pollMax: 10 * time.Second,
 		attaching: make(chan struct{}, 1),
 	}
@@ -150,9 +167,13 @@ func (v *Volumes) List(ctx context.Context, filter map[string]string) ([]volumet
 		for _, t := range vol.Tags {
 			out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 		}
-		if a := v.holding(vol); a != nil {
+		for i, a := range ranked(vol) {
 			h := v.holder(holders, aws.ToString(a.InstanceId))
-			out.Holder = &h
+			if i == 0 {
+				out.Holder = &h
+			} else {
+				out.AlsoAttached = append(out.AlsoAttached, h)
+			}
 		}
 		vols = append(vols, out)
 	}
@@ -183,31 +204,49 @@ func (v *Volumes) mine(vol types.Volume) *types.VolumeAttachment {
 	return nil
 }
 
-// others returns the instances other than this one that hold vol, in EC2's order: more than one, or one while
-// this instance holds it too, only for a volume with Multi-Attach.
+// others returns the instances other than this one that hold vol, winner first (ranked): more than one, or one
+// while this instance holds it too, only for a volume with Multi-Attach.
 func (v *Volumes) others(vol types.Volume) []string {
 	var ids []string
-	for _, a := range vol.Attachments {
-		if id := aws.ToString(a.InstanceId); live(a) && id != v.me.NodeID && !slices.Contains(ids, id) {
+	for _, a := range ranked(vol) {
+		if id := aws.ToString(a.InstanceId); id != v.me.NodeID {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-// holding returns the attachment that holds vol as List reports it: this instance's when it is one of them (so
-// that this instance's task for the volume finds it, and Attached refuses it when others hold it too), else the
-// first; nil when the volume is free.
-func (v *Volumes) holding(vol types.Volume) *types.VolumeAttachment {
-	if a := v.mine(vol); a != nil {
-		return a
-	}
-	for i, a := range vol.Attachments {
-		if live(a) {
-			return &vol.Attachments[i]
+// contestRule is how ranked orders the attachments of a volume attached to several instances at once.
+const contestRule = "the earliest attachment by EC2's AttachTime keeps a volume (one that is detaching never does), at the same time the lowest instance id"
+
+// ranked returns the live attachments of vol, one per instance, winner first: those that are detaching last
+// (they are going), then by EC2's AttachTime, the earliest first (an attachment without one last), then by
+// instance id. Every instance that reads the volume ranks them alike: the order is the cloud's, not the reader's.
+func ranked(vol types.Volume) []types.VolumeAttachment {
+	var out []types.VolumeAttachment
+	for _, a := range vol.Attachments {
+		if live(a) && !slices.ContainsFunc(out, func(b types.VolumeAttachment) bool { return aws.ToString(b.InstanceId) == aws.ToString(a.InstanceId) }) {
+			out = append(out, a)
 		}
 	}
-	return nil
+	slices.SortStableFunc(out, func(a, b types.VolumeAttachment) int {
+		aGoing, bGoing := a.State == types.VolumeAttachmentStateDetaching, b.State == types.VolumeAttachmentStateDetaching
+		switch {
+		case aGoing != bGoing:
+			if aGoing {
+				return 1
+			}
+			return -1
+		case a.AttachTime == nil && b.AttachTime != nil:
+			return 1
+		case a.AttachTime != nil && b.AttachTime == nil:
+			return -1
+		case a.AttachTime != nil && !a.AttachTime.Equal(*b.AttachTime):
+			return a.AttachTime.Compare(*b.AttachTime)
+		}
+		return strings.Compare(aws.ToString(a.InstanceId), aws.ToString(b.InstanceId))
+	})
+	return out
 }
 
 // holder is instance id as a claim names it: this instance as the provider was given it, another with the
@@ -272,8 +311,8 @@ func (v *Volumes) Attach(ctx context.Context, id string) (string, error) {
 	if z := aws.ToString(vol.AvailabilityZone); z != v.zone {
 		return "", engine.Terminal(fmt.Errorf("%s: the volume is in zone %s, the instance in %s: a volume attaches to an instance of its zone only", doing, z, v.zone))
 	}
-	if others := v.others(vol); len(others) > 0 {
-		return "", v.held(ctx, id, others, v.mine(vol) != nil)
+	if err := v.heldOrContested(ctx, vol); err != nil {
+		return "", err
 	}
 	if v.mine(vol) == nil {
 		if err := v.attach(ctx, id, doing); err != nil {
@@ -320,8 +359,8 @@ func (v *Volumes) attach(ctx context.Context, id, doing string) error {
 			if derr != nil {
 				return derr
 			}
-			if others := v.others(vol); len(others) > 0 {
-				return v.held(ctx, id, others, v.mine(vol) != nil)
+			if err := v.heldOrContested(ctx, vol); err != nil {
+				return err
 			} else if v.mine(vol) != nil {
 				return nil // attached here already: a former try got through
 			}
@@ -366,24 +405,60 @@ func (v *Volumes) usedDevices(ctx context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
-// held is the error of volume id held by the instances others (at least one), and by this instance too when
-// mineToo: its holder is the first of them, and its fix names them all.
-func (v *Volumes) held(ctx context.Context, id string, others []string, mineToo bool) error {
+// heldOrContested is the error of vol attached to other instances: held by them (a *volumetasks.HeldError)
+// when this instance has no attachment of it, contested (a *volumetasks.ContestedError, not ready when this
+// instance won it, terminal when it lost) when it has one. nil when no other instance holds it.
+func (v *Volumes) heldOrContested(ctx context.Context, vol types.Volume) error {
+	id := aws.ToString(vol.VolumeId)
+	others := v.others(vol)
+	switch {
+	case len(others) == 0:
+		return nil
+	case v.mine(vol) == nil:
+		return v.held(ctx, id, others)
+	}
+	return v.contested(ctx, vol).Classified()
+}
+
+// held is the error of volume id held by the instances others (at least one), not this one: its holder is the
+// winner of them, and its fix names them all.
+func (v *Volumes) held(ctx context.Context, id string, others []string) error {
 	h := volumetasks.Holder{NodeID: others[0]}
 	if known, err := v.instances(ctx, others[:1]); err == nil {
 		h = v.holder(known, others[0])
 	}
 	fix := fmt.Sprintf("detach it from instance %s (aws ec2 detach-volume --volume-id %s) if that instance is gone for good", others[0], id)
-	if len(others) > 1 || mineToo {
-		all := slices.Clone(others)
-		if mineToo {
-			all = append([]string{v.me.NodeID + " (this instance)"}, all...)
-		}
+	if len(others) > 1 {
 		fix = fmt.Sprintf("it is attached to %d instances at once (EBS Multi-Attach): %s; kubeup neither formats nor mounts a volume "+
 			"attached to more than one instance: detach it from every instance but the one that should serve it "+
-			"(aws ec2 detach-volume --volume-id %s --instance-id ID)", len(all), strings.Join(all, ", "), id)
+			"(aws ec2 detach-volume --volume-id %s --instance-id ID)", len(others), strings.Join(others, ", "), id)
 	}
 	return &volumetasks.HeldError{VolumeID: id, Holder: h, Fix: fix}
+}
+
+// contested is vol, attached to this instance and to others (EBS Multi-Attach), as a ContestedError: the
+// winner by ranked, the others with their addresses (as far as DescribeInstances tells them), and how a person
+// ends it by hand.
+func (v *Volumes) contested(ctx context.Context, vol types.Volume) *volumetasks.ContestedError {
+	id := aws.ToString(vol.VolumeId)
+	known, err := v.instances(ctx, v.others(vol))
+	if err != nil {
+		known = nil // for the message only: the instance ids say enough
+	}
+	e := &volumetasks.ContestedError{VolumeID: id, Node: v.me.NodeID, Rule: contestRule}
+	var losers []string
+	for i, a := range ranked(vol) {
+		h := v.holder(known, aws.ToString(a.InstanceId))
+		if i == 0 {
+			e.Winner = h
+			continue
+		}
+		e.Losers = append(e.Losers, h)
+		losers = append(losers, h.NodeID)
+	}
+	e.Fix = fmt.Sprintf("it is attached to several instances at once (EBS Multi-Attach); by hand: aws ec2 detach-volume --volume-id %s --instance-id ID, for ID in %s",
+		id, strings.Join(losers, " "))
+	return e
 }
 
 // waitAttached polls DescribeVolumes until the volume's attachment to this instance is "attached", and returns
@@ -396,9 +471,10 @@ func (v *Volumes) waitAttached(ctx context.Context, id, doing string) (string, e
 			return "", err
 		}
 		a := v.mine(vol)
-		switch others := v.others(vol); {
-		case len(others) > 0:
-			return "", v.held(ctx, id, others, a != nil)
+		if err := v.heldOrContested(ctx, vol); err != nil {
+			return "", err
+		}
+		switch {
 		case a == nil:
 			return "", engine.NotReady(fmt.Errorf("%s: EC2 shows no attachment any more", doing))
 		case a.State == types.VolumeAttachmentStateAttached:
@@ -447,8 +523,9 @@ func (v *Volumes) device(id, name, doing string) (string, error) {
 
 // Attached returns the device of volume id when it is attached to this instance; "" when it is not (or still
 // attaching). Attached here but without its device on this machine yet is not ready. Attached here and to another
-// instance too (Multi-Attach) is a *volumetasks.HeldError naming them: the volume must not be mounted. The volume
-// is as the last List read it when that has not served an Attached yet (see listed), else as EC2 describes it now.
+// instance too (Multi-Attach) is a *volumetasks.ContestedError naming them: the volume must not be mounted; not
+// ready when this instance won it (the others detach theirs), terminal when it lost it. The volume is as the last
+// List read it when that has not served an Attached yet (see listed), else as EC2 describes it now.
 func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("looking for EBS volume %s on instance %s", id, v.me.NodeID)
 	vol, ok := v.take(id)
@@ -462,8 +539,8 @@ func (v *Volumes) Attached(ctx context.Context, id string) (string, error) {
 	if a == nil || a.State != types.VolumeAttachmentStateAttached {
 		return "", nil
 	}
-	if others := v.others(vol); len(others) > 0 {
-		return "", engine.Terminal(fmt.Errorf("%s: %w", doing, v.held(ctx, id, others, true)))
+	if err := v.heldOrContested(ctx, vol); err != nil {
+		return "", fmt.Errorf("%s: %w", doing, err)
 	}
 	return v.device(id, aws.ToString(a.Device), doing)
 }
@@ -480,7 +557,12 @@ func (v *Volumes) Detach(ctx context.Context, id string) error {
 	if v.mine(vol) == nil {
 		return nil
 	}
-	_, err = v.client.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(v.me.NodeID)})
+	return v.detach(ctx, id, doing)
+}
+
+// detach detaches volume id from this instance, and waits until EC2 says it is detached.
+func (v *Volumes) detach(ctx context.Context, id, doing string) error {
+	_, err := v.client.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(id), InstanceId: aws.String(v.me.NodeID)})
 	switch ErrorCode(err) {
 	case "IncorrectState", "InvalidAttachment.NotFound": // detached meanwhile
 	default:
@@ -506,4 +588,89 @@ func (v *Volumes) Detach(ctx context.Context, id string) error {
 		}
 		delay = min(delay*2, v.pollMax)
 	}
+}
+
+// Lost returns this instance's attachment of volume id when another instance's attachment won the volume
+// (ranked), with the names its device has on this machine and what uses it; nil when this instance has no
+// attachment of it, or won it, or is its only holder. The volume is as the last List read it when that has not
+// served an Attached or a Lost yet, else as EC2 describes it now.
+func (v *Volumes) Lost(ctx context.Context, id string) (*volumetasks.Loss, error) {
+	doing := fmt.Sprintf("looking for a losing attachment of EBS volume %s on instance %s", id, v.me.NodeID)
+	vol, ok := v.take(id)
+	if !ok {
+		var err error
+		if vol, err = v.describe(ctx, id, doing); err != nil {
+			return nil, err
+		}
+	}
+	return v.loss(ctx, vol, doing)
+}
+
+// loss is Lost of vol as read.
+func (v *Volumes) loss(ctx context.Context, vol types.Volume, doing string) (*volumetasks.Loss, error) {
+	a := v.mine(vol)
+	if a == nil || len(v.others(vol)) == 0 {
+		return nil, nil
+	}
+	c := v.contested(ctx, vol)
+	if c.Won() {
+		return nil, nil
+	}
+	id := aws.ToString(vol.VolumeId)
+	l := &volumetasks.Loss{VolumeID: id, Winner: c.Winner,
+		Fix: fmt.Sprintf("aws ec2 detach-volume --volume-id %s --instance-id %s", id, v.me.NodeID)}
+	use, found, err := volumetasks.DevicesInUse(v.mountTable, v.deviceNames(id, aws.ToString(a.Device)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", doing, err)
+	}
+	l.Devices, l.Use = found, use
+	return l, nil
+}
+
+// deviceNames are every name volume id, attached to this instance as name, may have on this machine: its NVMe
+// link, and name in both spellings (/dev/sdf is /dev/xvdf).
+func (v *Volumes) deviceNames(id, name string) []string {
+	out := []string{filepath.Join(v.root, nvmeLink(id))}
+	if name == "" {
+		return out
+	}
+	out = append(out, filepath.Join(v.root, name))
+	if rest, ok := strings.CutPrefix(name, "/dev/sd"); ok {
+		out = append(out, filepath.Join(v.root, "/dev/xvd"+rest))
+	}
+	if rest, ok := strings.CutPrefix(name, "/dev/xvd"); ok {
+		out = append(out, filepath.Join(v.root, "/dev/sd"+rest))
+	}
+	return out
+}
+
+// DetachLost detaches this instance's attachment of volume id when, as EC2 describes the volume now, another
+// instance's attachment won it and nothing on this machine uses its device (volumetasks.Loss.Refusal), and waits
+// until EC2 says it is detached. An attachment that did not lose is left as it is; an attachment still
+// attaching is not ready (EC2 detaches an attached volume).
+func (v *Volumes) DetachLost(ctx context.Context, id string) error {
+	doing := fmt.Sprintf("detaching EBS volume %s, which another instance won, from instance %s", id, v.me.NodeID)
+	v.forget(id)
+	vol, err := v.describe(ctx, id, doing)
+	if err != nil {
+		return err
+	}
+	l, err := v.loss(ctx, vol, doing)
+	switch {
+	case err != nil:
+		return err
+	case l == nil:
+		engine.Logger(ctx).Info("kept an attachment: it did not lose the volume (any more)", "volume", id)
+		return nil
+	}
+	switch a := v.mine(vol); a.State {
+	case types.VolumeAttachmentStateAttaching:
+		return engine.NotReady(fmt.Errorf("%s: the attachment is still attaching", doing))
+	case types.VolumeAttachmentStateDetaching:
+		return v.detach(ctx, id, doing)
+	}
+	if err := l.Refusal(); err != nil {
+		return err
+	}
+	return v.detach(ctx, id, doing)
 }

@@ -21,9 +21,16 @@ import (
 //
 // The attachment is the claim, and GCE decides races: attachDisk of a disk attached read-write to another
 // instance fails, and the disk is held (a volumetasks.HeldError naming that instance and its addresses). A disk
-// whose users are more than one instance (a multi-writer disk, or one attached read-only) is held by the others,
-// whether or not this instance is one of them: it is never attached here, and one attached here already is not
-// reported attached (Attached refuses it), so that nothing formats or mounts it. A disk
+// whose users are more than one instance (a multi-writer disk two instances attached at the same moment, or one
+// attached read-only) is a volumetasks.Contested volume. GCE records no time per attachment (a disk's
+// lastAttachTimestamp is its last attach, whoever made it, and the order of its users is not documented), so
+// the user with the lowest instance name wins it, on every instance alike (the names of one zone's instances
+// are unique). List names the winner as the holder and the others as AlsoAttached; the winner neither formats
+// nor mounts it while another user is there (Attached is a not-ready volumetasks.ContestedError); a loser
+// detaches its own attachment (DetachLost), once its device (by the attachment's device name: google-<name> and
+// scsi-0Google_PersistentDisk_<name> under /dev/disk/by-id, and what they resolve to) is in no mount of this
+// machine's mount table and not held open exclusively. A disk attached to instances that are not this one is
+// never attached here. A disk
 // is attached under the device name of its own name, so that it shows on this machine as
 // /dev/disk/by-id/google-<name>; until that device appears, the attachment is not ready.
 //
@@ -35,14 +42,22 @@ type Disks struct {
 	zone    string
 	me      volumetasks.Holder
 	root    string
+	// mountTable is where DetachLost reads what is mounted (volumetasks.ProcMountTable).
+	mountTable string
 }
 
-var _ volumetasks.Provider = (*Disks)(nil)
+var (
+	_ volumetasks.Provider  = (*Disks)(nil)
+	_ volumetasks.Contested = (*Disks)(nil)
+)
 
 // DisksOptions adjust a Disks.
 type DisksOptions struct {
 	// Root is the node's filesystem root, where /dev is looked at ("" = "/").
 	Root string
+	// MountTable is the mount table, in proc(5)'s mountinfo format ("" = volumetasks.ProcMountTable): what is
+	// mounted on this machine, which a losing attachment's device must not be before it is detached.
+	MountTable string
 }
 
 // NewDisks returns the provider of instance me (me.NodeID is the instance's name, the addresses are what its
@@ -52,7 +67,11 @@ func NewDisks(svc *compute.Service, project, zone string, me volumetasks.Holder,
 	if root == "" {
 		root = "/"
 	}
-	return &Disks{svc: svc, project: project, zone: zone, me: me, root: root}
+	mountTable := o.MountTable
+	if mountTable == "" {
+		mountTable = volumetasks.ProcMountTable
+	}
+	return &Disks{svc: svc, project: project, zone: zone, me: me, root: root, mountTable: mountTable}
 }
 
 // Node returns this instance.
@@ -118,12 +137,16 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 	vols := make([]volumetasks.Volume, 0, len(found))
 	for _, disk := range found {
 		v := volumetasks.Volume{ID: disk.Name, Zone: lastSegment(disk.Zone), Tags: DecodeLabels(disk.Labels, clusters...)}
-		if u := d.holding(disk); u != "" {
+		for i, u := range rankedUsers(disk) {
 			h, err := d.holder(ctx, u)
 			if err != nil {
 				return nil, err
 			}
-			v.Holder = &h
+			if i == 0 {
+				v.Holder = &h
+			} else {
+				v.AlsoAttached = append(v.AlsoAttached, h)
+			}
 		}
 		vols = append(vols, v)
 	}
@@ -188,31 +211,33 @@ func users(disk *compute.Disk) []string {
 	return out
 }
 
-// others are the URLs of the users of disk other than this instance: more than one, or one while this instance
-// is a user too, only for a disk attached to several instances (multi-writer, or read-only).
+// others are the URLs of the users of disk other than this instance, winner first (rankedUsers): more than one,
+// or one while this instance is a user too, only for a disk attached to several instances (multi-writer, or
+// read-only).
 func (d *Disks) others(disk *compute.Disk) []string {
 	var out []string
-	for _, u := range disk.Users {
-		if lastSegment(u) != d.me.NodeID && !slices.Contains(out, u) {
+	for _, u := range rankedUsers(disk) {
+		if lastSegment(u) != d.me.NodeID {
 			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// holding is the user of disk that List reports as its holder: this instance when it is one (so that this
-// instance's task for the disk finds it, and Attached refuses it when others use it too), else the first; ""
-// when the disk is free.
-func (d *Disks) holding(disk *compute.Disk) string {
+// contestRule is how rankedUsers orders the users of a disk attached to several instances at once.
+const contestRule = "GCE records no time per attachment: the instance with the lowest name keeps a disk"
+
+// rankedUsers returns the URLs of the users of disk, one per instance, winner first: by instance name. Every
+// instance that reads the disk ranks them alike.
+func rankedUsers(disk *compute.Disk) []string {
+	var out []string
 	for _, u := range disk.Users {
-		if lastSegment(u) == d.me.NodeID {
-			return u
+		if !slices.ContainsFunc(out, func(o string) bool { return lastSegment(o) == lastSegment(u) }) {
+			out = append(out, u)
 		}
 	}
-	if len(disk.Users) > 0 {
-		return disk.Users[0]
-	}
-	return ""
+	slices.SortStableFunc(out, func(a, b string) int { return strings.Compare(lastSegment(a), lastSegment(b)) })
+	return out
 }
 
 func (d *Disks) get(ctx context.Context, name, doing string) (*compute.Disk, error) {
@@ -233,7 +258,7 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 	mine := slices.Contains(users(disk), d.me.NodeID)
 	switch others := d.others(disk); {
 	case len(others) > 0:
-		return "", d.held(ctx, disk, others, mine)
+		return "", d.heldOrContested(ctx, disk)
 	case mine:
 	default:
 		op, err := d.svc.Instances.AttachDisk(d.project, d.zone, d.me.NodeID, &compute.AttachedDisk{
@@ -255,7 +280,7 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 				return "", err
 			}
 			if others := d.others(again); len(others) > 0 {
-				return "", d.held(ctx, again, others, slices.Contains(users(again), d.me.NodeID))
+				return "", d.heldOrContested(ctx, again)
 			}
 			return "", err
 		}
@@ -267,26 +292,41 @@ func (d *Disks) Attach(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if others := d.others(again); len(others) > 0 {
-			return "", d.held(ctx, again, others, true)
+			return "", d.heldOrContested(ctx, again)
 		}
 	}
 	return d.device(id, doing)
 }
 
-// held is the HeldError of disk, attached to the other instances of URLs others (at least one), and to this
-// instance too when mineToo: its holder is the first of them, and its fix names them all.
-func (d *Disks) held(ctx context.Context, disk *compute.Disk, others []string, mineToo bool) error {
+// heldOrContested is the error of disk used by other instances: held by them (a terminal
+// *volumetasks.HeldError) when this instance is no user of it, contested (a *volumetasks.ContestedError, not
+// ready when this instance won it, terminal when it lost) when it is one. nil when no other instance uses it.
+func (d *Disks) heldOrContested(ctx context.Context, disk *compute.Disk) error {
+	others := d.others(disk)
+	switch {
+	case len(others) == 0:
+		return nil
+	case !slices.Contains(users(disk), d.me.NodeID):
+		return d.held(ctx, disk, others)
+	}
+	c, err := d.contested(ctx, disk)
+	if err != nil {
+		return err
+	}
+	return c.Classified()
+}
+
+// held is the HeldError of disk, attached to the other instances of URLs others (at least one), not to this
+// one: its holder is the winner of them, and its fix names them all.
+func (d *Disks) held(ctx context.Context, disk *compute.Disk, others []string) error {
 	h, err := d.holder(ctx, others[0])
 	if err != nil {
 		return err
 	}
 	fix := fmt.Sprintf("if instance %s is gone for good, detach the disk: gcloud compute instances detach-disk %s --disk %s --zone %s",
 		h.NodeID, h.NodeID, disk.Name, d.zone)
-	if len(others) > 1 || mineToo {
+	if len(others) > 1 {
 		var all []string
-		if mineToo {
-			all = append(all, d.me.NodeID+" (this instance)")
-		}
 		for _, u := range others {
 			all = append(all, lastSegment(u))
 		}
@@ -295,6 +335,28 @@ func (d *Disks) held(ctx context.Context, disk *compute.Disk, others []string, m
 			"serve it (gcloud compute instances detach-disk INSTANCE --disk %s --zone %s)", len(all), strings.Join(all, ", "), disk.Name, d.zone)
 	}
 	return engine.Terminal(&volumetasks.HeldError{VolumeID: disk.Name, Holder: h, Fix: fix})
+}
+
+// contested is disk, whose users are this instance and others, as a ContestedError: the winner by
+// rankedUsers, the others with their addresses, and how a person ends it by hand.
+func (d *Disks) contested(ctx context.Context, disk *compute.Disk) (*volumetasks.ContestedError, error) {
+	e := &volumetasks.ContestedError{VolumeID: disk.Name, Node: d.me.NodeID, Rule: contestRule}
+	var losers []string
+	for i, u := range rankedUsers(disk) {
+		h, err := d.holder(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			e.Winner = h
+			continue
+		}
+		e.Losers = append(e.Losers, h)
+		losers = append(losers, h.NodeID)
+	}
+	e.Fix = fmt.Sprintf("it is attached to several instances at once (a multi-writer disk, or attached read-only); by hand: "+
+		"gcloud compute instances detach-disk INSTANCE --disk %s --zone %s, for INSTANCE in %s", disk.Name, d.zone, strings.Join(losers, " "))
+	return e, nil
 }
 
 // device returns the device of disk id on this machine; NotReady until it shows.
@@ -310,8 +372,9 @@ func (d *Disks) device(id, doing string) (string, error) {
 }
 
 // Attached returns the device disk id is attached as on this machine; "" when this instance does not hold it or
-// its device does not show. A disk attached here and to another instance too is a terminal *volumetasks.HeldError
-// naming them: it must not be mounted.
+// its device does not show. A disk attached here and to another instance too is a *volumetasks.ContestedError
+// naming them: it must not be mounted; not ready when this instance won it (the others detach theirs), terminal
+// when it lost it.
 func (d *Disks) Attached(ctx context.Context, id string) (string, error) {
 	doing := fmt.Sprintf("reading disk %s", id)
 	disk, err := d.get(ctx, id, doing)
@@ -321,8 +384,8 @@ func (d *Disks) Attached(ctx context.Context, id string) (string, error) {
 	if !slices.Contains(users(disk), d.me.NodeID) {
 		return "", nil
 	}
-	if others := d.others(disk); len(others) > 0 {
-		return "", fmt.Errorf("%s: %w", doing, d.held(ctx, disk, others, true))
+	if err := d.heldOrContested(ctx, disk); err != nil {
+		return "", fmt.Errorf("%s: %w", doing, err)
 	}
 	if _, err := os.Stat(d.devicePath(id)); err != nil {
 		return "", nil
@@ -341,6 +404,77 @@ func (d *Disks) Detach(ctx context.Context, id string) error {
 		return nil
 	}
 	op, err := d.svc.Instances.DetachDisk(d.project, d.zone, d.me.NodeID, id).Context(ctx).Do()
+	if err != nil {
+		return Classify(doing, err)
+	}
+	return waitOperation(ctx, d.svc, d.project, doing, op)
+}
+
+// Lost returns this instance's attachment of disk id when another user of the disk won it (rankedUsers), with
+// the names its device has on this machine and what uses it; nil when this instance is no user of the disk, or
+// won it, or is its only user.
+func (d *Disks) Lost(ctx context.Context, id string) (*volumetasks.Loss, error) {
+	doing := fmt.Sprintf("looking for a losing attachment of disk %s on instance %s", id, d.me.NodeID)
+	disk, err := d.get(ctx, id, doing)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := d.loss(ctx, disk, doing)
+	return l, err
+}
+
+// loss is Lost of disk as read, and the device name of this instance's attachment.
+func (d *Disks) loss(ctx context.Context, disk *compute.Disk, doing string) (*volumetasks.Loss, string, error) {
+	if !slices.Contains(users(disk), d.me.NodeID) || len(d.others(disk)) == 0 {
+		return nil, "", nil
+	}
+	c, err := d.contested(ctx, disk)
+	if err != nil || c.Won() {
+		return nil, "", err
+	}
+	// The device shows under the attachment's device name, which an attachment made by hand may have chosen.
+	inst, err := d.svc.Instances.Get(d.project, d.zone, d.me.NodeID).Context(ctx).Do()
+	if err != nil {
+		return nil, "", Classify(doing+": reading this instance's disks", err)
+	}
+	i := slices.IndexFunc(inst.Disks, func(ad *compute.AttachedDisk) bool { return ad.Source == disk.SelfLink })
+	if i < 0 {
+		return nil, "", engine.NotReady(fmt.Errorf("%s: the disk names this instance as a user, and the instance does not show it yet", doing))
+	}
+	dev := inst.Disks[i].DeviceName
+	l := &volumetasks.Loss{VolumeID: disk.Name, Winner: c.Winner,
+		Fix: fmt.Sprintf("gcloud compute instances detach-disk %s --disk %s --zone %s", d.me.NodeID, disk.Name, d.zone)}
+	byID := filepath.Join(d.root, "dev", "disk", "by-id")
+	use, found, err := volumetasks.DevicesInUse(d.mountTable, []string{
+		filepath.Join(byID, "google-"+dev), filepath.Join(byID, "scsi-0Google_PersistentDisk_"+dev)})
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", doing, err)
+	}
+	l.Devices, l.Use = found, use
+	return l, dev, nil
+}
+
+// DetachLost detaches this instance's attachment of disk id when, as GCE describes the disk now, another user
+// won it and nothing on this machine uses its device (volumetasks.Loss.Refusal), and waits for the operation.
+// An attachment that did not lose is left as it is.
+func (d *Disks) DetachLost(ctx context.Context, id string) error {
+	doing := fmt.Sprintf("detaching disk %s, which another instance won, from instance %s", id, d.me.NodeID)
+	disk, err := d.get(ctx, id, doing)
+	if err != nil {
+		return err
+	}
+	l, dev, err := d.loss(ctx, disk, doing)
+	switch {
+	case err != nil:
+		return err
+	case l == nil:
+		engine.Logger(ctx).Info("kept an attachment: it did not lose the disk (any more)", "disk", id)
+		return nil
+	}
+	if err := l.Refusal(); err != nil {
+		return err
+	}
+	op, err := d.svc.Instances.DetachDisk(d.project, d.zone, d.me.NodeID, dev).Context(ctx).Do()
 	if err != nil {
 		return Classify(doing, err)
 	}

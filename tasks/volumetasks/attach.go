@@ -15,8 +15,9 @@ const AttachKeyType = "VolumeAttach"
 // Attach is a volume claimed by this node and attached to it: key "VolumeAttach/<id>". Find asks the provider
 // where the volume is attached on this node; Render claims and attaches it. A volume another node holds is a
 // terminal error that names the holder (ErrHeld): the node waits for it, or takes another volume, in a later
-// round. Attach never detaches: releasing a volume is the provider's Detach, called by whoever decides to let it
-// go.
+// round. A volume attached to this node and to others at once (see Contested) is not ready while this node won it
+// and the others' attachments are there, and terminal when this node lost it. Attach never detaches: releasing a
+// volume is the provider's Detach, or a lost attachment's Detach task.
 type Attach[C World] struct {
 	// VolumeID is the provider's id of the volume, and the task's name.
 	VolumeID string

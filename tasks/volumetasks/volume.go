@@ -16,8 +16,13 @@ type Volume struct {
 	Zone string
 	// Tags are the volume's tags, by which protokube finds the etcd member volumes of a cluster.
 	Tags map[string]string
-	// Holder is the node that holds the volume's claim (attachment); nil when the volume is free.
+	// Holder is the node that holds the volume's claim (attachment); nil when the volume is free. A volume
+	// attached to several nodes at once is held by the one that wins it (see Contested).
 	Holder *Holder
+	// AlsoAttached are the other nodes a volume is attached to at the same time as to Holder (EBS Multi-Attach,
+	// a GCE disk with several users: nodes that attached it in a race with Holder), in the provider's order: each
+	// must let it go before Holder mounts it. None for a volume attached to one node, or none.
+	AlsoAttached []Holder
 }
 
 // Holder is a node as a claim records it.
