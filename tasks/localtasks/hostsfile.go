@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
 
@@ -68,7 +69,7 @@ func NewHostsFile(path, zone string) (*HostsFile, error) {
 		return nil, fmt.Errorf("hosts file %s: %w", path, err)
 	}
 	base := filepath.Base(abs)
-	isTemp := func(name string) bool { return isTempOf(name, base) }
+	isTemp := func(name string) bool { return atomicfile.IsTempOf(name, base) }
 	return &HostsFile{path: abs, zone: z, lk: newDirLock(filepath.Dir(abs), "hosts file", isTemp)}, nil
 }
 
@@ -194,7 +195,7 @@ func (h *HostsFile) edit(ctx context.Context, change func(*hostsDoc)) error {
 		if err := os.Remove(h.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
 		}
-		if err := syncDir(filepath.Dir(h.path)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(h.path)); err != nil {
 			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 // LockNode takes the pool's lock of the node id, held until the returned file is closed (or the process ends):
@@ -58,7 +59,7 @@ func (p *Pool) RemoveNodeLock(id string) (bool, error) {
 		return false, nil
 	}
 	path := p.nodeLockPath(id)
-	removed, err := removeIfUnlocked(path)
+	removed, err := atomicfile.RemoveIfUnlocked(path)
 	if err != nil {
 		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, classify(err))
 	}

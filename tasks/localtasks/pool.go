@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 // gib is the unit of SizeGB: a "GB" of a cloud volume is a binary gigabyte.
@@ -275,7 +276,7 @@ func (p *Pool) lock(ctx context.Context) (unlock func(), err error) { return p.l
 // isPoolTemp reports whether name is a temporary file of a sidecar: ".NAME.json.tmp-DIGITS".
 func isPoolTemp(name string) bool {
 	i := strings.LastIndex(name, ".json.tmp-")
-	return i > 1 && validateVolumeName(name[1:i]) == nil && isTempOf(name, name[1:i]+".json")
+	return i > 1 && validateVolumeName(name[1:i]) == nil && atomicfile.IsTempOf(name, name[1:i]+".json")
 }
 
 // Create makes a new volume: a sparse image of SizeGB, no data written, then its sidecar. An existing volume
@@ -444,7 +445,7 @@ func (p *Pool) deleteLocked(ctx context.Context, name string) error {
 			return fmt.Errorf("deleting volume %s: %w", name, classify(err))
 		}
 	}
-	if err := syncDir(p.dir); err != nil {
+	if err := atomicfile.SyncDir(p.dir); err != nil {
 		return fmt.Errorf("deleting volume %s: %w", name, classify(err))
 	}
 	return nil

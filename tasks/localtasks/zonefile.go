@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
 
@@ -47,7 +48,7 @@ func NewZoneFile(path, zone string) (*ZoneFile, error) {
 		return nil, fmt.Errorf("zone file %s: %w", path, err)
 	}
 	base := filepath.Base(abs)
-	isTemp := func(name string) bool { return isTempOf(name, base) }
+	isTemp := func(name string) bool { return atomicfile.IsTempOf(name, base) }
 	return &ZoneFile{path: abs, origin: origin, now: time.Now, lk: newDirLock(filepath.Dir(abs), "zone file", isTemp)}, nil
 }
 
@@ -179,7 +180,7 @@ func (z *ZoneFile) edit(ctx context.Context, change func(*zone) (bool, error)) e
 		if err := os.Remove(z.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing the empty zone file: %w", classify(err))
 		}
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			return fmt.Errorf("removing the empty zone file: %w", classify(err))
 		}
 		return nil
