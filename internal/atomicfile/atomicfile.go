@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Write replaces name with data, with mode perm: a temporary file beside it (CreateTemp), written, synced,
@@ -142,15 +143,15 @@ func RemoveIfUnlocked(p string) (bool, error) {
 	return true, nil
 }
 
-// SyncDir makes a rename or a removal in dir durable. A filesystem that cannot sync a directory is not an
-// error.
+// SyncDir makes a rename or a removal in dir durable. A filesystem that cannot sync a directory (fsync says
+// unsupported, or EINVAL) is not an error.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil

@@ -107,7 +107,7 @@ func (p *Pool) readClaim(name string) (*claimRecord, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the claim of volume %s: %w", name, classify(err))
+		return nil, fmt.Errorf("reading the claim of volume %s: %w", name, engine.FileError(err))
 	}
 	var c claimRecord
 	if err := json.Unmarshal(b, &c); err != nil || c.NodeID == "" {
@@ -138,10 +138,10 @@ func (p *Pool) writeClaim(name string, c *claimRecord) error {
 // removeClaim removes a volume's claim; none is fine. The caller holds the pool's lock.
 func (p *Pool) removeClaim(name string) error {
 	if err := os.Remove(p.claimPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("releasing the claim of volume %s: %w", name, classify(err))
+		return fmt.Errorf("releasing the claim of volume %s: %w", name, engine.FileError(err))
 	}
 	if err := atomicfile.SyncDir(p.dir); err != nil {
-		return fmt.Errorf("releasing the claim of volume %s: %w", name, classify(err))
+		return fmt.Errorf("releasing the claim of volume %s: %w", name, engine.FileError(err))
 	}
 	return nil
 }

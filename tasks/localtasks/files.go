@@ -2,10 +2,8 @@ package localtasks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/atomicfile"
@@ -15,21 +13,9 @@ import (
 // it, synced, renamed over path, the directory synced), its error classified for the engine.
 func writeAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := atomicfile.Write(path, data, perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, classify(err))
+		return fmt.Errorf("writing %s: %w", path, engine.FileError(err))
 	}
 	return nil
-}
-
-// classify tells the engine how to treat a filesystem error. A permission problem is access denied (a warning
-// under lifecycle WarnIfInsufficientAccess); a busy file is worth another try; anything else is terminal.
-func classify(err error) error {
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
-	case errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.EAGAIN):
-		return engine.Retryable(err)
-	}
-	return err
 }
 
 // cleanTemps removes what a killed writer left in dir: the temporary files that isTemp says are ours, and only

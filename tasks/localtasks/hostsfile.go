@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
@@ -109,7 +110,7 @@ func (h *HostsFile) read(ctx context.Context) (*hostsDoc, error) {
 		return &hostsDoc{sets: map[hostsKey]*dnstasks.RecordSet{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading hosts file: %w", classify(err))
+		return nil, fmt.Errorf("reading hosts file: %w", engine.FileError(err))
 	}
 	return parseHosts(b, h.zone, h.path)
 }
@@ -180,7 +181,7 @@ func (h *HostsFile) edit(ctx context.Context, change func(*hostsDoc)) error {
 	b, err := os.ReadFile(h.path)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("reading hosts file: %w", classify(err))
+		return fmt.Errorf("reading hosts file: %w", engine.FileError(err))
 	}
 	doc, err := parseHosts(b, h.zone, h.path)
 	if err != nil {
@@ -193,10 +194,10 @@ func (h *HostsFile) edit(ctx context.Context, change func(*hostsDoc)) error {
 		return nil
 	case len(out) == 0:
 		if err := os.Remove(h.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
+			return fmt.Errorf("removing the empty hosts file: %w", engine.FileError(err))
 		}
 		if err := atomicfile.SyncDir(filepath.Dir(h.path)); err != nil {
-			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
+			return fmt.Errorf("removing the empty hosts file: %w", engine.FileError(err))
 		}
 		return nil
 	}

@@ -23,12 +23,12 @@ func (p *Pool) LockNode(id string) (*os.File, error) {
 		return nil, engine.Terminal(errors.New("the node has no id: protokube needs --node-id (or a host name) to claim volumes"))
 	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("volume pool %s: %w", p.dir, classify(err))
+		return nil, fmt.Errorf("volume pool %s: %w", p.dir, engine.FileError(err))
 	}
 	path := p.nodeLockPath(id)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("the lock of node %q in volume pool %s: %w", id, p.dir, classify(err))
+		return nil, fmt.Errorf("the lock of node %q in volume pool %s: %w", id, p.dir, engine.FileError(err))
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -61,7 +61,7 @@ func (p *Pool) RemoveNodeLock(id string) (bool, error) {
 	path := p.nodeLockPath(id)
 	removed, err := atomicfile.RemoveIfUnlocked(path)
 	if err != nil {
-		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, classify(err))
+		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, engine.FileError(err))
 	}
 	return removed, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
@@ -36,7 +37,7 @@ func (n *Node) resolveDevice(name string) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("resolving device %s: %w", name, classify(err))
+			return "", fmt.Errorf("resolving device %s: %w", name, engine.FileError(err))
 		}
 		return p, nil
 	}
@@ -47,7 +48,7 @@ func (n *Node) resolveDevice(name string) (string, error) {
 func deviceNumber(dev string) (uint64, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dev, &st); err != nil {
-		return 0, fmt.Errorf("device %s: %w", dev, classify(err))
+		return 0, fmt.Errorf("device %s: %w", dev, engine.FileError(err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
 		return 0, fmt.Errorf("%s is not a block device", dev)

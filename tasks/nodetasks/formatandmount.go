@@ -206,7 +206,7 @@ func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, 
 	}
 	if mkdir {
 		if err := os.Mkdir(filepath.Join(n.Root, rel), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, "", fmt.Errorf("creating mount point %s: %w", mountPoint, classify(err))
+			return nil, "", fmt.Errorf("creating mount point %s: %w", mountPoint, engine.FileError(err))
 		}
 	}
 	dir, err := n.openResolved(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
@@ -216,7 +216,7 @@ func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, 
 	case errors.Is(err, unix.ENOTDIR):
 		return nil, "", engine.Terminal(fmt.Errorf("mount point %s is not a directory: remove what is there, or choose another mount point", mountPoint))
 	case err != nil:
-		return nil, "", fmt.Errorf("opening mount point %s: %w", mountPoint, classify(err))
+		return nil, "", fmt.Errorf("opening mount point %s: %w", mountPoint, engine.FileError(err))
 	}
 	where, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir.Fd()))
 	if err != nil {
