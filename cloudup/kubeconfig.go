@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/pkitasks"
 )
@@ -211,7 +212,7 @@ func mergeKubeconfigFile(name string, fresh engine.Secret) error {
 	if err != nil {
 		return fmt.Errorf("encoding kubeconfig %s: %w", name, err)
 	}
-	if err := writeFileAtomic(target, out, 0o600); err != nil {
+	if err := atomicfile.Write(target, out, 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig %s: %w", name, err)
 	}
 	return nil
@@ -367,45 +368,4 @@ func encodeKubeconfig(cfg map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.JSONToYAML(j)
-}
-
-// writeFileAtomic replaces name with data: a temporary file in the same directory with mode perm, written and
-// synced, renamed over name, then the directory synced, so that after a crash name holds the old contents or
-// the new, never a part.
-func writeFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -3,8 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Class says how the executor treats a task's error.
@@ -62,6 +64,21 @@ func ClassOf(err error) Class {
 // ErrAccessDenied is what a provider wraps its permission errors with. A task with lifecycle
 // WarnIfInsufficientAccess turns such an error into a warning.
 var ErrAccessDenied = errors.New("access denied")
+
+// FileError classifies an error of the filesystem for the engine, as every task that writes files needs: a
+// permission problem is access denied (a warning under lifecycle WarnIfInsufficientAccess), a busy resource
+// (EBUSY, EAGAIN) is worth another try, anything else is as it is (terminal). nil stays nil.
+func FileError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+	case errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.EAGAIN):
+		return Retryable(err)
+	}
+	return err
+}
 
 // ErrNotFound is returned for a task with lifecycle ExistsAndValidates or ExistsAndWarnIfChanges whose object
 // does not exist.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -614,5 +616,23 @@ func TestRetryableSlowsTheClassThenRecovers(t *testing.T) {
 	}
 	if c.max["recovered"] != 8 {
 		t.Errorf("after 76 successes, %d ec2 tasks ran at once, want the class back at its limit 8", c.max["recovered"])
+	}
+}
+
+func TestFileError(t *testing.T) {
+	perm := &fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}
+	busy := &fs.PathError{Op: "rename", Path: "/x", Err: syscall.EBUSY}
+	other := &fs.PathError{Op: "open", Path: "/x", Err: syscall.EISDIR}
+	if engine.FileError(nil) != nil {
+		t.Error("FileError(nil) is not nil")
+	}
+	if err := engine.FileError(perm); !errors.Is(err, engine.ErrAccessDenied) || !errors.Is(err, syscall.EACCES) {
+		t.Errorf("FileError(EACCES) = %v, want access denied wrapping it", err)
+	}
+	if err := engine.FileError(busy); engine.ClassOf(err) != engine.ClassRetryable || !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("FileError(EBUSY) = %v (%v), want retryable", err, engine.ClassOf(err))
+	}
+	if err := engine.FileError(other); err != error(other) {
+		t.Errorf("FileError(EISDIR) = %v, want it as it is", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/model"
 )
 
@@ -119,27 +120,7 @@ func (o *Options) recordLocalMachine(nc *model.NodeConfig, conf []byte, root str
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("making the machines directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+id+".json.tmp-*")
-	if err != nil {
-		return fmt.Errorf("recording the machine: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename: nothing
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("recording the machine in %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("recording the machine in %s: %w", path, err)
 	}
 	o.Logger.Info("recorded the local machine for kubeup rolling-update", "record", path, "nodeID", id, "configSHA256", sum)

@@ -4,9 +4,7 @@ package protokube
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"kubeup.dev/kubeup/internal/mountinfo"
@@ -19,15 +17,13 @@ import (
 // mountPoints is the set of this machine's mount points.
 func mountPoints(t *testing.T) map[string]bool {
 	t.Helper()
-	table, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
 	mounted := map[string]bool{}
-	for _, line := range strings.Split(string(table), "\n") {
-		if fields := strings.Fields(line); len(fields) > 4 {
-			mounted[mountinfo.Unescape(fields[4])] = true
-		}
+	for _, m := range mounts {
+		mounted[m.MountPoint] = true
 	}
 	return mounted
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 const (
@@ -204,53 +206,18 @@ func (s *fileStore) locked(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
-// writeAtomic replaces name with data: a temporary file in the same directory, written and synced, renamed over
-// name, then the directory synced, so that after a crash name holds the old contents or the new.
-func writeAtomic(name string, data []byte) (err error) {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+// writeAtomic replaces name with data (atomicfile.Write: a flocked temporary file beside it, synced, renamed
+// over name, the directory synced), making its directory first: after a crash name holds the old contents or
+// the new.
+func writeAtomic(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), dirMode); err != nil {
 		return unwrapPathError(err)
 	}
-	f, err := createTemp(name) // flocked until closed: a cleaner leaves it alone
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(fileMode); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return unwrapPathError(err)
-	}
-	if err := f.Close(); err != nil { // the lock is held until the file has its object's name
-		return err
-	}
-	return syncDir(dir)
+	return unwrapPathError(atomicfile.Write(name, data, fileMode))
 }
 
 // syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return unwrapPathError(err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("syncing directory %s: %w", dir, unwrapPathError(err))
-	}
-	return nil
-}
+func syncDir(dir string) error { return unwrapPathError(atomicfile.SyncDir(dir)) }
 
 func fileGeneration(data []byte) Generation {
 	sum := sha256.Sum256(data)

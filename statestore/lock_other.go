@@ -4,7 +4,6 @@ package statestore
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 )
 
@@ -12,10 +11,3 @@ import (
 func lockDir(dir string) (unlock func(), err error) {
 	return nil, fmt.Errorf("file:// state stores need flock, which %s does not have", runtime.GOOS)
 }
-
-// tryLock never succeeds: without flock, a temporary file cannot be known to be stale.
-func tryLock(f *os.File) (bool, error) { return false, nil }
-
-func unlinked(f *os.File) (bool, error) { return false, nil }
-
-const syscallNoFollow = 0

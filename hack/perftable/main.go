@@ -9,15 +9,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 func main() {
@@ -47,8 +47,8 @@ func run(in io.Reader, out string, stdout, stderr io.Writer) error {
 		_, err := io.WriteString(stderr, table)
 		return err
 	}
-	if err := writeFileAtomic(out, []byte(page)); err != nil {
-		return err
+	if err := atomicfile.Write(out, []byte(page), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	_, err = io.WriteString(stdout, table)
 	return err
@@ -188,28 +188,4 @@ How the figures are taken:
   re-run (the mean of 10), and ` + "`nodeup.Run`" + ` in the benchmark's process for its time and allocations.
 `)
 	return b.String()
-}
-
-// writeFileAtomic writes data to path through a temporary file renamed into place.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".perftable-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

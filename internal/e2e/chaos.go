@@ -80,7 +80,7 @@ func ChaosCount(t testing.TB, env string, bounded, soak int) int {
 // It is stricter than NeverMountedTwice, which allows one node to mount a volume twice; a node's protokube
 // mounts each volume once.
 func VolumesMountedTwice(roots ...string) error {
-	table, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return err
 	}
@@ -89,20 +89,15 @@ func VolumesMountedTwice(roots ...string) error {
 		clean[i] = filepath.Clean(r)
 	}
 	at := map[string][]string{} // volume → its mount points
-	for _, line := range strings.Split(string(table), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || strings.HasPrefix(f[2], "0:") {
+	for _, m := range mounts {
+		if !m.HasDevice() || ownerRoot(m.MountPoint, clean) == "" {
 			continue
 		}
-		mp := mountinfo.Unescape(f[4])
-		if ownerRoot(mp, clean) == "" {
-			continue
-		}
-		volume := "device " + f[2]
-		if file := loopBacking(f[2]); file != "" {
+		volume := "device " + m.Number()
+		if file := loopBacking(m.Number()); file != "" {
 			volume = "loop file " + file
 		}
-		at[volume] = append(at[volume], mp+" ("+f[2]+")")
+		at[volume] = append(at[volume], m.MountPoint+" ("+m.Number()+")")
 	}
 	var errs []error
 	for _, v := range slices.Sorted(maps.Keys(at)) {
@@ -119,8 +114,8 @@ func MountsUnder(dir string) []string {
 	dir = filepath.Clean(dir)
 	var out []string
 	for _, e := range mountinfoEntries() {
-		if e[0] == dir || strings.HasPrefix(e[0], dir+"/") {
-			out = append(out, e[0])
+		if e.MountPoint == dir || strings.HasPrefix(e.MountPoint, dir+"/") {
+			out = append(out, e.MountPoint)
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
@@ -194,18 +189,10 @@ func StartProcess(t testing.TB, cmd *exec.Cmd, logFile string) *Process {
 // to the file img (a pool volume's image).
 func MountsOfFile(img string) []string {
 	img = filepath.Clean(img)
-	table, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for _, line := range strings.Split(string(table), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || strings.HasPrefix(f[2], "0:") {
-			continue
-		}
-		if loopBacking(f[2]) == img {
-			out = append(out, mountinfo.Unescape(f[4]))
+	for _, m := range mountinfoEntries() {
+		if m.HasDevice() && loopBacking(m.Number()) == img {
+			out = append(out, m.MountPoint)
 		}
 	}
 	return out

@@ -56,12 +56,11 @@ func Unmount(t testing.TB, mountPoint string) {
 	t.Cleanup(func() {
 		defer unreg()
 		for {
-			b, err := os.ReadFile("/proc/self/mountinfo")
-			if err != nil || !strings.Contains(string(b), " "+mountPoint+" ") {
+			if !mounted(mountPoint) {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, err = Run(ctx, "umount", mountPoint)
+			_, err := Run(ctx, "umount", mountPoint)
 			cancel()
 			if err != nil {
 				t.Errorf("unmounting %s: %v", mountPoint, err)

@@ -103,18 +103,17 @@ func mountedTwice(table string, roots []string, backing func(majmin string) stri
 	type seen struct{ at, root string }
 	first := map[string]seen{}
 	var found []*doubleMount
-	for _, line := range strings.Split(table, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || strings.HasPrefix(f[2], "0:") {
-			continue // no device behind it
+	for _, m := range mountinfo.Parse(table) {
+		if !m.HasDevice() {
+			continue
 		}
-		at := mountinfo.Unescape(f[4])
+		at := m.MountPoint
 		root := ownerRoot(at, roots)
 		if root == "" {
 			continue
 		}
-		volume := "device " + f[2]
-		if file := backing(f[2]); file != "" {
+		volume := "device " + m.Number()
+		if file := backing(m.Number()); file != "" {
 			volume = "loop file " + file
 		}
 		s, ok := first[volume]

@@ -328,26 +328,15 @@ func alive(pid int, start uint64) bool {
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
-// mountinfoEntries returns the mount points and device numbers of this mount namespace.
-func mountinfoEntries() [][2]string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out [][2]string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 5 {
-			continue
-		}
-		out = append(out, [2]string{mountinfo.Unescape(f[4]), f[2]})
-	}
-	return out
+// mountinfoEntries returns this mount namespace's mount table (none when it cannot be read).
+func mountinfoEntries() []mountinfo.Mount {
+	mounts, _ := mountinfo.Read()
+	return mounts
 }
 
 func mounted(path string) bool {
 	for _, e := range mountinfoEntries() {
-		if e[0] == path {
+		if e.MountPoint == path {
 			return true
 		}
 	}
@@ -358,8 +347,8 @@ func mounted(path string) bool {
 func mountUnder(dir string) string {
 	dir = filepath.Clean(dir)
 	for _, e := range mountinfoEntries() {
-		if e[0] == dir || strings.HasPrefix(e[0], dir+"/") {
-			return e[0]
+		if e.MountPoint == dir || strings.HasPrefix(e.MountPoint, dir+"/") {
+			return e.MountPoint
 		}
 	}
 	return ""
@@ -371,11 +360,10 @@ func mountsOfDevice(dev string) []string {
 	if err := syscall.Stat(dev, &st); err != nil {
 		return nil
 	}
-	majmin := fmt.Sprintf("%d:%d", uint64(st.Rdev)>>8&0xfff, uint64(st.Rdev)&0xff|(uint64(st.Rdev)>>12)&0xfff00)
 	var out []string
 	for _, e := range mountinfoEntries() {
-		if e[1] == majmin {
-			out = append([]string{e[0]}, out...)
+		if e.HasDevice() && e.Dev() == uint64(st.Rdev) {
+			out = append([]string{e.MountPoint}, out...)
 		}
 	}
 	return out

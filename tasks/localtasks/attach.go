@@ -278,11 +278,11 @@ func (v *Volumes) unbindAll(ctx context.Context, id, img string, c *claimRecord,
 func resolveBlockDevice(path string) (string, error) {
 	dev, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", fmt.Errorf("device %s: %w", path, classify(err))
+		return "", fmt.Errorf("device %s: %w", path, engine.FileError(err))
 	}
 	fi, err := os.Stat(dev)
 	if err != nil {
-		return "", fmt.Errorf("device %s: %w", path, classify(err))
+		return "", fmt.Errorf("device %s: %w", path, engine.FileError(err))
 	}
 	if fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 		return "", fmt.Errorf("device %s (%s) is not a block device", path, dev)
@@ -333,7 +333,7 @@ func (losetup) busy(dev string) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENXIO):
 		return false, nil // unbound meanwhile
 	}
-	return false, fmt.Errorf("checking whether %s is in use: %w", dev, classify(err))
+	return false, fmt.Errorf("checking whether %s is in use: %w", dev, engine.FileError(err))
 }
 
 func losetupRun(ctx context.Context, args ...string) (string, error) {

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
@@ -106,7 +107,7 @@ func (p *Pool) readClaim(name string) (*claimRecord, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the claim of volume %s: %w", name, classify(err))
+		return nil, fmt.Errorf("reading the claim of volume %s: %w", name, engine.FileError(err))
 	}
 	var c claimRecord
 	if err := json.Unmarshal(b, &c); err != nil || c.NodeID == "" {
@@ -137,10 +138,10 @@ func (p *Pool) writeClaim(name string, c *claimRecord) error {
 // removeClaim removes a volume's claim; none is fine. The caller holds the pool's lock.
 func (p *Pool) removeClaim(name string) error {
 	if err := os.Remove(p.claimPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("releasing the claim of volume %s: %w", name, classify(err))
+		return fmt.Errorf("releasing the claim of volume %s: %w", name, engine.FileError(err))
 	}
-	if err := syncDir(p.dir); err != nil {
-		return fmt.Errorf("releasing the claim of volume %s: %w", name, classify(err))
+	if err := atomicfile.SyncDir(p.dir); err != nil {
+		return fmt.Errorf("releasing the claim of volume %s: %w", name, engine.FileError(err))
 	}
 	return nil
 }
@@ -148,7 +149,7 @@ func (p *Pool) removeClaim(name string) error {
 // isClaimTemp reports whether name is a temporary file of a claim: ".NAME.claim.tmp-DIGITS".
 func isClaimTemp(name string) bool {
 	i := strings.LastIndex(name, ".claim.tmp-")
-	return i > 1 && validateVolumeName(name[1:i]) == nil && isTempOf(name, name[1:i]+".claim")
+	return i > 1 && validateVolumeName(name[1:i]) == nil && atomicfile.IsTempOf(name, name[1:i]+".claim")
 }
 
 // lock takes the pool's lock for a change of claims, and removes the temporary claim files a killed writer left

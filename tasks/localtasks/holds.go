@@ -166,15 +166,14 @@ func mountPointsOf(dev string) []string {
 	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for line := range strings.Lines(string(b)) {
-		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
-		if f := strings.Fields(line); len(f) > 4 && f[2] == strings.TrimSpace(string(num)) {
-			out = append(out, mountinfo.Unescape(f[4]))
+	for _, m := range mounts {
+		if m.Number() == strings.TrimSpace(string(num)) {
+			out = append(out, m.MountPoint)
 		}
 	}
 	return out

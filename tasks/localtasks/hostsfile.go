@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
 
@@ -68,7 +70,7 @@ func NewHostsFile(path, zone string) (*HostsFile, error) {
 		return nil, fmt.Errorf("hosts file %s: %w", path, err)
 	}
 	base := filepath.Base(abs)
-	isTemp := func(name string) bool { return isTempOf(name, base) }
+	isTemp := func(name string) bool { return atomicfile.IsTempOf(name, base) }
 	return &HostsFile{path: abs, zone: z, lk: newDirLock(filepath.Dir(abs), "hosts file", isTemp)}, nil
 }
 
@@ -108,7 +110,7 @@ func (h *HostsFile) read(ctx context.Context) (*hostsDoc, error) {
 		return &hostsDoc{sets: map[hostsKey]*dnstasks.RecordSet{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading hosts file: %w", classify(err))
+		return nil, fmt.Errorf("reading hosts file: %w", engine.FileError(err))
 	}
 	return parseHosts(b, h.zone, h.path)
 }
@@ -179,7 +181,7 @@ func (h *HostsFile) edit(ctx context.Context, change func(*hostsDoc)) error {
 	b, err := os.ReadFile(h.path)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("reading hosts file: %w", classify(err))
+		return fmt.Errorf("reading hosts file: %w", engine.FileError(err))
 	}
 	doc, err := parseHosts(b, h.zone, h.path)
 	if err != nil {
@@ -192,10 +194,10 @@ func (h *HostsFile) edit(ctx context.Context, change func(*hostsDoc)) error {
 		return nil
 	case len(out) == 0:
 		if err := os.Remove(h.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
+			return fmt.Errorf("removing the empty hosts file: %w", engine.FileError(err))
 		}
-		if err := syncDir(filepath.Dir(h.path)); err != nil {
-			return fmt.Errorf("removing the empty hosts file: %w", classify(err))
+		if err := atomicfile.SyncDir(filepath.Dir(h.path)); err != nil {
+			return fmt.Errorf("removing the empty hosts file: %w", engine.FileError(err))
 		}
 		return nil
 	}

@@ -79,11 +79,11 @@ func (l *dirLock) lock(ctx context.Context) (unlock func(), err error) {
 // flock takes the flock on the directory, polling, and reports the holder while it waits.
 func (l *dirLock) flock(ctx context.Context) (*os.File, error) {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the %s directory: %w", l.name, classify(err))
+		return nil, fmt.Errorf("creating the %s directory: %w", l.name, engine.FileError(err))
 	}
 	d, err := os.Open(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("locking the %s %s: %w", l.name, l.dir, classify(err))
+		return nil, fmt.Errorf("locking the %s %s: %w", l.name, l.dir, engine.FileError(err))
 	}
 	start := time.Now()
 	poll := time.Millisecond
@@ -96,7 +96,7 @@ func (l *dirLock) flock(ctx context.Context) (*os.File, error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			d.Close()
-			return nil, fmt.Errorf("locking the %s %s: %w", l.name, l.dir, classify(err))
+			return nil, fmt.Errorf("locking the %s %s: %w", l.name, l.dir, engine.FileError(err))
 		}
 		select {
 		case <-ctx.Done():

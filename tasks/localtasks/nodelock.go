@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 // LockNode takes the pool's lock of the node id, held until the returned file is closed (or the process ends):
@@ -22,12 +23,12 @@ func (p *Pool) LockNode(id string) (*os.File, error) {
 		return nil, engine.Terminal(errors.New("the node has no id: protokube needs --node-id (or a host name) to claim volumes"))
 	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("volume pool %s: %w", p.dir, classify(err))
+		return nil, fmt.Errorf("volume pool %s: %w", p.dir, engine.FileError(err))
 	}
 	path := p.nodeLockPath(id)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("the lock of node %q in volume pool %s: %w", id, p.dir, classify(err))
+		return nil, fmt.Errorf("the lock of node %q in volume pool %s: %w", id, p.dir, engine.FileError(err))
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -58,9 +59,9 @@ func (p *Pool) RemoveNodeLock(id string) (bool, error) {
 		return false, nil
 	}
 	path := p.nodeLockPath(id)
-	removed, err := removeIfUnlocked(path)
+	removed, err := atomicfile.RemoveIfUnlocked(path)
 	if err != nil {
-		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, classify(err))
+		return false, fmt.Errorf("removing the lock of node %q (%s): %w", id, path, engine.FileError(err))
 	}
 	return removed, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 // gib is the unit of SizeGB: a "GB" of a cloud volume is a binary gigabyte.
@@ -141,7 +142,7 @@ func (p *Pool) readSidecar(name string) (*sidecar, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, classify(err))
+		return nil, fmt.Errorf("reading %s: %w", path, engine.FileError(err))
 	}
 	var sc sidecar
 	err = json.Unmarshal(b, &sc.info)
@@ -212,7 +213,7 @@ func (p *Pool) List(ctx context.Context, filter map[string]string) ([]VolumeInfo
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing volumes in %s: %w", p.dir, classify(err))
+		return nil, fmt.Errorf("listing volumes in %s: %w", p.dir, engine.FileError(err))
 	}
 	var out []VolumeInfo
 	for _, e := range entries {
@@ -264,7 +265,7 @@ func (p *Pool) Get(ctx context.Context, name string) (*VolumeInfo, error) {
 			return nil, fmt.Errorf("volume %s has a sidecar but its image %s is missing: restore the image, or delete %s to create the volume afresh",
 				name, img, p.sidecarPath(name))
 		}
-		return nil, fmt.Errorf("volume %s: %w", name, classify(err))
+		return nil, fmt.Errorf("volume %s: %w", name, engine.FileError(err))
 	}
 	return &sc.info, nil
 }
@@ -275,7 +276,7 @@ func (p *Pool) lock(ctx context.Context) (unlock func(), err error) { return p.l
 // isPoolTemp reports whether name is a temporary file of a sidecar: ".NAME.json.tmp-DIGITS".
 func isPoolTemp(name string) bool {
 	i := strings.LastIndex(name, ".json.tmp-")
-	return i > 1 && validateVolumeName(name[1:i]) == nil && isTempOf(name, name[1:i]+".json")
+	return i > 1 && validateVolumeName(name[1:i]) == nil && atomicfile.IsTempOf(name, name[1:i]+".json")
 }
 
 // Create makes a new volume: a sparse image of SizeGB, no data written, then its sidecar. An existing volume
@@ -308,7 +309,7 @@ func (p *Pool) Create(ctx context.Context, v VolumeInfo) error {
 		f, err = adoptImage(img)
 	}
 	if err != nil {
-		return fmt.Errorf("creating volume %s: %w", v.Name, classify(err))
+		return fmt.Errorf("creating volume %s: %w", v.Name, engine.FileError(err))
 	}
 	err = f.Truncate(int64(v.SizeGB) * gib)
 	if err == nil {
@@ -318,7 +319,7 @@ func (p *Pool) Create(ctx context.Context, v VolumeInfo) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("creating image of volume %s (%d GB): %w", v.Name, v.SizeGB, classify(err))
+		return fmt.Errorf("creating image of volume %s (%d GB): %w", v.Name, v.SizeGB, engine.FileError(err))
 	}
 	return p.writeSidecar(&sidecar{info: v})
 }
@@ -384,7 +385,7 @@ func (p *Pool) growImage(v *VolumeInfo, sizeGB int32) error {
 		err = os.Truncate(img, int64(sizeGB)*gib)
 	}
 	if err != nil {
-		return fmt.Errorf("growing volume %s to %d GB: %w", v.Name, sizeGB, classify(err))
+		return fmt.Errorf("growing volume %s to %d GB: %w", v.Name, sizeGB, engine.FileError(err))
 	}
 	v.SizeGB = sizeGB
 	return nil
@@ -441,11 +442,11 @@ func (p *Pool) deleteLocked(ctx context.Context, name string) error {
 	}
 	for _, path := range paths {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("deleting volume %s: %w", name, classify(err))
+			return fmt.Errorf("deleting volume %s: %w", name, engine.FileError(err))
 		}
 	}
-	if err := syncDir(p.dir); err != nil {
-		return fmt.Errorf("deleting volume %s: %w", name, classify(err))
+	if err := atomicfile.SyncDir(p.dir); err != nil {
+		return fmt.Errorf("deleting volume %s: %w", name, engine.FileError(err))
 	}
 	return nil
 }
@@ -461,7 +462,7 @@ func (p *Pool) removeStaleClaim(ctx context.Context, name string) error {
 		return nil
 	}
 	if err != nil {
-		return classify(err)
+		return engine.FileError(err)
 	}
 	var c claimRecord
 	_ = json.Unmarshal(b, &c) // for the log alone: whatever it holds, it is not a claim of the new volume

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 )
 
@@ -47,7 +49,7 @@ func NewZoneFile(path, zone string) (*ZoneFile, error) {
 		return nil, fmt.Errorf("zone file %s: %w", path, err)
 	}
 	base := filepath.Base(abs)
-	isTemp := func(name string) bool { return isTempOf(name, base) }
+	isTemp := func(name string) bool { return atomicfile.IsTempOf(name, base) }
 	return &ZoneFile{path: abs, origin: origin, now: time.Now, lk: newDirLock(filepath.Dir(abs), "zone file", isTemp)}, nil
 }
 
@@ -83,7 +85,7 @@ func (z *ZoneFile) read(ctx context.Context) (*zone, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading zone file: %w", classify(err))
+		return nil, fmt.Errorf("reading zone file: %w", engine.FileError(err))
 	}
 	return parseZone(b, z.origin, z.path)
 }
@@ -177,10 +179,10 @@ func (z *ZoneFile) edit(ctx context.Context, change func(*zone) (bool, error)) e
 			return nil
 		}
 		if err := os.Remove(z.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the empty zone file: %w", classify(err))
+			return fmt.Errorf("removing the empty zone file: %w", engine.FileError(err))
 		}
-		if err := syncDir(dir); err != nil {
-			return fmt.Errorf("removing the empty zone file: %w", classify(err))
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return fmt.Errorf("removing the empty zone file: %w", engine.FileError(err))
 		}
 		return nil
 	}

@@ -59,7 +59,7 @@ func (a *Absent) Find(ctx context.Context, n *Node) (*Absent, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return &Absent{Path: a.Path, Exists: false}, nil
 	case err != nil:
-		return nil, classify(err)
+		return nil, engine.FileError(err)
 	}
 	return &Absent{Path: a.Path, Exists: true}, nil
 }

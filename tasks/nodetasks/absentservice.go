@@ -143,7 +143,7 @@ func (n *Node) removeNodeFile(p string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("removing %s: %w", p, classify(err))
+		return fmt.Errorf("removing %s: %w", p, engine.FileError(err))
 	}
 	return syncDir(filepath.Dir(host))
 }

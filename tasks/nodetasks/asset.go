@@ -54,7 +54,7 @@ func (a *Asset) Find(ctx context.Context, n *Node) (*Asset, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, engine.FileError(err)
 	}
 	found := statOf(st)
 	actual := &Asset{Path: a.Path, URL: a.URL, found: found}
@@ -77,7 +77,7 @@ func (n *Node) hashNodeFile(p string) (string, error) {
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", p, classify(err))
+		return "", fmt.Errorf("hashing %s: %w", p, engine.FileError(err))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

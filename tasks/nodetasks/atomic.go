@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/atomicfile"
 )
 
 // Files are written atomically: a temporary file ".<name>.tmp-<digits>" in the same directory, given its mode
@@ -50,7 +51,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 	}
 	dir, err := n.openResolved(path.Dir(rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return fmt.Errorf("writing %s: opening its directory: %w", p, classify(err))
+		return fmt.Errorf("writing %s: opening its directory: %w", p, engine.FileError(err))
 	}
 	defer dir.Close()
 	dirfd, base := int(dir.Fd()), path.Base(rel)
@@ -59,7 +60,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 	}
 	tmp, name, err := createTemp(dir, base)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", p, classify(err))
+		return fmt.Errorf("writing %s: %w", p, engine.FileError(err))
 	}
 	renamed := false
 	defer func() {
@@ -70,17 +71,17 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 	}()
 	err = write(tmp)
 	if err == nil && (uid >= 0 || gid >= 0) {
-		err = classify(tmp.Chown(uid, gid))
+		err = engine.FileError(tmp.Chown(uid, gid))
 	}
 	if err == nil {
-		err = classify(tmp.Chmod(mode)) // after chown, which clears setuid bits
+		err = engine.FileError(tmp.Chmod(mode)) // after chown, which clears setuid bits
 	}
 	if err == nil {
-		err = classify(tmp.Sync())
+		err = engine.FileError(tmp.Sync())
 	}
 	if err == nil {
 		if rerr := unix.Renameat(dirfd, name, dirfd, base); rerr != nil {
-			err = classify(&os.LinkError{Op: "rename", Old: name, New: base, Err: rerr})
+			err = engine.FileError(&os.LinkError{Op: "rename", Old: name, New: base, Err: rerr})
 		}
 		renamed = err == nil
 	}
@@ -88,7 +89,7 @@ func (n *Node) writeAtomic(ctx context.Context, p string, mode os.FileMode, uid,
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
 	if err := dir.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("syncing the directory of %s: %w", p, classify(err))
+		return fmt.Errorf("syncing the directory of %s: %w", p, engine.FileError(err))
 	}
 	return nil
 }
@@ -169,14 +170,4 @@ func removeStaleTemps(dir *os.File, base string) []string {
 }
 
 // syncDir makes a rename in the host directory dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, classify(err))
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("syncing %s: %w", dir, classify(err))
-	}
-	return nil
-}
+func syncDir(dir string) error { return engine.FileError(atomicfile.SyncDir(dir)) }

@@ -89,7 +89,7 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 			got, same, err := readComparing(fd, size, want)
 			unix.Close(fd)
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", f.Path, classify(err))
+				return nil, fmt.Errorf("reading %s: %w", f.Path, engine.FileError(err))
 			}
 			switch {
 			case f.Contents != nil && same:
@@ -113,7 +113,7 @@ func (f *File) Find(ctx context.Context, n *Node) (*File, error) {
 		}
 		target, err := os.Readlink(p)
 		if err != nil {
-			return nil, classify(err)
+			return nil, engine.FileError(err)
 		}
 		actual.Target = &target
 	}
@@ -304,7 +304,7 @@ func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *F
 	if replace && t == TypeDirectory {
 		// A file or a symlink is renamed over what was there; a new directory cannot be, so make room first.
 		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("replacing the %s at %s: %w", found.typ, expected.Path, classify(err))
+			return fmt.Errorf("replacing the %s at %s: %w", found.typ, expected.Path, engine.FileError(err))
 		}
 		found = nil
 	}
@@ -343,7 +343,7 @@ func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *F
 		}
 		if found == nil {
 			if err := os.Mkdir(p, mode); err != nil {
-				return fmt.Errorf("creating directory %s: %w", expected.Path, classify(err))
+				return fmt.Errorf("creating directory %s: %w", expected.Path, engine.FileError(err))
 			}
 			log.Info("created directory", "path", expected.Path)
 			changes = expected // Mkdir honours the umask: set mode and owner as stated
@@ -355,16 +355,16 @@ func (f *File) Render(ctx context.Context, n *Node, actual, expected, changes *F
 		}
 		tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 		if err := os.Symlink(*expected.Target, tmp); err != nil {
-			return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+			return fmt.Errorf("creating symlink %s: %w", expected.Path, engine.FileError(err))
 		}
 		defer os.Remove(tmp) // fails harmlessly once renamed
 		if uid >= 0 || gid >= 0 {
 			if err := os.Lchown(tmp, uid, gid); err != nil {
-				return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+				return fmt.Errorf("creating symlink %s: %w", expected.Path, engine.FileError(err))
 			}
 		}
 		if err := os.Rename(tmp, p); err != nil {
-			return fmt.Errorf("creating symlink %s: %w", expected.Path, classify(err))
+			return fmt.Errorf("creating symlink %s: %w", expected.Path, engine.FileError(err))
 		}
 		log.Info("wrote symlink", "path", expected.Path, "target", *expected.Target)
 		return syncDir(filepath.Dir(p))
@@ -391,7 +391,7 @@ func (n *Node) owner(user, group *string) (uid, gid int, err error) {
 func (n *Node) chownChmod(ctx context.Context, p string, expected, changes *File, uid, gid int, mode os.FileMode) error {
 	if (changes.Owner != nil || changes.Group != nil) && (uid >= 0 || gid >= 0) {
 		if err := os.Lchown(p, uid, gid); err != nil {
-			return fmt.Errorf("changing the owner of %s: %w", expected.Path, classify(err))
+			return fmt.Errorf("changing the owner of %s: %w", expected.Path, engine.FileError(err))
 		}
 		engine.Logger(ctx).Info("changed owner", "path", expected.Path, "uid", uid, "gid", gid)
 	}

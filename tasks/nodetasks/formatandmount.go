@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
 // FormatAndMount is a block device mounted as a filesystem. The device is formatted only when it holds neither
@@ -145,7 +146,7 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	if err != nil {
 		return nil, err
 	}
-	var mounted *mountEntry
+	var mounted *mountinfo.Mount
 	if dir != nil {
 		dir.Close()
 		if mounted, err = mountAt(mp); err != nil {
@@ -155,10 +156,10 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 	switch {
 	case mounted == nil:
 		actual.MountPoint = ""
-	case mounted.dev == devNum:
+	case mounted.Dev() == devNum:
 		actual.Options = presentOptions(m.Options, mounted)
 	default:
-		actual.Device = mounted.source
+		actual.Device = mounted.Source
 	}
 	return actual, nil
 }
@@ -181,14 +182,14 @@ func (m *FormatAndMount) findMounted(n *Node, dev string, devNum uint64) *Format
 	}
 	dir.Close()
 	mounted, err := mountAt(mp)
-	if err != nil || mounted == nil || mounted.dev != devNum || mounted.fsType != *m.FSType {
+	if err != nil || mounted == nil || mounted.Dev() != devNum || mounted.FSType != *m.FSType {
 		return nil
 	}
 	uuid, ok := extUUID(dev)
 	if !ok {
 		return nil
 	}
-	pr := probe{fsType: mounted.fsType, uuid: uuid}
+	pr := probe{fsType: mounted.FSType, uuid: uuid}
 	return &FormatAndMount{MountPoint: m.MountPoint, Device: m.Device, FSType: &pr.fsType, UUID: &pr.uuid,
 		Options: presentOptions(m.Options, mounted), found: &pr}
 }
@@ -205,7 +206,7 @@ func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, 
 	}
 	if mkdir {
 		if err := os.Mkdir(filepath.Join(n.Root, rel), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, "", fmt.Errorf("creating mount point %s: %w", mountPoint, classify(err))
+			return nil, "", fmt.Errorf("creating mount point %s: %w", mountPoint, engine.FileError(err))
 		}
 	}
 	dir, err := n.openResolved(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
@@ -215,7 +216,7 @@ func (n *Node) openMountPoint(mountPoint string, mkdir bool) (*os.File, string, 
 	case errors.Is(err, unix.ENOTDIR):
 		return nil, "", engine.Terminal(fmt.Errorf("mount point %s is not a directory: remove what is there, or choose another mount point", mountPoint))
 	case err != nil:
-		return nil, "", fmt.Errorf("opening mount point %s: %w", mountPoint, classify(err))
+		return nil, "", fmt.Errorf("opening mount point %s: %w", mountPoint, engine.FileError(err))
 	}
 	where, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir.Fd()))
 	if err != nil {
@@ -383,8 +384,8 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	switch {
 	case err != nil:
 		return err
-	case mounted != nil && mounted.dev != devNum:
-		return engine.Terminal(checkDevice(expected, mounted.source, nil))
+	case mounted != nil && mounted.Dev() != devNum:
+		return engine.Terminal(checkDevice(expected, mounted.Source, nil))
 	case mounted != nil:
 		if len(presentOptions(expected.Options, mounted)) == len(expected.Options) {
 			return nil
@@ -413,7 +414,7 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	if mounted, err = mountAt(mp); err != nil {
 		return err
 	}
-	if mounted == nil || mounted.dev != devNum {
+	if mounted == nil || mounted.Dev() != devNum {
 		return engine.Terminal(fmt.Errorf("mounting %s (%s) at %s: the mount table shows %+v there instead: "+
 			"something else mounted there at the same time? check with findmnt %s", name, dev, expected.MountPoint, mounted, mp))
 	}

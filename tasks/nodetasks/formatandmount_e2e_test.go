@@ -47,7 +47,7 @@ func mountedDevice(t *testing.T, mp string) string {
 	if m == nil {
 		return ""
 	}
-	return m.source
+	return m.Source
 }
 
 // blkidValue is `blkid -p -s TAG -o value DEV`; "" when the device holds nothing.
@@ -76,11 +76,11 @@ func TestFormatAndMountE2E(t *testing.T) {
 			t.Errorf("filesystem %q, want ext4", got)
 		}
 		m, err := mountAt(mp)
-		if err != nil || m == nil || m.source != dev {
+		if err != nil || m == nil || m.Source != dev {
 			t.Fatalf("mounted at %s: %+v, %v; want %s", mp, m, err, dev)
 		}
 		if len(presentOptions([]string{"noatime"}, m)) != 1 {
-			t.Errorf("mount options %v lack noatime", m.options)
+			t.Errorf("mount options %v lack noatime", m.Options)
 		}
 		task := &FormatAndMount{MountPoint: mp, Device: dev}
 		found, err := task.Find(ctx, n)

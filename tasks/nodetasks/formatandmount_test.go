@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/engine/enginetest"
+
+	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
 func TestParseBlkid(t *testing.T) {
@@ -33,21 +34,8 @@ func TestParseBlkid(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	in := "22 27 0:21 / /proc rw,relatime - proc proc rw\n" +
-		"42 27 7:3 / /mnt/etcd\\040main rw,noatime shared:1 - ext4 /dev/loop3 rw,errors=remount-ro\n" +
-		"43 27 7:3 /member /mnt/bound rw - ext4 /dev/loop3 rw\n" +
-		"garbage\n"
-	want := []mountEntry{
-		{dev: unix.Mkdev(0, 21), root: "/", mountPoint: "/proc", fsType: "proc", source: "proc", options: []string{"rw", "relatime", "rw"}},
-		{dev: unix.Mkdev(7, 3), root: "/", mountPoint: "/mnt/etcd main", fsType: "ext4", source: "/dev/loop3",
-			options: []string{"rw", "noatime", "rw", "errors=remount-ro"}},
-		{dev: unix.Mkdev(7, 3), root: "/member", mountPoint: "/mnt/bound", fsType: "ext4", source: "/dev/loop3", options: []string{"rw", "rw"}},
-	}
-	if diff := cmp.Diff(want, parseMountinfo([]byte(in)), cmp.AllowUnexported(mountEntry{})); diff != "" {
-		t.Errorf("parseMountinfo (-want +got):\n%s", diff)
-	}
-	m := &want[1]
+func TestPresentOptions(t *testing.T) {
+	m := &mountinfo.Parse("42 27 7:3 / /mnt/etcd\\040main rw,noatime shared:1 - ext4 /dev/loop3 rw,errors=remount-ro\n")[0]
 	if got := presentOptions([]string{"noatime", "nofail", "discard"}, m); !cmp.Equal(got, []string{"noatime", "nofail"}) {
 		t.Errorf("presentOptions = %v, want [noatime nofail]", got)
 	}

@@ -28,7 +28,7 @@ func (n *Node) MountedAt(mountPoint, device string) (uuid string, ok bool, err e
 	}
 	defer dir.Close()
 	mounted, err := mountAt(mp)
-	if err != nil || mounted == nil || mounted.dev != devNum || mounted.root != "/" {
+	if err != nil || mounted == nil || mounted.Dev() != devNum || mounted.Root != "/" {
 		return "", false, err
 	}
 	sb, ok := readSuperblock(dev)

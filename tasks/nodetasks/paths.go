@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
@@ -107,21 +106,21 @@ func (n *Node) resolveWalk(p string, followLast, mkdirs bool) (string, error) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && mkdirs && !last:
 			if err := os.Mkdir(host, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fmt.Errorf("creating directory %s: %w", nodePath, classify(err))
+				return "", fmt.Errorf("creating directory %s: %w", nodePath, engine.FileError(err))
 			}
 			done = append(done, c.name)
 		case errors.Is(err, fs.ErrNotExist):
 			missing = true
 			done = append(done, c.name)
 		case err != nil:
-			return "", fmt.Errorf("resolving %s: %w", p, classify(err))
+			return "", fmt.Errorf("resolving %s: %w", p, engine.FileError(err))
 		case st.Mode().Type() == fs.ModeSymlink:
 			if links++; links > maxSymlinks {
 				return "", engine.Terminal(fmt.Errorf("resolving %s: too many levels of symbolic links", p))
 			}
 			target, err := os.Readlink(host)
 			if err != nil {
-				return "", fmt.Errorf("resolving %s: %w", p, classify(err))
+				return "", fmt.Errorf("resolving %s: %w", p, engine.FileError(err))
 			}
 			if strings.HasPrefix(target, "/") {
 				done = nil
@@ -201,7 +200,7 @@ func (n *Node) openResolvedFD(rel string, flags int, mode uint32) (int, error) {
 	var rootErr *rootError
 	switch {
 	case errors.As(err, &rootErr):
-		return -1, fmt.Errorf("opening the node root %s: %w", n.Root, classify(rootErr.err))
+		return -1, fmt.Errorf("opening the node root %s: %w", n.Root, engine.FileError(rootErr.err))
 	case err == unix.ELOOP:
 		return -1, engine.Retryable(fmt.Errorf("opening %s: a symbolic link appeared while kubeup resolved it: %w",
 			filepath.Join(n.Root, filepath.FromSlash(rel)), err))
@@ -301,13 +300,13 @@ func (n *Node) openNodeFD(p string, followLast bool) (fd int, size int64, err er
 			return -1, 0, err
 		}
 		if fd, err = n.openResolvedFD(rel, flags, 0); err != nil {
-			return -1, 0, classify(err)
+			return -1, 0, engine.FileError(err)
 		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, 0, classify(&fs.PathError{Op: "stat", Path: filepath.Join(n.Root, p), Err: err})
+		return -1, 0, engine.FileError(&fs.PathError{Op: "stat", Path: filepath.Join(n.Root, p), Err: err})
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
@@ -338,7 +337,7 @@ func (n *Node) lstatNode(p string) (st *fileStat, ok bool, err error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, classify(err)
+		return nil, false, engine.FileError(err)
 	}
 	return statOf(fi), true, nil
 }
@@ -366,7 +365,7 @@ func (n *Node) readNodeFileComparing(p, want string) (got string, same, ok bool,
 	defer unix.Close(fd)
 	got, same, err = readComparing(fd, size, want)
 	if err != nil {
-		return "", false, false, fmt.Errorf("reading %s: %w", p, classify(err))
+		return "", false, false, fmt.Errorf("reading %s: %w", p, engine.FileError(err))
 	}
 	return got, same, true, nil
 }
@@ -380,25 +379,11 @@ func (n *Node) chmodNode(p string, mode os.FileMode) error {
 	}
 	f, err := n.openResolved(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
-		return fmt.Errorf("changing the mode of %s: %w", p, classify(err))
+		return fmt.Errorf("changing the mode of %s: %w", p, engine.FileError(err))
 	}
 	defer f.Close()
 	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("changing the mode of %s: %w", p, classify(err))
+		return fmt.Errorf("changing the mode of %s: %w", p, engine.FileError(err))
 	}
 	return nil
-}
-
-// classify tells the engine how to treat a filesystem error: permission problems are access denied, a busy
-// resource is worth another try, anything else is terminal.
-func classify(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
-	case errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.EAGAIN):
-		return engine.Retryable(err)
-	}
-	return err
 }

@@ -203,7 +203,7 @@ func (n *Node) linksEnabled(links []string) (bool, error) {
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		} else if err != nil {
-			return false, classify(err)
+			return false, engine.FileError(err)
 		}
 	}
 	return true, nil
@@ -219,12 +219,12 @@ func (n *Node) setLinks(unit string, links []string, enable bool) error {
 		}
 		if !enable {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("disabling %s: %w", unit, classify(err))
+				return fmt.Errorf("disabling %s: %w", unit, engine.FileError(err))
 			}
 			continue
 		}
 		if err := os.Symlink(path.Join(unitDir, unit), p); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("enabling %s: %w", unit, classify(err))
+			return fmt.Errorf("enabling %s: %w", unit, engine.FileError(err))
 		}
 	}
 	return nil
