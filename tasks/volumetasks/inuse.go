@@ -96,16 +96,9 @@ func DevicesInUse(mountTable string, devices []string) (use DeviceUse, found []s
 	if err != nil {
 		return DeviceUse{}, nil, fmt.Errorf("reading the mount table: %w", err)
 	}
-	for line := range strings.Lines(string(table)) {
-		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPEROPTIONS
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if len(f) < 5 || sep < 5 || sep+2 >= len(f) {
-			continue
-		}
-		source := mountinfo.Unescape(f[sep+2])
-		if numbers[f[2]] || sources[source] {
-			use.Mounts = append(use.Mounts, fmt.Sprintf("%s (%s)", mountinfo.Unescape(f[4]), source))
+	for _, m := range mountinfo.Parse(string(table)) {
+		if numbers[m.Number()] || sources[m.Source] {
+			use.Mounts = append(use.Mounts, fmt.Sprintf("%s (%s)", m.MountPoint, m.Source))
 		}
 	}
 	for _, b := range blocks {
