@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
 // loopDevices binds disk images to loop devices: losetup on a real machine, an in-memory fake in unit tests.
@@ -320,20 +319,14 @@ func (losetup) detach(ctx context.Context, dev string) error {
 	return err
 }
 
-// busy opens dev with O_EXCL: a block device that is mounted, or otherwise claimed exclusively, refuses with
-// EBUSY, in every mount namespace.
+// busy reports whether dev is mounted, or otherwise claimed exclusively, in any mount namespace
+// (volumetasks.HeldExclusively).
 func (losetup) busy(dev string) (bool, error) {
-	f, err := os.OpenFile(dev, os.O_RDONLY|os.O_EXCL, 0)
-	switch {
-	case err == nil:
-		f.Close()
-		return false, nil
-	case errors.Is(err, syscall.EBUSY):
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENXIO):
-		return false, nil // unbound meanwhile
+	busy, err := volumetasks.HeldExclusively(dev)
+	if err != nil {
+		return false, engine.FileError(err)
 	}
-	return false, fmt.Errorf("checking whether %s is in use: %w", dev, engine.FileError(err))
+	return busy, nil
 }
 
 func losetupRun(ctx context.Context, args ...string) (string, error) {

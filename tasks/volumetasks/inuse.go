@@ -102,7 +102,7 @@ func DevicesInUse(mountTable string, devices []string) (use DeviceUse, found []s
 		}
 	}
 	for _, b := range blocks {
-		busy, err := heldExclusively(b)
+		busy, err := HeldExclusively(b)
 		if err != nil {
 			return DeviceUse{}, nil, err
 		}

@@ -25,9 +25,10 @@ func blockDeviceNumber(path string) (num string, ok bool, err error) {
 	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), true, nil
 }
 
-// heldExclusively reports whether block device path is held open exclusively: mounted (in any mount namespace),
-// a partition of it mounted, or claimed by device mapper, md or swap. Opening it with O_EXCL tells: EBUSY.
-func heldExclusively(path string) (bool, error) {
+// HeldExclusively reports whether block device path is held open exclusively: mounted (in any mount namespace),
+// a partition of it mounted, or claimed by device mapper, md or swap. Opening it with O_EXCL tells: EBUSY. A
+// device that is gone (unbound, detached meanwhile) is not held.
+func HeldExclusively(path string) (bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_EXCL, 0)
 	switch {
 	case err == nil:
