@@ -25,14 +25,9 @@ func ownedPath(p string) bool { return p == InstalledBinary || model.OwnedNodePa
 func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 	var bad []string
 	for _, t := range g.Tasks() {
-		var p, unit string
+		p, isFile := nodetasks.WrittenPath(t)
+		var unit string
 		switch t := t.(type) {
-		case *nodetasks.File:
-			p = t.Path
-		case *nodetasks.ManifestFile:
-			p = t.Path
-		case *nodetasks.Absent:
-			p = t.Path
 		case *nodetasks.SystemdService:
 			unit = t.Name
 		case *nodetasks.AbsentService:
@@ -40,8 +35,10 @@ func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 		case *Executable:
 			p = t.Path
 		default:
-			bad = append(bad, fmt.Sprintf("%s: a task nodeup does not know what it writes", t.Key()))
-			continue
+			if !isFile {
+				bad = append(bad, fmt.Sprintf("%s: a task nodeup does not know what it writes", t.Key()))
+				continue
+			}
 		}
 		switch {
 		case unit != "" && !slices.Contains(ownedUnits, unit):

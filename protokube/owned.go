@@ -21,32 +21,26 @@ import (
 func checkOwned(source string, g *engine.Graph[*Round]) error {
 	var bad []string
 	for _, t := range g.Tasks() {
-		var p string
+		if p, ok := nodetasks.WrittenPath(t); ok {
+			if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
+				bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+			}
+			continue
+		}
 		switch t := t.(type) {
-		case *nodetasks.File:
-			p = t.Path
-		case *nodetasks.ManifestFile:
-			p = t.Path
-		case *nodetasks.Absent:
-			p = t.Path
 		case *nodetasks.FormatAndMount:
 			if !model.InEtcdMount(t.MountPoint) {
 				bad = append(bad, fmt.Sprintf("%s: %s is not an etcd volume's mount point (/mnt/master-<volume>)", t.Key(), t.MountPoint))
 			}
-			continue
 		case *nodetasks.SystemdService:
 			if !slices.Contains(model.NodeupUnits, t.Name) {
 				bad = append(bad, fmt.Sprintf("%s: unit %s is not one of kubeup's (%s)", t.Key(), t.Name, strings.Join(model.NodeupUnits, ", ")))
 			}
-			continue
-		case *volumetasks.Attach[*Round], *dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
+		case *volumetasks.Attach[*Round], *volumetasks.Detach[*Round],
+			*dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
 			continue // the cloud's volumes and DNS: nothing on the node's filesystem
 		default:
 			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
-			continue
-		}
-		if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
-			bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
 		}
 	}
 	if len(bad) == 0 {

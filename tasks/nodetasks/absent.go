@@ -70,3 +70,17 @@ func (a *Absent) CheckChanges(actual, expected, changes *Absent) error { return 
 func (a *Absent) Render(ctx context.Context, n *Node, actual, expected, changes *Absent) error {
 	return n.removeNodeFile(a.Path)
 }
+
+// WrittenPath returns the node path a File, ManifestFile or Absent writes or removes; ok is false for any other
+// task. What holds a graph to the node's owned directories (nodeup's and protokube's checkOwned) asks it.
+func WrittenPath(t engine.Task) (path string, ok bool) {
+	switch t := t.(type) {
+	case *File:
+		return t.Path, true
+	case *ManifestFile:
+		return t.Path, true
+	case *Absent:
+		return t.Path, true
+	}
+	return "", false
+}
