@@ -280,7 +280,7 @@ func createSmallGCE(t *testing.T, cs *Clusters, set func(c *model.Cluster)) []*m
 }
 
 // TestGCERemovedGroupIsPlannedAsDeletions: the dry run after an instance group is deleted from the spec lists its
-// managed instance group and each of its templates once, as deletions, also the leftover templates (as a killed
+// managed instance group, each of its templates and its node configuration once, as deletions, also the leftover templates (as a killed
 // run leaves) that the cleanup of unused templates would delete as well; the apply deletes them and reports each
 // once; then nothing is left to do.
 func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
@@ -332,6 +332,8 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 		want += "  InstanceTemplate/" + n + " (instance group nodes is no longer in the spec)\n"
 		applied = append(applied, "  delete InstanceTemplate/"+n+"\n")
 	}
+	want += "  StoreFile/" + demo + "/nodeup/nodes (instance group nodes is no longer in the spec)\n"
+	applied = append(applied, "  delete StoreFile/"+demo+"/nodeup/nodes\n")
 	out.Reset()
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
 		t.Fatalf("update: %v\n%s", err, &out)

@@ -86,21 +86,24 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return nil, err
 		}
 		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
-		return update(ctx, cs, stored, cloud, build, o, nil)
+		return update(ctx, cs, stored, cloud, build, o, unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*localtasks.Cloud](c, igs), o))
 	case model.CloudAWS:
 		cloud, err := openAWS(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
-		return update(ctx, cs, stored, cloud, build, o, unusedGroupsCleanup(cloud, model.AWSUnusedGroups(c, igs), o))
+		cl := unusedGroupsCleanup(cloud, model.AWSUnusedGroups(c, igs), o).
+			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*awstasks.Cloud](c, igs), o))
+		return update(ctx, cs, stored, cloud, build, o, cl)
 	case model.CloudGCE:
 		cloud, err := openGCE(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*gcetasks.Cloud], error) { return model.BuildGCECloudGraph(c, igs) }
-		cl := unusedGroupsCleanup(cloud, model.GCEUnusedGroups(c, igs), o).then(unusedTemplatesCleanup(cloud, o))
+		cl := unusedGroupsCleanup(cloud, model.GCEUnusedGroups(c, igs), o).then(unusedTemplatesCleanup(cloud, o)).
+			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*gcetasks.Cloud](c, igs), o))
 		return update(ctx, cs, stored, cloud, build, o, cl)
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot update %s clusters",
@@ -114,8 +117,8 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 }
 
 // cleanup is what an apply leaves to delete once it is done, outside the graph (the Auto Scaling groups and launch
-// templates, or managed instance groups and instance templates, of groups removed from the spec; on GCE also the
-// instance templates its groups no longer use). plan says, after the dry run of graph g, what apply will delete:
+// templates, or managed instance groups and instance templates, of groups removed from the spec, and their node
+// configurations in the state store; on GCE also the instance templates its groups no longer use). plan says, after the dry run of graph g, what apply will delete:
 // the plan lists it. apply deletes it after an apply (changed: the apply changed something) and returns the
 // deletions done.
 type cleanup[C any] struct {
@@ -155,8 +158,8 @@ func (cl *cleanup[C]) then(next *cleanup[C]) *cleanup[C] {
 	}
 }
 
-// unusedGroups is what the instance groups removed from a cloud cluster's spec leave (awstasks.UnusedGroups,
-// gcetasks.UnusedGroups): Deletions lists it as the plan's deletions, Delete deletes what of it a plan listed.
+// unusedGroups is what the instance groups removed from a cluster's spec leave (awstasks.UnusedGroups,
+// gcetasks.UnusedGroups, their node configurations: storetasks.StaleObjects): Deletions lists it as the plan's deletions, Delete deletes what of it a plan listed.
 type unusedGroups[C any] interface {
 	Deletions(ctx context.Context, cloud C, fresh bool) ([]engine.Change, error)
 	Delete(ctx context.Context, cloud C, planned []engine.Change) ([]engine.Change, error)

@@ -8,8 +8,8 @@ import (
 )
 
 // TestDeletedGroupIsPlannedAsDeletions: after `kubeup delete ig batch --yes`, the dry run names what the update
-// will delete, "Will delete resources:" with the group's managed instance group and instance template (not a
-// modification of a task of kubeup's own), in text and in JSON; update --yes deletes them and says so; the next
+// will delete, "Will delete resources:" with the group's managed instance group, instance template and node
+// configuration (not a modification of a task of kubeup's own), in text and in JSON; update --yes deletes them and says so; the next
 // dry run has nothing to do.
 func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 	t.Parallel()
@@ -37,11 +37,12 @@ func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 	plan := a.mustKubeup("update", "cluster", cluster)
 	want := "Will delete resources:\n" +
 		"  InstanceGroupManager/" + zones[1] + "/" + group + " (instance group batch is no longer in the spec; its machines go with it)\n" +
-		"  InstanceTemplate/" + template + " (instance group batch is no longer in the spec)\n"
+		"  InstanceTemplate/" + template + " (instance group batch is no longer in the spec)\n" +
+		"  StoreFile/" + cluster + "/nodeup/batch (instance group batch is no longer in the spec)\n"
 	if !strings.Contains(plan, want) {
 		t.Errorf("the dry run after delete ig lacks\n%s\nit printed:\n%s", want, plan)
 	}
-	if strings.Contains(plan, "UnusedGroups") {
+	if strings.Contains(plan, "UnusedGroups") || strings.Contains(plan, "StoreStaleObjects") {
 		t.Errorf("the dry run shows a task of kubeup's own instead of what it deletes:\n%s", plan)
 	}
 	var js struct {
@@ -58,13 +59,15 @@ func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 		}
 	}
 	wantJSON := []string{"InstanceGroupManager/" + zones[1] + "/" + group + " (instance group batch is no longer in the spec; its machines go with it)",
-		"InstanceTemplate/" + template + " (instance group batch is no longer in the spec)"}
-	if js.Summary.Delete != 2 || !slices.Equal(deletes, wantJSON) {
+		"InstanceTemplate/" + template + " (instance group batch is no longer in the spec)",
+		"StoreFile/" + cluster + "/nodeup/batch (instance group batch is no longer in the spec)"}
+	if js.Summary.Delete != 3 || !slices.Equal(deletes, wantJSON) {
 		t.Errorf("JSON plan: %d deletions %v, want %v", js.Summary.Delete, deletes, wantJSON)
 	}
 
 	out := a.mustKubeup("update", "cluster", cluster, "--yes")
-	for _, want := range []string{"  delete InstanceGroupManager/" + zones[1] + "/" + group + "\n", "  delete InstanceTemplate/" + template + "\n"} {
+	for _, want := range []string{"  delete InstanceGroupManager/" + zones[1] + "/" + group + "\n", "  delete InstanceTemplate/" + template + "\n",
+		"  delete StoreFile/" + cluster + "/nodeup/batch\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes does not report %q:\n%s", want, out)
 		}
