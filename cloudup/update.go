@@ -118,9 +118,9 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 
 // cleanup is what an apply leaves to delete once it is done, outside the graph (the Auto Scaling groups and launch
 // templates, or managed instance groups and instance templates, of groups removed from the spec, and their node
-// configurations in the state store; on GCE also the instance templates its groups no longer use). plan says, after the dry run of graph g, what apply will delete:
-// the plan lists it. apply deletes it after an apply (changed: the apply changed something) and returns the
-// deletions done.
+// configurations in the state store; on GCE also the instance templates its groups no longer use). plan says,
+// after the dry run of graph g, what apply will delete: the plan lists it. apply deletes it after an apply
+// (changed: the apply changed something) and returns the deletions done.
 type cleanup[C any] struct {
 	plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)
 	apply func(ctx context.Context, changed bool) ([]engine.Change, error)
