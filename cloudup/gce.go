@@ -25,9 +25,9 @@ func openGCE(ctx context.Context, c *model.Cluster, cs *Clusters) (*gcetasks.Clo
 	return cloud, nil
 }
 
-// gceCleanup deletes, after an apply, the cluster's instance templates that its groups no longer use (a template
-// change makes a new template and points the groups at it); the dry run lists them as deletions.
-func gceCleanup(cloud *gcetasks.Cloud, o UpdateOptions) *cleanup[*gcetasks.Cloud] {
+// unusedTemplatesCleanup deletes, after an apply, the cluster's instance templates that its groups no longer use
+// (a template change makes a new template and points the groups at it); the dry run lists them as deletions.
+func unusedTemplatesCleanup(cloud *gcetasks.Cloud, o UpdateOptions) *cleanup[*gcetasks.Cloud] {
 	return &cleanup[*gcetasks.Cloud]{
 		plan: func(ctx context.Context, g *engine.Graph[*gcetasks.Cloud]) ([]engine.Change, error) {
 			var groups []*gcetasks.InstanceGroupManager

@@ -278,3 +278,89 @@ func createSmallGCE(t *testing.T, cs *Clusters, set func(c *model.Cluster)) []*m
 	}
 	return igs
 }
+
+// TestGCERemovedGroupIsPlannedAsDeletions: the dry run after an instance group is deleted from the spec lists its
+// managed instance group, each of its templates and its node configuration once, as deletions, also the leftover templates (as a killed
+// run leaves) that the cleanup of unused templates would delete as well; the apply deletes them and reports each
+// once; then nothing is left to do.
+func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
+	ctx := context.Background()
+	fakeGCE(t)
+	cs := gsClusters(t)
+	igs := createSmallGCE(t, cs, nil)
+	var out bytes.Buffer
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("update --yes: %v\n%s", err, &out)
+	}
+	svc, err := compute.NewService(ctx, option.WithEndpoint(os.Getenv(gcetasks.EndpointEnv)+"compute/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := model.GCEInstanceTemplateName(demo, group(igs, "nodes"), "europe-west1")
+	l, err := svc.InstanceTemplates.List("kubeup-demo").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current *compute.InstanceTemplate
+	for _, it := range l.Items {
+		if strings.HasPrefix(it.Name, base+"-") {
+			current = it
+		}
+	}
+	if current == nil {
+		t.Fatalf("no template of %s", base)
+	}
+	// Two leftover copies: whichever is the newest, the other is unused, and the cleanup of unused templates
+	// lists it too.
+	templates := []string{current.Name}
+	for _, suffix := range []string{"-00000001", "-00000002"} {
+		c := &compute.InstanceTemplate{Name: base + suffix, Properties: current.Properties}
+		if _, err := svc.InstanceTemplates.Insert("kubeup-demo", c).Do(); err != nil {
+			t.Fatal(err)
+		}
+		templates = append(templates, c.Name)
+	}
+	slices.Sort(templates)
+	if _, err := cs.DeleteInstanceGroup(ctx, demo, "nodes", true); err != nil {
+		t.Fatal(err)
+	}
+
+	manager := "InstanceGroupManager/europe-west1-b/" + model.GCEInstanceGroupManagerName(demo, "nodes", "europe-west1-b")
+	want := "Will delete resources:\n  " + manager + " (instance group nodes is no longer in the spec; its machines go with it)\n"
+	applied := []string{"  delete " + manager + "\n"}
+	for _, n := range templates {
+		want += "  InstanceTemplate/" + n + " (instance group nodes is no longer in the spec)\n"
+		applied = append(applied, "  delete InstanceTemplate/"+n+"\n")
+	}
+	want += "  StoreFile/" + demo + "/nodeup/nodes (instance group nodes is no longer in the spec)\n"
+	applied = append(applied, "  delete StoreFile/"+demo+"/nodeup/nodes\n")
+	out.Reset()
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
+		t.Fatalf("update: %v\n%s", err, &out)
+	}
+	if got := out.String(); !strings.Contains(got, want+"Must specify --yes") {
+		t.Errorf("the dry run does not end with\n%s\nit printed:\n%s", want, got)
+	}
+	out.Reset()
+	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+		t.Fatalf("update --yes: %v\n%s", err, &out)
+	}
+	for _, w := range applied {
+		if n := strings.Count(out.String(), w); n != 1 {
+			t.Errorf("the apply reports %q %d times:\n%s", w, n, &out)
+		}
+	}
+	if l, err := svc.InstanceTemplates.List("kubeup-demo").Do(); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, it := range l.Items {
+			if strings.HasPrefix(it.Name, base+"-") {
+				t.Errorf("template %s is left after the apply", it.Name)
+			}
+		}
+	}
+	out.Reset()
+	if plan, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
+		t.Errorf("the update after the apply: %v\n%s", err, &out)
+	}
+}

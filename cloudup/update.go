@@ -86,21 +86,25 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 			return nil, err
 		}
 		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
-		return update(ctx, cs, stored, cloud, build, o, nil)
+		return update(ctx, cs, stored, cloud, build, o, unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*localtasks.Cloud](c, igs), o))
 	case model.CloudAWS:
 		cloud, err := openAWS(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
-		return update(ctx, cs, stored, cloud, build, o, awsCleanup(cloud, model.AWSUnusedGroups(c, igs), o))
+		cl := unusedGroupsCleanup(cloud, model.AWSUnusedGroups(c, igs), o).
+			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*awstasks.Cloud](c, igs), o))
+		return update(ctx, cs, stored, cloud, build, o, cl)
 	case model.CloudGCE:
 		cloud, err := openGCE(ctx, c, cs)
 		if err != nil {
 			return nil, err
 		}
 		build := func() (*engine.Graph[*gcetasks.Cloud], error) { return model.BuildGCECloudGraph(c, igs) }
-		return update(ctx, cs, stored, cloud, build, o, gceCleanup(cloud, o))
+		cl := unusedGroupsCleanup(cloud, model.GCEUnusedGroups(c, igs), o).then(unusedTemplatesCleanup(cloud, o)).
+			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*gcetasks.Cloud](c, igs), o))
+		return update(ctx, cs, stored, cloud, build, o, cl)
 	default:
 		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot update %s clusters",
 			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
@@ -112,12 +116,82 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 	return localtasks.NewCloud(filepath.FromSlash(l.PoolDir), filepath.FromSlash(l.ZoneFile), c.Spec.DNSZone, cs.Store)
 }
 
-// cleanup is what an apply leaves to delete once it is done, outside the graph (GCE: the instance templates its
-// groups no longer use; AWS: the Auto Scaling groups and launch templates of groups removed from the spec). plan says, after the dry run of graph g, what apply will delete: the plan lists it.
-// apply deletes it after an apply (changed: the apply changed something) and returns the deletions done.
+// cleanup is what an apply leaves to delete once it is done, outside the graph (the Auto Scaling groups and launch
+// templates, or managed instance groups and instance templates, of groups removed from the spec, and their node
+// configurations in the state store; on GCE also the instance templates its groups no longer use). plan says,
+// after the dry run of graph g, what apply will delete: the plan lists it. apply deletes it after an apply
+// (changed: the apply changed something) and returns the deletions done.
 type cleanup[C any] struct {
 	plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)
 	apply func(ctx context.Context, changed bool) ([]engine.Change, error)
+}
+
+// then is the cleanup that runs cl, then next: each deletion both plan (or do) is listed once, as cl's; next's
+// apply is told of a change when cl deleted something.
+func (cl *cleanup[C]) then(next *cleanup[C]) *cleanup[C] {
+	join := func(first, second []engine.Change) []engine.Change {
+		seen := engine.Deletions(first)
+		for _, c := range second {
+			if !seen[c.Key] {
+				first = append(first, c)
+			}
+		}
+		return first
+	}
+	return &cleanup[C]{
+		plan: func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error) {
+			a, err := cl.plan(ctx, g)
+			if err != nil {
+				return a, err
+			}
+			b, err := next.plan(ctx, g)
+			return join(a, b), err
+		},
+		apply: func(ctx context.Context, changed bool) ([]engine.Change, error) {
+			a, err := cl.apply(ctx, changed)
+			if err != nil {
+				return a, err
+			}
+			b, err := next.apply(ctx, changed || len(a) > 0)
+			return join(a, b), err
+		},
+	}
+}
+
+// unusedGroups is what the instance groups removed from a cluster's spec leave (awstasks.UnusedGroups,
+// gcetasks.UnusedGroups, their node configurations: storetasks.StaleObjects): Deletions lists it as the plan's deletions, Delete deletes what of it a plan listed.
+type unusedGroups[C any] interface {
+	Deletions(ctx context.Context, cloud C, fresh bool) ([]engine.Change, error)
+	Delete(ctx context.Context, cloud C, planned []engine.Change) ([]engine.Change, error)
+}
+
+// unusedGroupsCleanup deletes, after an apply, what the instance groups removed from the spec left (unused); the
+// dry run lists each object as a deletion, and the apply deletes no other.
+func unusedGroupsCleanup[C any](cloud C, unused unusedGroups[C], o UpdateOptions) *cleanup[C] {
+	var planned []engine.Change // the dry run's deletions: the apply deletes no other
+	return &cleanup[C]{
+		plan: func(ctx context.Context, _ *engine.Graph[C]) ([]engine.Change, error) {
+			err := retryCleanup(ctx, func(attempt int) (err error) {
+				planned, err = unused.Deletions(ctx, cloud, attempt > 1)
+				return err
+			})
+			return planned, err
+		},
+		apply: func(ctx context.Context, _ bool) ([]engine.Change, error) {
+			var done []engine.Change
+			err := retryCleanup(ctx, func(int) error {
+				d, err := unused.Delete(ctx, cloud, planned)
+				done = append(done, d...)
+				if o.Logger != nil {
+					for _, c := range d {
+						o.Logger.Info("deleted what an instance group removed from the spec left", "key", c.Key.String())
+					}
+				}
+				return err
+			})
+			return done, err
+		},
+	}
 }
 
 func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, build func() (*engine.Graph[C], error), o UpdateOptions, cl *cleanup[C]) (*engine.Plan, error) {

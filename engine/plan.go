@@ -85,6 +85,18 @@ func (p *Plan) Add(changes ...Change) {
 	p.Changes = newPlan(append(p.Changes, changes...)).Changes
 }
 
+// Deletions are the keys changes delete: what an apply that deletes outside the engine may delete, when changes
+// are its dry run's plan.
+func Deletions(changes []Change) map[Key]bool {
+	out := map[Key]bool{}
+	for _, c := range changes {
+		if c.Action == Delete {
+			out[c.Key] = true
+		}
+	}
+	return out
+}
+
 // WriteText writes the human report: the spec's changes by field path, then creations, modifications,
 // replacements and deletions, each field with its value or its "old -> new". A change to a text field is shown by field path when both texts are
 // YAML or JSON mappings (DiffStructured), else as a line diff with three lines of context, a list of flags flag by

@@ -87,8 +87,8 @@ type commonTasks[C storetasks.World] struct {
 }
 
 // addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
-// complete spec (written after the tasks of specBefore) and node configurations in the state store, and the
-// deletion of the node configurations of groups no longer in the spec.
+// complete spec (written after the tasks of specBefore) and node configurations in the state store (those of
+// groups no longer in the spec are no task: see StaleNodeConfigs).
 func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
@@ -136,15 +136,18 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 			After:  ks.tasks(),
 		})
 	}
-	// The node configurations of groups removed from the spec are deleted, once the kept ones are written.
-	keep := make([]string, 0, len(igs))
-	after := make([]engine.Task, 0, len(igs))
-	for _, ig := range igs {
-		keep = append(keep, ig.Metadata.Name)
-		after = append(after, common.nodeConfigs[ig.Metadata.Name])
-	}
-	engine.Add(g, &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(name, "x")), Objects: keep, After: after})
 	return common, nil
+}
+
+// StaleNodeConfigs is what the instance groups removed from the spec of a complete cluster leave in the state
+// store: their node configurations. It is no task of the cloud graph: an update deletes them once the graph is
+// applied (the kept ones written), and its dry run lists each one it will delete.
+func StaleNodeConfigs[C storetasks.World](c *Cluster, igs []*InstanceGroup) *storetasks.StaleObjects[C] {
+	s := &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(c.Metadata.Name, "x"))}
+	for _, ig := range igs {
+		s.Keep = append(s.Keep, ig.Metadata.Name)
+	}
+	return s
 }
 
 type nodeConfigMade struct {

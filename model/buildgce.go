@@ -88,8 +88,8 @@ func GCEImage(project, image string) string {
 //   - per instance group and region, an instance template (GCEInstanceTemplateName) whose startup script
 //     (StartupScript) runs nodeup with the group's node configuration, once that is written, and per zone of
 //     the group a managed instance group (GCEInstanceGroupManagerName), the group's minSize spread over its
-//     zones; and UnusedGroups, which deletes the cluster's managed instance groups and templates of groups no
-//     longer in the spec (by the template's LabelInstanceGroup), once these are made;
+//     zones (the managed instance groups and templates of groups no longer in the spec are no task: see
+//     GCEUnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
 func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
@@ -179,8 +179,6 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	}
 
 	// Each instance group's templates and managed instance groups.
-	var groupLabels []string
-	var managers []*gcetasks.InstanceGroupManager
 	for _, ig := range igs {
 		roleTag := TagNode
 		if ig.Spec.Role == RoleControlPlane {
@@ -226,21 +224,31 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 			})
 		}
 		sizes := spread(ig.Spec.MinSize, len(ig.Spec.Zones))
-		groupLabels = append(groupLabels, labels[LabelInstanceGroup])
 		for i, z := range ig.Spec.Zones {
-			managers = append(managers, engine.Add(g, &gcetasks.InstanceGroupManager{
+			engine.Add(g, &gcetasks.InstanceGroupManager{
 				Name:             GCEInstanceGroupManagerName(name, ig.Metadata.Name, z),
 				Zone:             ptr(z),
 				TargetSize:       ptr(sizes[i]),
 				Template:         templates[GCERegion(z)],
 				BaseInstanceName: gcetasks.ResourceName(ig.Metadata.Name+"-"+name, maxGCEInstanceBaseName),
-			}))
+			})
 		}
 	}
-	// The managed instance groups and templates of groups removed from the spec are deleted, once the kept
-	// groups are made.
-	engine.Add(g, &gcetasks.UnusedGroups{Cluster: name, GroupLabel: LabelInstanceGroup, Groups: groupLabels, Keep: managers})
 	return g, nil
+}
+
+// GCEUnusedGroups is what the instance groups removed from the spec of a complete gce cluster leave: their managed
+// instance groups and instance templates, by the templates' LabelInstanceGroup. It is no task of the cloud graph:
+// an update deletes them once the graph is applied, and its dry run lists each one it will delete.
+func GCEUnusedGroups(c *Cluster, igs []*InstanceGroup) *gcetasks.UnusedGroups {
+	u := &gcetasks.UnusedGroups{Cluster: c.Metadata.Name, GroupLabel: LabelInstanceGroup}
+	for _, ig := range igs {
+		u.Groups = append(u.Groups, gcetasks.LabelValue(ig.Metadata.Name))
+		for _, z := range ig.Spec.Zones {
+			u.Keep = append(u.Keep, z+"/"+GCEInstanceGroupManagerName(c.Metadata.Name, ig.Metadata.Name, z))
+		}
+	}
+	return u
 }
 
 // spread divides total over n zones, the first zones taking one more when it does not divide evenly: 5 over 3 is

@@ -127,6 +127,41 @@ func TestBuildGCECloudGraph(t *testing.T) {
 	}
 }
 
+// TestGCEUnusedGroupsKeepsTheGraphsGroups: what an update deletes after the graph keeps each managed instance
+// group of the graph and each group label of its templates (a group over two regions included).
+func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
+	c, igs, g := gceGraph(t, 3, func(c *Cluster, igs []*InstanceGroup) {
+		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
+		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, GCESubnetworkSpec{Region: "us-central1", Name: "central"})
+		n := group(igs, "nodes")
+		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
+	})
+	var managers, labels []string
+	for _, task := range g.Tasks() {
+		switch x := task.(type) {
+		case *gcetasks.InstanceGroupManager:
+			managers = append(managers, x.Key().Name)
+		case *gcetasks.InstanceTemplate:
+			if !slices.Contains(labels, x.Labels[LabelInstanceGroup]) {
+				labels = append(labels, x.Labels[LabelInstanceGroup])
+			}
+		}
+	}
+	u := GCEUnusedGroups(c, igs)
+	if u.Cluster != c.Metadata.Name || u.GroupLabel != LabelInstanceGroup {
+		t.Errorf("GCEUnusedGroups: cluster %q, label %q", u.Cluster, u.GroupLabel)
+	}
+	for _, x := range [][]string{managers, labels, u.Keep, u.Groups} {
+		slices.Sort(x)
+	}
+	if !slices.Equal(u.Keep, managers) || len(managers) != 7 {
+		t.Errorf("GCEUnusedGroups keeps %v, want the graph's managed instance groups %v", u.Keep, managers)
+	}
+	if !slices.Equal(u.Groups, labels) || len(labels) != len(igs) {
+		t.Errorf("GCEUnusedGroups' groups %v, want the templates' labels %v", u.Groups, labels)
+	}
+}
+
 // TestBuildGCECloudGraphRegions: a group over zones of two regions gets a template per region, each with its
 // region's subnetwork, and its minSize is spread over its zones; ssh is let in from spec.gce.sshAccess.
 func TestBuildGCECloudGraphRegions(t *testing.T) {

@@ -107,12 +107,12 @@ func TestInstanceGroupLifecycle(t *testing.T) {
 	if strings.Contains(stderr, "Warning") {
 		t.Errorf("delete instancegroup --yes warned (update --yes deletes what the group leaves):\n%s", stderr)
 	}
-	// The update deletes the group's node configuration, and the dry run says so.
+	// The update deletes the group's node configuration, and the dry run names it as a deletion.
 	planShows(t, state, name, []string{
 		"instanceGroups[gpu].metadata.name: gpu -> <none>",
 		"instanceGroups[gpu].spec.maxSize: 5 -> <none>",
-		"StoreStaleObjects/demo.example.com/nodeup\n    Objects    [control-plane-a, nodes, gpu] -> [control-plane-a, nodes]\n",
-	}, nil)
+		"Will delete resources:\n  StoreFile/demo.example.com/nodeup/gpu (instance group gpu is no longer in the spec)\n",
+	}, []string{"StoreStaleObjects"})
 	converge(t, state, name)
 	if _, err := os.Stat(filepath.Join(state, name, "nodeup", "gpu")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the deleted group's node configuration after update --yes: %v, want it gone", err)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/removedgroups"
 )
 
 // UnusedGroups is what the instance groups removed from the cluster's spec leave: the cluster's Auto Scaling
@@ -36,9 +36,8 @@ type UnusedGroups struct {
 
 // unused is one Auto Scaling group or launch template UnusedGroups deletes.
 type unused struct {
-	key   engine.Key // AutoScalingGroup/<name> or LaunchTemplate/<name>
-	group string     // the instance group its tag names
-	id    string     // a launch template's id
+	removedgroups.Object        // AutoScalingGroup/<name> or LaunchTemplate/<name>
+	id                   string // a launch template's id
 }
 
 // find reads the cluster's Auto Scaling groups and launch templates (the run's shared reads; fresh: read again)
@@ -66,7 +65,7 @@ func (u *UnusedGroups) find(ctx context.Context, c *Cloud, fresh bool) ([]unused
 	var groups, templates []unused
 	for name, a := range asgs {
 		if g, ok := group(name, asgTags(a.Tags)); ok {
-			groups = append(groups, unused{key: engine.Key{Type: "AutoScalingGroup", Name: name}, group: g})
+			groups = append(groups, unused{Object: removedgroups.Object{Key: engine.Key{Type: "AutoScalingGroup", Name: name}, Group: g, Machines: true}})
 		}
 	}
 	lts, err := c.launchTemplates(ctx)
@@ -75,37 +74,18 @@ func (u *UnusedGroups) find(ctx context.Context, c *Cloud, fresh bool) ([]unused
 	}
 	for name, t := range lts {
 		if g, ok := group(name, tagsOf(t.template.Tags)); ok {
-			templates = append(templates, unused{key: engine.Key{Type: "LaunchTemplate", Name: name}, group: g,
+			templates = append(templates, unused{Object: removedgroups.Object{Key: engine.Key{Type: "LaunchTemplate", Name: name}, Group: g},
 				id: *t.template.LaunchTemplateId})
 		}
 	}
-	byName := func(a, b unused) int { return strings.Compare(a.key.Name, b.key.Name) }
-	slices.SortFunc(groups, byName)
-	slices.SortFunc(templates, byName)
-	return append(groups, templates...), nil
-}
-
-// change is the plan's deletion of o.
-func (o unused) change() engine.Change {
-	note := "instance group " + o.group + " is no longer in the spec"
-	if o.key.Type == "AutoScalingGroup" {
-		note += "; its machines go with it"
-	}
-	return engine.Change{Key: o.key, Action: engine.Delete, Note: note}
+	return removedgroups.Sorted(groups, templates), nil
 }
 
 // Deletions returns what Delete would delete now, as the plan's deletions (fresh: the run's reads are read
 // again first).
 func (u *UnusedGroups) Deletions(ctx context.Context, c *Cloud, fresh bool) ([]engine.Change, error) {
 	found, err := u.find(ctx, c, fresh)
-	if err != nil {
-		return nil, err
-	}
-	var out []engine.Change
-	for _, o := range found {
-		out = append(out, o.change())
-	}
-	return out, nil
+	return removedgroups.Deletions(found), err
 }
 
 // Delete deletes, of planned (Deletions' answer in the dry run), what is still there: the Auto Scaling groups
@@ -116,32 +96,25 @@ func (u *UnusedGroups) Delete(ctx context.Context, c *Cloud, planned []engine.Ch
 	if err != nil {
 		return nil, err
 	}
-	announced := map[engine.Key]bool{}
-	for _, p := range planned {
-		announced[p.Key] = p.Action == engine.Delete
-	}
 	defer c.reads.asgs.Forget()
 	defer c.reads.templates.Forget()
 	deadline := time.Now().Add(deleteWait)
 	var done []engine.Change
-	for _, o := range found {
-		if !announced[o.key] {
-			continue
-		}
-		switch o.key.Type {
+	for _, o := range removedgroups.Planned(found, planned) {
+		switch o.Key.Type {
 		case "AutoScalingGroup":
-			if err := c.deleteAutoScalingGroup(ctx, deadline, o.key.Name); err != nil {
-				return done, fmt.Errorf("deleting Auto Scaling group %s (instance group %s is no longer in the spec): %w", o.key.Name, o.group, err)
+			if err := c.deleteAutoScalingGroup(ctx, deadline, o.Key.Name); err != nil {
+				return done, fmt.Errorf("deleting Auto Scaling group %s (instance group %s is no longer in the spec): %w", o.Key.Name, o.Group, err)
 			}
 		case "LaunchTemplate":
 			_, err := c.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: &o.id})
 			if code := ErrorCode(err); code == "InvalidLaunchTemplateId.NotFound" || code == "InvalidLaunchTemplateName.NotFoundException" {
 				continue
 			} else if err != nil {
-				return done, Classify("deleting launch template "+o.key.Name+" (instance group "+o.group+" is no longer in the spec)", err)
+				return done, Classify("deleting launch template "+o.Key.Name+" (instance group "+o.Group+" is no longer in the spec)", err)
 			}
 		}
-		done = append(done, o.change())
+		done = append(done, o.Change())
 	}
 	return done, nil
 }

@@ -16,27 +16,42 @@ import (
 const testGroupLabel = "kubeup-instance-group"
 
 // groupsGraph is a cluster's (cluster's) instance groups: per group of groups, a template labelled with the
-// group and a managed instance group in the first zone; and the UnusedGroups task that keeps them.
+// group and a managed instance group in the first zone.
 func groupsGraph(cluster string, groups ...string) func() *engine.Graph[*Cloud] {
 	return func() *engine.Graph[*Cloud] {
 		g := engine.NewGraph[*Cloud]()
 		validate := engine.WithLifecycle(engine.ExistsAndValidates)
 		nw := engine.Add(g, &Network{Name: "net"}, validate)
 		sub := engine.Add(g, &Subnetwork{Name: "sub", Region: testRegion, Network: nw}, validate)
-		var keep []*InstanceGroupManager
 		for _, ig := range groups {
 			base := ResourceName(ig+"-"+cluster, 54)
 			tmpl := engine.Add(g, &InstanceTemplate{Name: base, MachineType: "e2-standard-2",
 				Image: "projects/debian-cloud/global/images/family/debian-12", Network: nw, Subnetwork: sub,
 				Labels: map[string]string{testGroupLabel: ig}, StartupScript: ptr("#!/bin/sh\n")})
-			keep = append(keep, engine.Add(g, &InstanceGroupManager{Name: ResourceName(ig+"-"+zones[0]+"-"+cluster, 63),
-				Zone: ptr(zones[0]), TargetSize: ptr[int64](1), Template: tmpl}))
+			engine.Add(g, &InstanceGroupManager{Name: groupManagerName(cluster, ig), Zone: ptr(zones[0]),
+				TargetSize: ptr[int64](1), Template: tmpl})
 		}
-		engine.Add(g, &UnusedGroups{Cluster: cluster, GroupLabel: testGroupLabel, Groups: groups, Keep: keep})
 		return g
 	}
 }
 
+// groupManagerName is the name of the managed instance group of cluster's group ig in the first zone.
+func groupManagerName(cluster, ig string) string {
+	return ResourceName(ig+"-"+zones[0]+"-"+cluster, 63)
+}
+
+// unusedGroups is what the groups of cluster not among groups leave (as model.GCEUnusedGroups makes it).
+func unusedGroups(cluster string, groups ...string) *UnusedGroups {
+	u := &UnusedGroups{Cluster: cluster, GroupLabel: testGroupLabel, Groups: groups}
+	for _, g := range groups {
+		u.Keep = append(u.Keep, zones[0]+"/"+groupManagerName(cluster, g))
+	}
+	return u
+}
+
+// The dry run's plan names the managed instance group and the template a removed group leaves as deletions (not a
+// modification of some task of its own); the apply deletes those and nothing else; then nothing is left to
+// delete.
 func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 	c, srv := newTestCloud(t)
 	ctx := context.Background()
@@ -54,37 +69,68 @@ func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	gpuTemplate := "" // the cluster's template of group gpu
+	if err := c.Compute.InstanceTemplates.List(testProject).Pages(ctx, func(l *compute.InstanceTemplateList) error {
+		for _, it := range l.Items {
+			if strings.HasPrefix(it.Name, "gpu-gce-example-com-") {
+				gpuTemplate = it.Name
+			}
+		}
+		return nil
+	}); err != nil || gpuTemplate == "" {
+		t.Fatalf("the template of group gpu: %q, %v", gpuTemplate, err)
+	}
+
 	nodesOnly := groupsGraph(testCluster, "nodes")
+	unused := unusedGroups(testCluster, "nodes")
+	c.NewRun()
 	srv.ResetCalls()
 	plan := mustRun(t, c, engine.DryRun, nodesOnly)
+	planned, err := unused.Deletions(ctx, c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Add(planned...)
 	var text strings.Builder
 	if err := plan.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"UnusedGroups/" + testCluster, "InstanceGroupManager/us-central1-a/gpu-us-central1-a-gce-example-com",
-		"InstanceTemplate/gpu-gce-example-com-"} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("the dry run does not show %q:\n%s", want, text.String())
-		}
-	}
-	for _, kept := range []string{"other-example-com", "gpu-by-hand", "nodes-"} {
-		if strings.Contains(text.String(), kept) {
-			t.Errorf("the dry run mentions %s, not a removed group of the cluster:\n%s", kept, text.String())
-		}
+	want := "Will delete resources:\n" +
+		"  InstanceGroupManager/" + zones[0] + "/" + groupManagerName(testCluster, "gpu") + " (instance group gpu is no longer in the spec; its machines go with it)\n" +
+		"  InstanceTemplate/" + gpuTemplate + " (instance group gpu is no longer in the spec)\n" +
+		"Must specify --yes to apply changes\n"
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("the dry run's plan (-want +got):\n%s", diff)
 	}
 	if got := mutatingCalls(srv.Calls()); len(got) > 0 {
 		t.Errorf("dry run: mutating calls %v", got)
 	}
 
+	// Nothing the dry run did not list is deleted.
+	if done, err := unused.Delete(ctx, c, nil); err != nil || len(done) > 0 {
+		t.Errorf("Delete of nothing planned: deleted %v, %v", done, err)
+	}
 	srv.ResetCalls()
+	c.NewRun()
 	mustRun(t, c, engine.Apply, nodesOnly)
+	done, err := unused.Delete(ctx, c, planned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(planned, done); diff != "" {
+		t.Errorf("deletions done (-planned +done):\n%s", diff)
+	}
 	if got := mutatingCalls(srv.Calls()); got["compute.instanceGroupManagers.delete"] != 1 || got["compute.instanceTemplates.delete"] != 1 || len(got) != 2 {
 		t.Errorf("mutating calls %v, want one instanceGroupManagers.delete and one instanceTemplates.delete", got)
 	}
-	if plan := mustRun(t, c, engine.DryRun, nodesOnly); len(plan.Changes) != 0 {
+	c.NewRun()
+	if plan := mustRun(t, c, engine.DryRun, nodesOnly); !plan.Empty() {
 		var text strings.Builder
 		_ = plan.WriteText(&text)
 		t.Errorf("the second dry run is not empty:\n%s", text.String())
+	}
+	if again, err := unused.Deletions(ctx, c, false); err != nil || len(again) > 0 {
+		t.Errorf("the second dry run would delete %v (%v)", again, err)
 	}
 
 	var templates, groups []string
@@ -114,11 +160,11 @@ func TestUnusedGroupsDeletesWhatRemovedGroupsLeave(t *testing.T) {
 	}
 }
 
-func TestUnusedGroupsDeps(t *testing.T) {
-	g := &InstanceGroupManager{Name: "a", Zone: ptr(zones[0])}
-	enginetest.CheckDeps(t, &UnusedGroups{Cluster: testCluster, GroupLabel: testGroupLabel, Keep: []*InstanceGroupManager{g}})
-	u := &UnusedGroups{Cluster: testCluster}
-	if err := u.CheckChanges(nil, u, u); err == nil {
-		t.Error("CheckChanges accepted a task without a group label")
+func TestUnusedGroupsRefusesAnotherClusterOrNoLabel(t *testing.T) {
+	c, _ := newTestCloud(t)
+	for _, u := range []*UnusedGroups{{Cluster: "other.example.com", GroupLabel: testGroupLabel}, {Cluster: testCluster}} {
+		if _, err := u.Deletions(context.Background(), c, false); err == nil {
+			t.Errorf("Deletions of %+v in the cloud of %s: no error", u, testCluster)
+		}
 	}
 }

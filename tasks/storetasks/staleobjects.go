@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/removedgroups"
 )
 
 // ListDeleter is what StaleObjects needs of a store besides Store: the state store (statestore.Store) offers it.
@@ -19,79 +20,71 @@ type ListDeleter interface {
 	Delete(ctx context.Context, path string) error
 }
 
-// StaleObjects deletes the objects directly under the directory Prefix of the state store whose name is not one of
-// Objects: the node configurations (<cluster>/nodeup/<group>) of instance groups removed from the spec. Objects
-// deeper under Prefix, and everything outside it, are never touched. It runs after the tasks of After (the
-// configurations it keeps are written first). Its key is "StoreStaleObjects/<Prefix>".
+// StaleObjects is what the instance groups removed from the spec leave in the state store: the objects directly
+// under the directory Prefix whose name is not one of Keep, the node configurations (<cluster>/nodeup/<group>)
+// of groups no longer in the spec. Objects deeper under Prefix, and everything outside it, are never touched.
+//
+// It is no task of the graph: a task's change is one change of its own key, and a reviewer must read each object
+// a run deletes. The caller runs it after the graph (cloudup: the dry run adds Deletions to its plan, one
+// "delete StoreFile/<path>" each; an apply then calls Delete), so that the kept configurations are written first.
 type StaleObjects[C World] struct {
-	// Prefix is a directory of the store ("demo.example.com/nodeup"), and the task's name.
+	// Prefix is a directory of the store ("demo.example.com/nodeup"), never its root.
 	Prefix string
-	// Objects are the names (the last path element) of the objects under Prefix to keep. Found: the same, and the
-	// names of the objects under Prefix that are not kept, which Render deletes (a plan shows them as removed).
-	Objects []string `kubeup:"set,nilempty"`
-	// After lists tasks to run first: ordering only.
-	After []engine.Task `kubeup:"-"`
-
-	stale []string // found: the objects' names to delete, sorted
+	// Keep are the names (the last path element) of the objects under Prefix to keep: the spec's groups.
+	Keep []string
 }
 
-func (s *StaleObjects[C]) Key() engine.Key {
-	return engine.Key{Type: "StoreStaleObjects", Name: s.Prefix}
-}
-
-func (s *StaleObjects[C]) Deps() []engine.Task { return s.After }
-
-// Find lists Prefix. A store that cannot list (an in-memory test store) has nothing stale.
-func (s *StaleObjects[C]) Find(ctx context.Context, world C) (*StaleObjects[C], error) {
-	a := &StaleObjects[C]{Prefix: s.Prefix, Objects: slices.Clone(s.Objects)}
+// find lists Prefix and returns the stale objects, sorted. A store that cannot list (an in-memory test store) has
+// nothing stale.
+func (s *StaleObjects[C]) find(ctx context.Context, world C) ([]removedgroups.Object, error) {
+	if strings.Trim(s.Prefix, "/") == "" {
+		return nil, engine.Terminal(errors.New("store stale objects: the prefix is required (a directory of the store, never its root)"))
+	}
+	for _, k := range s.Keep {
+		if k == "" || strings.Contains(k, "/") {
+			return nil, engine.Terminal(fmt.Errorf("store stale objects %s: %q is not an object's name", s.Prefix, k))
+		}
+	}
 	ld, ok := world.StateStore().(ListDeleter)
 	if !ok {
-		return a, nil
+		return nil, nil
 	}
 	paths, err := ld.List(ctx, s.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s in the state store: %w", s.Prefix, err)
 	}
+	var out []removedgroups.Object // an object's name is its group's
 	for _, p := range paths {
 		name, ok := strings.CutPrefix(p, strings.TrimSuffix(s.Prefix, "/")+"/")
-		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(s.Objects, name) {
+		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(s.Keep, name) {
 			continue
 		}
-		a.stale = append(a.stale, name)
+		out = append(out, removedgroups.Object{Key: engine.Key{Type: "StoreFile", Name: path.Join(s.Prefix, name)}, Group: name})
 	}
-	slices.Sort(a.stale)
-	a.Objects = append(a.Objects, a.stale...)
-	return a, nil
+	return removedgroups.Sorted(nil, out), nil
 }
 
-// CheckChanges requires a prefix other than the store's root, and names without a slash.
-func (s *StaleObjects[C]) CheckChanges(actual, expected, changes *StaleObjects[C]) error {
-	if strings.Trim(expected.Prefix, "/") == "" {
-		return errors.New("store stale objects: field Prefix is required (a directory of the store, never its root)")
-	}
-	for _, k := range expected.Objects {
-		if k == "" || strings.Contains(k, "/") {
-			return fmt.Errorf("store stale objects %s: field Objects: %q is not an object's name", expected.Prefix, k)
-		}
-	}
-	return nil
+// Deletions returns what Delete would delete now, as the plan's deletions (the store is listed each time: fresh
+// changes nothing).
+func (s *StaleObjects[C]) Deletions(ctx context.Context, world C, _ bool) ([]engine.Change, error) {
+	found, err := s.find(ctx, world)
+	return removedgroups.Deletions(found), err
 }
 
-// Render deletes the objects found stale.
-func (s *StaleObjects[C]) Render(ctx context.Context, world C, actual, expected, changes *StaleObjects[C]) error {
-	if actual == nil || len(actual.stale) == 0 {
-		return nil
+// Delete deletes, of planned (Deletions' answer in the dry run), what is still there. What it finds that planned
+// does not hold is left for the next run, whose dry run lists it. It returns the deletions done, also when it
+// fails.
+func (s *StaleObjects[C]) Delete(ctx context.Context, world C, planned []engine.Change) ([]engine.Change, error) {
+	found, err := s.find(ctx, world)
+	if err != nil {
+		return nil, err
 	}
-	ld, ok := world.StateStore().(ListDeleter)
-	if !ok {
-		return engine.Terminal(fmt.Errorf("deleting under %s: the state store cannot delete objects", expected.Prefix))
-	}
-	for _, name := range actual.stale {
-		p := path.Join(expected.Prefix, name)
-		if err := ld.Delete(ctx, p); err != nil {
-			return fmt.Errorf("deleting %s from the state store (its instance group is no longer in the spec): %w", p, err)
+	var done []engine.Change
+	for _, o := range removedgroups.Planned(found, planned) {
+		if err := world.StateStore().(ListDeleter).Delete(ctx, o.Key.Name); err != nil {
+			return done, fmt.Errorf("deleting %s from the state store (instance group %s is no longer in the spec): %w", o.Key.Name, o.Group, err)
 		}
-		engine.Logger(ctx).Info("deleted state store object that the spec no longer asks for", "path", p)
+		done = append(done, o.Change())
 	}
-	return nil
+	return done, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/engine"
-	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
@@ -41,73 +40,78 @@ type listingWorld struct{ store *listingStore }
 
 func (w *listingWorld) StateStore() storetasks.Store { return w.store }
 
+// The dry run's plan names each stale node configuration as a deletion of its StoreFile (not a modification of a
+// task's list); Delete deletes those and nothing else; then nothing is stale.
 func TestStaleObjectsDeletesGroupsNoLongerInTheSpec(t *testing.T) {
+	ctx := context.Background()
 	w := &listingWorld{store: &listingStore{memStore: &memStore{Objects: map[string]string{
 		"c/nodeup/nodes":        "kept",
 		"c/nodeup/gone":         "stale",
+		"c/nodeup/also-gone":    "stale",
 		"c/nodeup/deeper/thing": "not directly under the prefix",
 		"c/config":              "outside",
 		"c2/nodeup/gone":        "another cluster's",
 		"c/nodeupx":             "a lookalike prefix",
 	}}}}
-	build := func() *engine.Graph[*listingWorld] {
-		g := engine.NewGraph[*listingWorld]()
-		conf := engine.Add(g, &storetasks.File[*listingWorld]{Path: "c/nodeup/nodes", Contents: ptr("kept")})
-		engine.Add(g, &storetasks.StaleObjects[*listingWorld]{Prefix: "c/nodeup", Objects: []string{"nodes"}, After: []engine.Task{conf}})
-		return g
-	}
-	res, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.DryRun})
+	s := &storetasks.StaleObjects[*listingWorld]{Prefix: "c/nodeup", Keep: []string{"nodes"}}
+	planned, err := s.Deletions(ctx, w, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := res.Plan
+	plan := &engine.Plan{}
+	plan.Add(planned...)
 	var text strings.Builder
 	if err := plan.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "StoreStaleObjects/c/nodeup") || !strings.Contains(text.String(), "gone") {
-		t.Errorf("the dry run does not show the removal of c/nodeup/gone:\n%s", text.String())
+	want := "Will delete resources:\n" +
+		"  StoreFile/c/nodeup/also-gone (instance group also-gone is no longer in the spec)\n" +
+		"  StoreFile/c/nodeup/gone (instance group gone is no longer in the spec)\n" +
+		"Must specify --yes to apply changes\n"
+	if diff := cmp.Diff(want, text.String()); diff != "" {
+		t.Errorf("the dry run's plan (-want +got):\n%s", diff)
 	}
 	if len(w.store.deleted) != 0 {
 		t.Errorf("the dry run deleted %v", w.store.deleted)
 	}
-	enginetest.ApplyThenNoChanges(t, context.Background(), w, build)
+	// Nothing the dry run did not list is deleted.
+	if done, err := s.Delete(ctx, w, planned[1:]); err != nil || len(done) != 1 {
+		t.Errorf("Delete of one planned: deleted %v, %v", done, err)
+	}
 	if diff := cmp.Diff([]string{"c/nodeup/gone"}, w.store.deleted); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if done, err := s.Delete(ctx, w, planned); err != nil || !cmp.Equal(done, planned[:1]) {
+		t.Errorf("Delete of the rest: deleted %v, %v", done, err)
+	}
+	if again, err := s.Deletions(ctx, w, false); err != nil || len(again) > 0 {
+		t.Errorf("after Delete, still stale: %v (%v)", again, err)
 	}
 	var left []string
 	for p := range w.store.Objects {
 		left = append(left, p)
 	}
 	slices.Sort(left)
-	want := []string{"c/config", "c/nodeup/deeper/thing", "c/nodeup/nodes", "c/nodeupx", "c2/nodeup/gone"}
-	if diff := cmp.Diff(want, left); diff != "" {
+	wantLeft := []string{"c/config", "c/nodeup/deeper/thing", "c/nodeup/nodes", "c/nodeupx", "c2/nodeup/gone"}
+	if diff := cmp.Diff(wantLeft, left); diff != "" {
 		t.Errorf("objects left (-want +got):\n%s", diff)
 	}
 }
 
 func TestStaleObjectsWithoutListingChangesNothing(t *testing.T) {
 	w := &world{store: &memStore{Objects: map[string]string{"c/nodeup/gone": "x"}}}
-	build := func() *engine.Graph[*world] {
-		g := engine.NewGraph[*world]()
-		engine.Add(g, &storetasks.StaleObjects[*world]{Prefix: "c/nodeup", Objects: []string{"nodes"}})
-		return g
-	}
-	res, err := engine.Run(context.Background(), build(), w, engine.Options{Target: engine.DryRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := res.Plan
-	if len(plan.Changes) != 0 || w.store.Objects["c/nodeup/gone"] != "x" {
-		t.Errorf("a store that cannot list: %d changes, objects %v", len(plan.Changes), w.store.Objects)
+	s := &storetasks.StaleObjects[*world]{Prefix: "c/nodeup", Keep: []string{"nodes"}}
+	planned, err := s.Deletions(context.Background(), w, false)
+	if err != nil || len(planned) != 0 || w.store.Objects["c/nodeup/gone"] != "x" {
+		t.Errorf("a store that cannot list: deletions %v (%v), objects %v", planned, err, w.store.Objects)
 	}
 }
 
-func TestStaleObjectsRefusesTheRoot(t *testing.T) {
-	s := &storetasks.StaleObjects[*world]{Prefix: "/", Objects: []string{"a"}}
-	if err := s.CheckChanges(nil, s, s); err == nil {
-		t.Error("CheckChanges accepted the store's root as the prefix")
+func TestStaleObjectsRefusesTheRootAndPaths(t *testing.T) {
+	w := &listingWorld{store: &listingStore{memStore: &memStore{Objects: map[string]string{"a": "x"}}}}
+	for _, s := range []*storetasks.StaleObjects[*listingWorld]{{Prefix: "/", Keep: []string{"a"}}, {Prefix: "c/nodeup", Keep: []string{"a/b"}}} {
+		if d, err := s.Deletions(context.Background(), w, false); err == nil {
+			t.Errorf("Deletions of %+v: %v, no error", s, d)
+		}
 	}
-	conf := &storetasks.File[*world]{Path: "a", Contents: ptr("")}
-	enginetest.CheckDeps(t, &storetasks.StaleObjects[*world]{Prefix: "c/nodeup", After: []engine.Task{conf}})
 }

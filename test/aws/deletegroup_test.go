@@ -10,8 +10,8 @@ import (
 )
 
 // TestDeletedGroupIsPlannedAsDeletions: after `kubeup delete ig batch --yes`, the dry run names what the update
-// will delete, "Will delete resources:" with the group's Auto Scaling group and launch template (not a
-// modification of a task of kubeup's own), in text and in JSON; update --yes deletes them and says so; the next
+// will delete, "Will delete resources:" with the group's Auto Scaling group, launch template and node
+// configuration (not a modification of a task of kubeup's own), in text and in JSON; update --yes deletes them and says so; the next
 // dry run has nothing to do.
 func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 	t.Parallel()
@@ -28,12 +28,13 @@ func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 	plan := a.mustKubeup("update", "cluster", cluster)
 	for _, want := range []string{"Will delete resources:\n" +
 		"  AutoScalingGroup/" + batch + " (instance group batch is no longer in the spec; its machines go with it)\n" +
-		"  LaunchTemplate/" + batch + " (instance group batch is no longer in the spec)\n"} {
+		"  LaunchTemplate/" + batch + " (instance group batch is no longer in the spec)\n" +
+		"  StoreFile/" + cluster + "/nodeup/batch (instance group batch is no longer in the spec)\n"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the dry run after delete ig lacks\n%s\nit printed:\n%s", want, plan)
 		}
 	}
-	if strings.Contains(plan, "UnusedGroups") {
+	if strings.Contains(plan, "UnusedGroups") || strings.Contains(plan, "StoreStaleObjects") {
 		t.Errorf("the dry run shows a task of kubeup's own instead of what it deletes:\n%s", plan)
 	}
 	var js struct {
@@ -49,12 +50,12 @@ func TestDeletedGroupIsPlannedAsDeletions(t *testing.T) {
 			deletes = append(deletes, c.Key)
 		}
 	}
-	if want := []string{"AutoScalingGroup/" + batch, "LaunchTemplate/" + batch}; js.Summary.Delete != 2 || !slices.Equal(deletes, want) {
+	if want := []string{"AutoScalingGroup/" + batch, "LaunchTemplate/" + batch, "StoreFile/" + cluster + "/nodeup/batch"}; js.Summary.Delete != 3 || !slices.Equal(deletes, want) {
 		t.Errorf("JSON plan: %d deletions %v, want %v", js.Summary.Delete, deletes, want)
 	}
 
 	out := a.mustKubeup("update", "cluster", cluster, "--yes")
-	for _, want := range []string{"  delete AutoScalingGroup/" + batch + "\n", "  delete LaunchTemplate/" + batch + "\n"} {
+	for _, want := range []string{"  delete AutoScalingGroup/" + batch + "\n", "  delete LaunchTemplate/" + batch + "\n", "  delete StoreFile/" + cluster + "/nodeup/batch\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes does not report %q:\n%s", want, out)
 		}
