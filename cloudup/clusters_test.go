@@ -244,6 +244,16 @@ func TestEdit(t *testing.T) {
 	if err != nil || changed || kept != "" {
 		t.Errorf("an unchanged edit: changed %v, kept %q, err %v", changed, kept, err)
 	}
+	// A file that differs from the one shown but holds what is stored (a comment added) writes nothing, and
+	// says so: the command printed "Updated" for it.
+	stored, _ := cs.Store.ReadFile(ctx, model.ConfigPath(demo))
+	changed, kept, err = cs.Edit(ctx, demo, replaceIn("zones:", "# a note of mine\n  zones:"))
+	if err != nil || changed || kept != "" {
+		t.Errorf("an edit that adds a comment: changed %v, kept %q, err %v; want nothing changed", changed, kept, err)
+	}
+	if now, _ := cs.Store.ReadFile(ctx, model.ConfigPath(demo)); !bytes.Equal(now, stored) {
+		t.Error("an edit that adds a comment rewrote the spec")
+	}
 
 	before, _ := cs.Store.ReadFile(ctx, model.ConfigPath(demo))
 	changed, kept, err = cs.Edit(ctx, demo, replaceIn("zones:", "kubernetesVersion: one.two\n  zones:"))

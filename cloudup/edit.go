@@ -26,7 +26,8 @@ const editHeader = `# Edit the spec of cluster %s, then save and quit. Lines sta
 // stored one with the result once it validates, as Replace does: refused (a *ConflictError) when someone else
 // changed the Cluster since it was read, unless the store holds it as edited already, at the version the file
 // shows (its metadata.resourceVersion; what the user makes of that line does not matter). A change of the
-// cluster's instance groups meanwhile does not concern it. An unchanged file changes nothing (changed is false). When the edit is refused (invalid, or the cluster changed
+// cluster's instance groups meanwhile does not concern it. An unchanged file, or one that holds what is stored
+// already (a comment added, someone else made the same change), changes nothing (changed is false). When the edit is refused (invalid, or the cluster changed
 // meanwhile), the edited file is kept and its path returned with the error, so the user's work is not lost.
 func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string) error) (changed bool, kept string, err error) {
 	s, err := cs.Get(ctx, name)
@@ -35,7 +36,8 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 	}
 	shown := *s.Cluster
 	shown.Metadata.ResourceVersion = s.ClusterVersion()
-	return editObject(fmt.Sprintf(editHeader, name), &shown, edit, func(path string, objs *model.Objects) error {
+	var same bool // the saved file differs from the one shown, but holds what is stored: nothing is written
+	changed, kept, err = editObject(fmt.Sprintf(editHeader, name), &shown, edit, func(path string, objs *model.Objects) error {
 		if objs.Cluster == nil || len(objs.InstanceGroups) > 0 {
 			return fmt.Errorf("%s: want exactly one Cluster (edit an instance group with `kubeup edit instancegroup NAME --name %s`)", path, name)
 		}
@@ -43,9 +45,11 @@ func (cs *Clusters) Edit(ctx context.Context, name string, edit func(path string
 			return fmt.Errorf("%s: metadata.name %q is not the cluster being edited, %q: set it back", path, n, name)
 		}
 		objs.Cluster.Metadata.ResourceVersion = shown.Metadata.ResourceVersion
-		_, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: name})
+		r, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: name})
+		same = err == nil && r.Unchanged
 		return err
 	})
+	return changed && !same, kept, err
 }
 
 const editGroupHeader = `# Edit instance group %s of cluster %s, then save and quit. Lines starting with '#' are ignored.
@@ -73,7 +77,8 @@ func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string
 	shown := *ig
 	shown.Metadata.ResourceVersion = s.GroupVersion(group)
 	shown.Metadata.Labels = WithClusterLabel(ig.Metadata.Labels, cluster)
-	return editObject(fmt.Sprintf(editGroupHeader, group, cluster), &shown, edit, func(path string, objs *model.Objects) error {
+	var same bool // as in Edit
+	changed, kept, err = editObject(fmt.Sprintf(editGroupHeader, group, cluster), &shown, edit, func(path string, objs *model.Objects) error {
 		if objs.Cluster != nil || len(objs.InstanceGroups) != 1 {
 			return fmt.Errorf("%s: want exactly one InstanceGroup, %s (edit the cluster with `kubeup edit cluster %s`)", path, group, cluster)
 		}
@@ -87,9 +92,11 @@ func (cs *Clusters) EditInstanceGroup(ctx context.Context, cluster, group string
 				path, model.LabelCluster, n, cluster, cluster)
 		}
 		edited.Metadata.ResourceVersion = shown.Metadata.ResourceVersion
-		_, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: cluster})
+		r, err := cs.Replace(ctx, path, objs, ReplaceOptions{Cluster: cluster})
+		same = err == nil && r.Unchanged
 		return err
 	})
+	return changed && !same, kept, err
 }
 
 // WithClusterLabel returns a copy of labels with model.LabelCluster set to cluster: the labels an instance group
