@@ -146,3 +146,23 @@ func TestInEtcdMount(t *testing.T) {
 		}
 	}
 }
+
+// TestMovedVolumes: a round that detached a lost race's volume is followed at once by another, which may claim
+// a free volume, as one that attached or mounted is (it waited the whole interval).
+func TestMovedVolumes(t *testing.T) {
+	change := func(typ string) engine.Change { return engine.Change{Key: engine.Key{Type: typ, Name: "v"}} }
+	for _, tc := range []struct {
+		changes []engine.Change
+		want    bool
+	}{
+		{nil, false},
+		{[]engine.Change{change("File"), change("DNSRecord")}, false},
+		{[]engine.Change{change(volumetasks.AttachKeyType)}, true},
+		{[]engine.Change{change("File"), change(volumetasks.DetachKeyType)}, true},
+		{[]engine.Change{change("FormatAndMount")}, true},
+	} {
+		if got := movedVolumes(tc.changes); got != tc.want {
+			t.Errorf("movedVolumes(%v) = %v, want %v", tc.changes, got, tc.want)
+		}
+	}
+}

@@ -92,8 +92,9 @@ const (
 // roundTimeout bounds one round: a round that hangs (a DNS server that never answers) must not stop the next.
 const roundTimeout = 10 * time.Minute
 
-// quickRounds is how many rounds follow at once a round that attached or mounted a volume: the next one writes
-// the etcd manifest for what it mounted, without waiting an interval.
+// quickRounds is how many rounds follow at once a round that attached, detached or mounted a volume: the next
+// one writes the etcd manifest for what it mounted, or claims a volume after letting a lost one go, without
+// waiting an interval.
 const quickRounds = 3
 
 func (o *Options) defaults() error {
@@ -147,8 +148,8 @@ func (o *Options) defaults() error {
 }
 
 // Run runs rounds until ctx ends: the first at once, then every Interval, at once on Wake, and at once again
-// (up to quickRounds times) after a round that attached or mounted a volume. A failed round is logged, and the
-// next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish (but
+// (up to quickRounds times) after a round that attached, detached or mounted a volume. A failed round is
+// logged, and the next one tries again; it never ends the process. ctx ending (SIGTERM) lets the round that runs finish (but
 // stops its wait for a valid node configuration), then Run returns nil. With Once, Run runs one round and returns its error.
 // A node configuration that is not a control-plane node's ends Run at once, with an error that matches
 // ErrNotControlPlane.
@@ -279,11 +280,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	for _, name := range slices.Sorted(maps.Keys(ch.mine)) {
 		volumes = append(volumes, ch.mine[name].volume.ID)
 	}
-	for _, c := range changes {
-		if c.Key.Type == volumetasks.AttachKeyType || c.Key.Type == "FormatAndMount" {
-			moved = true
-		}
-	}
+	moved = movedVolumes(changes)
 	o.Logger.Info("round", "volumes", volumes, "apiserver", apiState(api), "changes", len(changes), "dryRun", o.DryRun, "duration", time.Since(start).Round(time.Millisecond), "err", runErr)
 	return moved && !o.DryRun, runErr
 }
@@ -459,4 +456,17 @@ func defaultRouteAddress() (string, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// movedVolumes reports whether a round's changes attached, detached or mounted a volume: the next round then
+// follows at once (quickRounds), to finish what the move started (format, the manifest, DNS) or, after a lost
+// race's volume was let go, to claim another.
+func movedVolumes(changes []engine.Change) bool {
+	for _, c := range changes {
+		switch c.Key.Type {
+		case volumetasks.AttachKeyType, volumetasks.DetachKeyType, "FormatAndMount":
+			return true
+		}
+	}
+	return false
 }
