@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -345,7 +346,12 @@ func TestLifecycleOnS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := model.DecodeNodeConfigObject("control-plane-a", conf); err != nil {
+	beside := func(name string) (string, []byte, error) {
+		p := path.Join(path.Dir(model.NodeConfigPath(demo, "x")), name)
+		data, err := cs.Store.ReadFile(ctx, p)
+		return p, data, err
+	}
+	if _, err := model.DecodeNodeConfigObject("control-plane-a", conf, beside); err != nil {
 		t.Errorf("the node configuration in the store: %v", err)
 	}
 

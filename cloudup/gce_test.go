@@ -332,8 +332,10 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 		want += "  InstanceTemplate/" + n + " (instance group nodes is no longer in the spec)\n"
 		applied = append(applied, "  delete InstanceTemplate/"+n+"\n")
 	}
+	// The last group of role Node takes the role's configuration with it.
+	want += "  StoreFile/" + demo + "/nodeup/Node.role (no instance group of role Node is left in the spec)\n"
 	want += "  StoreFile/" + demo + "/nodeup/nodes (instance group nodes is no longer in the spec)\n"
-	applied = append(applied, "  delete StoreFile/"+demo+"/nodeup/nodes\n")
+	applied = append(applied, "  delete StoreFile/"+demo+"/nodeup/Node.role\n", "  delete StoreFile/"+demo+"/nodeup/nodes\n")
 	out.Reset()
 	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
 		t.Fatalf("update: %v\n%s", err, &out)

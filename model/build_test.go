@@ -199,7 +199,7 @@ func TestNodeConfFile(t *testing.T) {
 	if f.Contents != nil || f.SecretContents.Reveal() != string(want) || *f.Mode != 0o600 {
 		t.Errorf("%s: mode %v, want mode 0600 and the encoded node configuration, as a secret (it carries keys)", nodeConfFile, *f.Mode)
 	}
-	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(f.SecretContents.Reveal()))
+	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(f.SecretContents.Reveal()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

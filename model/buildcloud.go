@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 
 	"kubeup.dev/kubeup/engine"
@@ -118,34 +120,85 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	}
 	common := &commonTasks[C]{keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{},
 		nodeConfig: map[string]func() (engine.Secret, string, error){}}
-	for _, ig := range igs {
-		// One object per group, its sha256 on its first line: one atomic write, nothing to tear. It carries the
-		// keystore's files the group's role needs, made once the keypairs are found or issued.
-		once := sync.OnceValues(func() (nodeConfigMade, error) {
-			obj, shown, err := nodeConfigObject(c, ig, ks.issued())
-			return nodeConfigMade{obj, shown}, err
+	// What the groups of a role share is one object, written before the groups' configurations that pin it: a
+	// node that reads a group's configuration finds its role's (NodeRoleConfig).
+	roleObjs := map[string]func() (nodeConfigMade, error){}
+	roleTasks := map[string]*storetasks.SecretFile[C]{}
+	for _, role := range groupRoles(igs) {
+		roleObjs[role] = sync.OnceValues(func() (nodeConfigMade, error) {
+			rc, err := NewNodeRoleConfig(c, role, ks.issued())
+			if err != nil {
+				return nodeConfigMade{}, err
+			}
+			obj, err := rc.Encode()
+			if err != nil {
+				return nodeConfigMade{}, err
+			}
+			return shownObject(obj)
 		})
-		common.nodeConfig[ig.Metadata.Name] = func() (engine.Secret, string, error) {
-			m, err := once()
-			return m.obj, m.shown, err
-		}
+		roleTasks[role] = engine.Add(g, &storetasks.SecretFile[C]{
+			Path:   RoleConfigPath(name, role),
+			Make:   madeBy(roleObjs[role]),
+			Redact: RedactNodeConfigObject,
+			After:  ks.tasks(),
+		})
+	}
+	for _, ig := range igs {
+		// One object per group, its sha256 on its first line: one atomic write, nothing to tear. It pins its role's
+		// configuration, made once the keypairs are found or issued.
+		once := sync.OnceValues(func() (nodeConfigMade, error) {
+			role, err := roleObjs[ig.Spec.Role]()
+			if err != nil {
+				return nodeConfigMade{}, err
+			}
+			nc, err := NewGroupNodeConfig(ig, []byte(role.obj.Reveal()))
+			if err != nil {
+				return nodeConfigMade{}, err
+			}
+			obj, err := nc.Encode()
+			if err != nil {
+				return nodeConfigMade{}, err
+			}
+			return shownObject(obj)
+		})
+		common.nodeConfig[ig.Metadata.Name] = madeBy(once)
 		common.nodeConfigs[ig.Metadata.Name] = engine.Add(g, &storetasks.SecretFile[C]{
 			Path:   NodeConfigPath(name, ig.Metadata.Name),
 			Make:   common.nodeConfig[ig.Metadata.Name],
 			Redact: RedactNodeConfigObject,
-			After:  ks.tasks(),
+			After:  []engine.Task{roleTasks[ig.Spec.Role]},
 		})
 	}
 	return common, nil
 }
 
+// groupRoles are the roles of igs, sorted, each once.
+func groupRoles(igs []*InstanceGroup) []string {
+	var roles []string
+	for _, ig := range igs {
+		roles = append(roles, ig.Spec.Role)
+	}
+	slices.Sort(roles)
+	return slices.Compact(roles)
+}
+
 // StaleNodeConfigs is what the instance groups removed from the spec of a complete cluster leave in the state
-// store: their node configurations. It is no task of the cloud graph: an update deletes them once the graph is
-// applied (the kept ones written), and its dry run lists each one it will delete.
+// store: their node configurations, and the configuration of a role no group has any more (NodeRoleConfig). It
+// is no task of the cloud graph: an update deletes them once the graph is applied (the kept ones written), and
+// its dry run lists each one it will delete.
 func StaleNodeConfigs[C storetasks.World](c *Cluster, igs []*InstanceGroup) *storetasks.StaleObjects[C] {
 	s := &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(c.Metadata.Name, "x"))}
 	for _, ig := range igs {
 		s.Keep = append(s.Keep, ig.Metadata.Name)
+	}
+	for _, role := range groupRoles(igs) {
+		s.Keep = append(s.Keep, RoleConfigName(role))
+	}
+	s.Note = func(name string) string {
+		if role, ok := strings.CutSuffix(name, ".role"); ok {
+			return "no instance group of role " + role + " is left in the spec"
+		}
+		return ""
 	}
 	return s
 }
@@ -155,20 +208,19 @@ type nodeConfigMade struct {
 	shown string
 }
 
-// nodeConfigObject is the stored node configuration of ig, carrying the keystore's files from ks, and how a plan
-// shows it.
-func nodeConfigObject(c *Cluster, ig *InstanceGroup, ks Issued) (engine.Secret, string, error) {
-	nc := NewNodeConfig(c, ig)
-	if err := nc.AddKeystoreFiles(ks); err != nil {
-		return engine.Secret{}, "", err
+// madeBy is a SecretFile's Make of a stored configuration made once.
+func madeBy(once func() (nodeConfigMade, error)) func() (engine.Secret, string, error) {
+	return func() (engine.Secret, string, error) {
+		m, err := once()
+		return m.obj, m.shown, err
 	}
-	obj, err := nc.Encode()
-	if err != nil {
-		return engine.Secret{}, "", err
-	}
+}
+
+// shownObject is a stored configuration (a node's or a role's) and how a plan shows it.
+func shownObject(obj []byte) (nodeConfigMade, error) {
 	shown, err := RedactNodeConfigObject(string(obj))
 	if err != nil {
-		return engine.Secret{}, "", err
+		return nodeConfigMade{}, err
 	}
-	return engine.NewSecret(string(obj)), shown, nil
+	return nodeConfigMade{engine.NewSecret(string(obj)), shown}, nil
 }

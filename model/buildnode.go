@@ -87,13 +87,17 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
-	var conf string
+	var conf, roleConf string
 	if controlPlane && !o.LeaveNodeConf {
 		b, err := nc.Encode()
 		if err != nil {
 			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 		}
 		conf = string(b)
+		if b, err = nc.RoleObject(); err != nil {
+			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+		}
+		roleConf = string(b)
 	}
 
 	// The keystore's files come first: a component whose manifest is written starts at once, and reads them.
@@ -146,10 +150,18 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// protokube reads the node configuration nodeup verified, from a copy of its own: nodeup's may be a URL
 		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
 		// is the cluster's spec.
+		// A configuration that names its role's (NodeConfig.RoleConfig) finds it beside it: that copy is written
+		// first, so that protokube never reads a node.conf whose role's configuration is not there yet.
 		var dependsOn []engine.Task
 		if !o.LeaveNodeConf {
+			var after []engine.Task
+			if roleConf != "" {
+				after = append(after, engine.AddIn(g, in, &nodetasks.File{
+					Path: path.Join(path.Dir(nodeConfFile), nc.RoleConfig.Object), SecretContents: ptr(engine.NewSecret(roleConf)), Mode: ptr(os.FileMode(0o600)),
+				}))
+			}
 			dependsOn = append(dependsOn, engine.AddIn(g, in, &nodetasks.File{
-				Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)),
+				Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)), After: after,
 			}))
 		}
 		engine.AddIn(g, in, &nodetasks.SystemdService{

@@ -25,17 +25,35 @@ const KindNodeConfig = "NodeConfig"
 
 // NodeConfig is what a node of one instance group needs to converge: the complete cluster spec, its instance
 // group and, on the control plane, protokube's configuration. `kubeup update cluster` writes it to the state
-// store (<cluster>/nodeup/<instance group>, with its sha256 beside it); nodeup reads it at boot.
+// store (<cluster>/nodeup/<instance group>, its sha256 on its first line); nodeup reads it at boot.
+//
+// What every group of a role shares (the cluster spec and the keystore's files) kubeup stores once, in the role's
+// configuration beside the groups' (NodeRoleConfig, <cluster>/nodeup/<role>.role): a group's stored
+// configuration names it in RoleConfig, pinned by its sha256, and holds no Cluster, Files or Protokube. So the
+// configurations of M control-plane groups are not M copies of a spec and keystore that grow with the members,
+// and a spec change is one changed object in a plan. Read back (DecodeNodeConfigObject), the configuration is
+// whole again: Cluster and Files from the role's configuration, Protokube derived. A configuration with no
+// RoleConfig holds everything itself (one written by hand, or by a test).
 type NodeConfig struct {
 	APIVersion    string           `json:"apiVersion"`
 	Kind          string           `json:"kind"`
-	Cluster       *Cluster         `json:"cluster"`
+	Cluster       *Cluster         `json:"cluster,omitempty"`
 	InstanceGroup *InstanceGroup   `json:"instanceGroup"`
 	Protokube     *ProtokubeConfig `json:"protokube,omitempty"`
 	// Files are the certificates, keys and kubeconfigs of the cluster's keystore that the node's role needs
 	// (see AddKeystoreFiles); nodeup writes them. Those that hold a private key are Sensitive: plans show the
 	// configuration without them (RedactNodeConfigObject).
 	Files []NodeFile `json:"files,omitempty"`
+	// RoleConfig names the role's configuration that holds Cluster and Files, beside this one.
+	RoleConfig *RoleConfigRef `json:"roleConfig,omitempty"`
+}
+
+// RoleConfigRef names the role's configuration (NodeRoleConfig) in the same directory as a node configuration,
+// and the sha256 on its first line: a node uses that object only.
+type RoleConfigRef struct {
+	// Object is the name of the role's configuration: RoleConfigName of the group's role, nothing else.
+	Object string `json:"object"`
+	SHA256 string `json:"sha256"`
 }
 
 // ProtokubeConfig is what protokube needs on a control-plane node: which volumes hold the etcd members it may
@@ -170,7 +188,7 @@ func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {
 // AddKeystoreFiles sets the files of the keystore the node's role needs (NodeFile), from what ks holds: what
 // `kubeup update cluster` found or issued. A keypair ks does not hold yet (a dry run's) is PendingPEM.
 func (nc *NodeConfig) AddKeystoreFiles(ks Issued) error {
-	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup, ks)
+	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup.Spec.Role, ks)
 	if err != nil {
 		return err
 	}
@@ -178,26 +196,46 @@ func (nc *NodeConfig) AddKeystoreFiles(ks Issued) error {
 	return nil
 }
 
-// RedactNodeConfigObject shows a stored node configuration (as Encode wrote it) with the contents of every
-// secret file replaced by (sensitive): what a plan may print. A file is secret when it is Sensitive, and also
-// when the flag is missing but its mode or its contents say it holds a key (NodeFile.secret): when in doubt,
-// redact. It reads the object leniently (no sha256 or
-// spec check: it only shows it); an object that is not YAML is an error that never quotes it.
+// RedactNodeConfigObject shows a stored node configuration (as Encode wrote it), or a role's configuration
+// (NodeRoleConfig.Encode), with the contents of every secret file replaced by (sensitive): what a plan may print.
+// A file is secret when it is Sensitive, and also when the flag is missing but its mode or its contents say it
+// holds a key (NodeFile.secret): when in doubt, redact. It reads the object leniently (no sha256 or spec check:
+// it only shows it); an object that is not YAML is an error that never quotes it.
 func RedactNodeConfigObject(obj string) (string, error) {
 	first, rest, ok := strings.Cut(obj, "\n")
 	if !ok || !strings.HasPrefix(first, nodeConfigSumPrefix) {
 		return "", errors.New("not a node configuration: no first line " + nodeConfigSumPrefix + "<hex>")
 	}
-	var nc NodeConfig
-	if err := yaml.Unmarshal([]byte(rest), &nc); err != nil {
+	var kind struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal([]byte(rest), &kind); err != nil {
 		return "", errors.New("not a node configuration: its YAML does not decode")
 	}
-	for i := range nc.Files {
-		if nc.Files[i].secret() {
-			nc.Files[i].Contents = engine.Redacted
+	var v any
+	var files []NodeFile
+	switch kind.Kind {
+	case KindNodeRoleConfig:
+		var rc NodeRoleConfig
+		v = &rc
+		if err := yaml.Unmarshal([]byte(rest), &rc); err != nil {
+			return "", errors.New("not a role's configuration: its YAML does not decode")
+		}
+		files = rc.Files
+	default:
+		var nc NodeConfig
+		v = &nc
+		if err := yaml.Unmarshal([]byte(rest), &nc); err != nil {
+			return "", errors.New("not a node configuration: its YAML does not decode")
+		}
+		files = nc.Files
+	}
+	for i := range files {
+		if files[i].secret() {
+			files[i].Contents = engine.Redacted
 		}
 	}
-	shown, err := yaml.Marshal(&nc)
+	shown, err := yaml.Marshal(v)
 	if err != nil {
 		return "", err
 	}
@@ -209,9 +247,14 @@ func RedactNodeConfigObject(obj string) (string, error) {
 const nodeConfigSumPrefix = "# sha256:"
 
 // Marshal renders the node configuration as YAML, byte-stable, and its sha256 in hex. What kubeup stores is
-// Encode's object, which carries this sha256 on its first line.
+// Encode's object, which carries this sha256 on its first line. A configuration that names its role's
+// configuration (RoleConfig) is rendered without what that holds: Cluster, Files and Protokube.
 func (nc *NodeConfig) Marshal() (data []byte, sha string, err error) {
-	data, err = yaml.Marshal(nc)
+	v := nc
+	if nc.RoleConfig != nil {
+		v = &NodeConfig{APIVersion: nc.APIVersion, Kind: nc.Kind, InstanceGroup: nc.InstanceGroup, RoleConfig: nc.RoleConfig}
+	}
+	data, err = yaml.Marshal(v)
 	if err != nil {
 		return nil, "", fmt.Errorf("encoding the node configuration: %w", err)
 	}
@@ -227,46 +270,75 @@ func (nc *NodeConfig) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return withSumLine(data, sum), nil
+}
+
+func withSumLine(data []byte, sum string) []byte {
 	obj := make([]byte, 0, len(nodeConfigSumPrefix)+len(sum)+1+len(data))
 	obj = append(obj, nodeConfigSumPrefix+sum+"\n"...)
-	return append(obj, data...), nil
+	return append(obj, data...)
 }
 
 // NodeConfigSumError is a node configuration whose content does not match the sha256 on its first line, or that
 // has no complete first line yet: a copy still being written, a truncated or damaged one. Whether to read it
-// again is the caller's choice; trusting it never is.
+// again is the caller's choice; trusting it never is. It is also a role's configuration that is not the one the
+// node configuration names (PinnedBy): one of the two was read before the other was written again.
 type NodeConfigSumError struct {
 	// Source names the configuration.
 	Source string
 	// Want is the sha256 the first line names ("" when there is no complete first line); Got is the sha256 of the
 	// content after it.
 	Want, Got string
+	// PinnedBy, when set, names the node configuration whose roleConfig.sha256 is Want; Got is then the sha256 on
+	// Source's first line.
+	PinnedBy string
 }
 
 func (e *NodeConfigSumError) Error() string {
-	if e.Want == "" {
+	switch {
+	case e.PinnedBy != "":
+		return fmt.Sprintf("%s is %s (its first line), but %s names %s (roleConfig.sha256): the two are not from one `kubeup update cluster` "+
+			"(one was read while the other was being written)", e.Source, e.Got, e.PinnedBy, e.Want)
+	case e.Want == "":
 		return fmt.Sprintf("%s: incomplete: no complete first line %q<sha256> yet (a copy still being written, or truncated)", e.Source, nodeConfigSumPrefix)
 	}
 	return fmt.Sprintf("%s: content does not match its sha256: the first line says %s, the content after it hashes to %s "+
 		"(check by hand: tail -n +2 FILE | sha256sum)", e.Source, e.Want, e.Got)
 }
 
+// ReadBeside reads the object name in the directory of the node configuration being decoded (the state store's
+// <cluster>/nodeup, or the directory of a local file), and says how errors name it. A missing object is an error
+// that wraps fs.ErrNotExist.
+type ReadBeside func(name string) (source string, obj []byte, err error)
+
 // DecodeNodeConfigObject reads the object Encode wrote: it checks the content against the sha256 of its first
 // line (a mismatch, or no complete first line, is a *NodeConfigSumError), then decodes and validates the rest
-// as DecodeNodeConfig does. source names the object in errors.
-func DecodeNodeConfigObject(source string, obj []byte) (*NodeConfig, error) {
+// as DecodeNodeConfig does. source names the object in errors. A configuration that names its role's
+// configuration (RoleConfig) is made whole from that object, read with beside: it must be the one pinned by the
+// configuration's roleConfig.sha256 (else a *NodeConfigSumError), and be whole itself.
+func DecodeNodeConfigObject(source string, obj []byte, beside ReadBeside) (*NodeConfig, error) {
+	rest, want, err := splitObject(source, obj)
+	if err != nil {
+		return nil, err
+	}
+	return decodeNodeConfig(source, rest, want, beside)
+}
+
+// splitObject checks a stored object (a first line "# sha256:<hex>", then YAML) and returns what follows its
+// first line and the sha256 it states.
+func splitObject(source string, obj []byte) (rest []byte, sum string, err error) {
 	first, rest, complete := bytes.Cut(obj, []byte("\n"))
 	if !complete {
 		if isPrefixOfSumLine(first) {
-			return nil, &NodeConfigSumError{Source: source, Got: sha256Hex(rest)}
+			return nil, "", &NodeConfigSumError{Source: source, Got: sha256Hex(rest)}
 		}
-		return nil, notAnObjectError(source)
+		return nil, "", notAnObjectError(source)
 	}
 	want, ok := strings.CutPrefix(string(first), nodeConfigSumPrefix)
 	if !ok || !isSHA256Hex(want) {
-		return nil, notAnObjectError(source)
+		return nil, "", notAnObjectError(source)
 	}
-	return DecodeNodeConfig(source, rest, want)
+	return rest, want, nil
 }
 
 // NodeConfigObjectSHA256 returns the sha256 a stored node configuration (Encode's object) states on its first
@@ -316,37 +388,24 @@ func sha256Hex(data []byte) string {
 // path), after checking it against wantSHA256 (hex, surrounding space ignored; a mismatch is a
 // *NodeConfigSumError), and validates the spec it holds with ValidateInstanceGroup (an *InvalidError with field
 // paths): a node converges nothing from a configuration kubeup would not have written. source names the input
-// in errors. A stored object is read with DecodeNodeConfigObject.
+// in errors. It must hold everything itself (no RoleConfig); a stored object is read with
+// DecodeNodeConfigObject.
 func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfig, error) {
-	got := sha256Hex(data)
-	want := strings.ToLower(strings.TrimSpace(wantSHA256))
-	if got != want {
-		return nil, &NodeConfigSumError{Source: source, Want: want, Got: got}
-	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: malformed YAML: %w", source, err)
-	}
-	var raw any
-	if err := json.Unmarshal(js, &raw); err != nil {
-		return nil, fmt.Errorf("%s: malformed YAML: %w", source, err)
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: a node configuration is a mapping of apiVersion, kind, cluster and instanceGroup, not %s", source, jsonKind(raw))
-	}
-	var ps problems
-	checkShape("", "", raw, reflect.TypeOf(NodeConfig{}), &ps)
-	if err := ps.err(source); err != nil {
-		return nil, err
-	}
+	return decodeNodeConfig(source, data, wantSHA256, nil)
+}
+
+func decodeNodeConfig(source string, data []byte, wantSHA256 string, beside ReadBeside) (*NodeConfig, error) {
 	nc := &NodeConfig{}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(nc); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+	if err := decodeStrict(source, data, wantSHA256, "a node configuration is a mapping of apiVersion, kind, cluster and instanceGroup", nc); err != nil {
+		return nil, err
 	}
 	if nc.Kind != KindNodeConfig || nc.APIVersion != APIVersion {
 		return nil, fmt.Errorf("%s: kind %q, apiVersion %q: want kind %s, apiVersion %s", source, nc.Kind, nc.APIVersion, KindNodeConfig, APIVersion)
+	}
+	if nc.RoleConfig != nil {
+		if err := nc.resolveRole(source, beside); err != nil {
+			return nil, err
+		}
 	}
 	if nc.Cluster == nil || nc.InstanceGroup == nil {
 		return nil, fmt.Errorf("%s: cluster and instanceGroup are required", source)
@@ -362,6 +421,39 @@ func DecodeNodeConfig(source string, data []byte, wantSHA256 string) (*NodeConfi
 		return nil, err
 	}
 	return nc, nil
+}
+
+// decodeStrict checks data against wantSHA256 (a mismatch is a *NodeConfigSumError), then decodes its YAML into
+// v (a pointer to a struct) strictly: every unknown field or value of the wrong type is a problem with its path.
+// shape says what the object must be when it is not a mapping.
+func decodeStrict(source string, data []byte, wantSHA256, shape string, v any) error {
+	got := sha256Hex(data)
+	want := strings.ToLower(strings.TrimSpace(wantSHA256))
+	if got != want {
+		return &NodeConfigSumError{Source: source, Want: want, Got: got}
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("%s: malformed YAML: %w", source, err)
+	}
+	var raw any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return fmt.Errorf("%s: malformed YAML: %w", source, err)
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return fmt.Errorf("%s: %s, not %s", source, shape, jsonKind(raw))
+	}
+	var ps problems
+	checkShape("", "", raw, reflect.TypeOf(v), &ps)
+	if err := ps.err(source); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	return nil
 }
 
 // notWritten ends every problem checkDerived finds. Since the check compares with this binary's derivation, a
@@ -414,7 +506,7 @@ func checkDerived(source string, nc *NodeConfig) error {
 		}
 	}
 
-	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup, Issued{})
+	files, err := nodeFiles(nc.Cluster, nc.InstanceGroup.Spec.Role, Issued{})
 	if err != nil {
 		return fmt.Errorf("%s: the files kubeup writes for this instance group: %w", source, err)
 	}

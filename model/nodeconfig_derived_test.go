@@ -24,7 +24,7 @@ func TestDecodeNodeConfigDerivedAccepted(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := DecodeNodeConfigObject("conf", obj); err != nil {
+				if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
 					t.Errorf("%s %d %s: %v", cloud, controlPlanes, ig.Metadata.Name, err)
 				}
 			}
@@ -39,7 +39,7 @@ func TestDecodeNodeConfigDerivedAccepted(t *testing.T) {
 	nc.Files = append(nc.Files, nc.Files[0])
 	if obj, err := nc.Encode(); err != nil {
 		t.Fatal(err)
-	} else if _, err := DecodeNodeConfigObject("conf", obj); err != nil {
+	} else if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
 		t.Errorf("a file listed twice, the same: %v", err)
 	}
 
@@ -138,7 +138,7 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeNodeConfigObject("conf", obj)
+			_, err = DecodeNodeConfigObject("conf", obj, nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -169,7 +169,7 @@ func TestDecodeNodeConfigDerivedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = DecodeNodeConfigObject("s3://state/demo/nodeup/control-plane-a", obj)
+	_, err = DecodeNodeConfigObject("s3://state/demo/nodeup/control-plane-a", obj, nil)
 	want := fmt.Sprintf("s3://state/demo/nodeup/control-plane-a: 2 problems:\n"+
 		"  protokube.etcdClusters[0].name: \"main/../../x\", but kubeup writes %q from this cluster and instance group; %s\n"+
 		"  files[0].path: \"/etc/sudoers.d/zz\" is not a file kubeup writes for instance group \"control-plane-a\" (role ControlPlane); %s",
@@ -200,7 +200,7 @@ func TestNodeConfigLeavesTheSizeOut(t *testing.T) {
 	if string(before) != string(after) {
 		t.Errorf("a resize changed the node configuration:\n%s\n---\n%s", before, after)
 	}
-	if _, err := DecodeNodeConfigObject("conf", after); err != nil {
+	if _, err := DecodeNodeConfigObject("conf", after, nil); err != nil {
 		t.Errorf("the configuration without the size is refused: %v", err)
 	}
 }

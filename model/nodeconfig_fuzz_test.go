@@ -77,7 +77,7 @@ func FuzzNodeConfig(f *testing.F) {
 			obj = append([]byte(nodeConfigSumPrefix+sha256Hex(body)+"\n"), body...)
 		}
 		checkRedacted(t, obj)
-		nc, err := DecodeNodeConfigObject("conf", obj)
+		nc, err := DecodeNodeConfigObject("conf", obj, nil)
 		if err != nil {
 			checkNodeConfigError(t, err)
 			return
@@ -87,7 +87,7 @@ func FuzzNodeConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encoding a configuration nodeup accepted: %v", err)
 		}
-		again, err := DecodeNodeConfigObject("written", written)
+		again, err := DecodeNodeConfigObject("written", written, nil)
 		if err != nil {
 			t.Fatalf("the configuration as written is refused: %v\nread:\n%q\nwritten:\n%s", err, obj, written)
 		}
@@ -211,7 +211,7 @@ func checkRedacted(t *testing.T, obj []byte) {
 func TestDecodeNodeConfigNotAMapping(t *testing.T) {
 	for body, kind := range map[string]string{"0\n": "the number 0", "[a]\n": "a list", "": "null", "x\n": `the string "x"`} {
 		obj := []byte(nodeConfigSumPrefix + sha256Hex([]byte(body)) + "\n" + body)
-		_, err := DecodeNodeConfigObject("conf", obj)
+		_, err := DecodeNodeConfigObject("conf", obj, nil)
 		want := "conf: a node configuration is a mapping of apiVersion, kind, cluster and instanceGroup, not " + kind
 		if err == nil || err.Error() != want {
 			t.Errorf("body %q: error %v, want %q", body, err, want)

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,9 +15,9 @@ import (
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
-// TestNodeConfigIsOneObject: the cloud graph writes each group's node configuration as ONE object that carries
-// its own sha256 on its first line (no .sha256 object beside it that a killed update could leave out of step),
-// checkable by hand with `tail -n +2 FILE | sha256sum`.
+// TestNodeConfigIsOneObject: the cloud graph writes each group's node configuration, and each role's, as ONE object
+// that carries its own sha256 on its first line (no .sha256 object beside it that a killed update could leave out
+// of step), checkable by hand with `tail -n +2 FILE | sha256sum`.
 func TestNodeConfigIsOneObject(t *testing.T) {
 	c, igs := completeSpec(t, CloudLocal, 1)
 	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
@@ -42,8 +44,12 @@ func TestNodeConfigIsOneObject(t *testing.T) {
 		}
 		objects[f.Path] = f.Contents.Reveal()
 	}
+	var paths []string
 	for _, ig := range igs {
-		p := NodeConfigPath(c.Metadata.Name, ig.Metadata.Name)
+		paths = append(paths, NodeConfigPath(c.Metadata.Name, ig.Metadata.Name))
+	}
+	paths = append(paths, RoleConfigPath(c.Metadata.Name, RoleControlPlane), RoleConfigPath(c.Metadata.Name, RoleNode))
+	for _, p := range paths {
 		obj, ok := objects[p]
 		if !ok {
 			t.Errorf("no store object %s", p)
@@ -55,9 +61,15 @@ func TestNodeConfigIsOneObject(t *testing.T) {
 		if want := "# sha256:" + hex.EncodeToString(sum[:]); first != want {
 			t.Errorf("%s: first line %q, want %q (the sha256 of the rest)", p, first, want)
 		}
-		if ig.Metadata.Name == "nodes" {
+		switch p {
+		case NodeConfigPath(c.Metadata.Name, "nodes"):
 			golden.Assert(t, "testdata/nodeconfig-object-nodes.golden", []byte(obj))
+		case RoleConfigPath(c.Metadata.Name, RoleNode):
+			golden.Assert(t, "testdata/nodeconfig-object-node-role.golden", []byte(obj))
 		}
+	}
+	if len(objects) != len(paths) {
+		t.Errorf("the cloud graph writes %d objects under nodeup/, want %d: %v", len(objects), len(paths), slices.Sorted(maps.Keys(objects)))
 	}
 }
 
@@ -73,7 +85,7 @@ func TestNodeConfigObjectRoundTrip(t *testing.T) {
 	if again, _ := nc.Encode(); !bytes.Equal(obj, again) {
 		t.Error("Encode is not byte-stable")
 	}
-	got, err := DecodeNodeConfigObject("conf", obj)
+	got, err := DecodeNodeConfigObject("conf", obj, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +127,7 @@ func TestDecodeNodeConfigObjectDamaged(t *testing.T) {
 		{name: "not a node configuration", obj: []byte("hello\n"), want: []string{"the first line is not"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeNodeConfigObject("conf", tt.obj)
+			_, err := DecodeNodeConfigObject("conf", tt.obj, nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}

@@ -9,7 +9,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 )
 
-// TestRedactWithoutSensitiveFlag is the reviewer's case: a stored node configuration whose files lost their
+// TestRedactWithoutSensitiveFlag is the reviewer's case: a stored role's configuration whose files lost their
 // sensitive flag (edited by hand, written by an older kubeup) still shows no key in a plan: kube-proxy's
 // kubeconfig (client-key-data) and every key are shown as (sensitive), by their mode and their contents.
 func TestRedactWithoutSensitiveFlag(t *testing.T) {
@@ -36,7 +36,7 @@ func TestRedactWithoutSensitiveFlag(t *testing.T) {
 				for i := range edited.Files {
 					loosen(&edited.Files[i])
 				}
-				obj, err := edited.Encode()
+				obj, err := edited.RoleObject() // the stored object that holds the files
 				if err != nil {
 					t.Fatal(err)
 				}

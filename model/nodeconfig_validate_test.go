@@ -21,7 +21,7 @@ func TestDecodeNodeConfigValidates(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := DecodeNodeConfigObject("conf", obj); err != nil {
+					if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
 						t.Errorf("the configuration of a valid cluster: %v", err)
 					}
 				})
@@ -69,7 +69,7 @@ func TestDecodeNodeConfigValidates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeNodeConfigObject("conf", obj)
+			_, err = DecodeNodeConfigObject("conf", obj, nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}

@@ -59,12 +59,12 @@ func (f NodeFile) secret() bool {
 // hold it, so the plan shows every file and configuration that will change.
 const PendingPEM = "(to be issued by this update)"
 
-// nodeFiles are the keystore's files a node of ig needs, from what ks holds. Every node: the Kubernetes CA's
+// nodeFiles are the keystore's files a node of role needs, from what ks holds. Every node: the Kubernetes CA's
 // certificate (kubelet verifies its clients with it) and kube-proxy's kubeconfig. The control plane, besides:
 // kube-apiserver's serving certificate and client certificates, the service-account key pair, the
 // controller-manager's and the scheduler's kubeconfigs, and every etcd member's certificates (a member's volume,
 // and so the member, may move to any control-plane node). No node receives a CA's key.
-func nodeFiles(c *Cluster, ig *InstanceGroup, ks Issued) ([]NodeFile, error) {
+func nodeFiles(c *Cluster, role string, ks Issued) ([]NodeFile, error) {
 	s := &c.Spec
 	var files []NodeFile
 	// add adds f unless the same file is there already: two fields of the spec may name one path when they mean
@@ -88,7 +88,7 @@ func nodeFiles(c *Cluster, ig *InstanceGroup, ks Issued) ([]NodeFile, error) {
 
 	cert(s.Kubelet.ClientCAFile, KeypairKubernetesCA)
 	kubeconfig(s.KubeProxy.Kubeconfig, internalAPI, KeypairKubeProxy)
-	if ig.Spec.Role != RoleControlPlane {
+	if role != RoleControlPlane {
 		return files, nil
 	}
 	a := s.KubeAPIServer

@@ -40,8 +40,13 @@ var NodeupFiles = []string{
 // NodeupUnits are the systemd units nodeup installs from a node configuration.
 var NodeupUnits = []string{"kubelet.service", "protokube.service"}
 
-// reservedNodePaths are files in SpecNodeDirs that kubeup itself writes, which no spec path may name.
-var reservedNodePaths = []string{nodeConfFile}
+// reservedNodePaths are files in SpecNodeDirs that kubeup itself writes, which no spec path may name: the node's
+// configuration and its role's beside it.
+var reservedNodePaths = []string{
+	nodeConfFile,
+	path.Join(path.Dir(nodeConfFile), RoleConfigName(RoleControlPlane)),
+	path.Join(path.Dir(nodeConfFile), RoleConfigName(RoleNode)),
+}
 
 // under reports whether p is strictly below dir.
 func under(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }

@@ -7,10 +7,12 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"io/fs"
 	"kubeup.dev/kubeup/tasks/storetasks/storetest"
 	"log/slog"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,19 +104,34 @@ func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
 	return ks
 }
 
-// storedNodeConfig reads an instance group's node configuration back from the store.
+// storedNodeConfig reads an instance group's node configuration back from the store, whole (with its role's
+// configuration, as a node reads it), and returns it with the stored object that holds its files and keys: the
+// role's configuration.
 func storedNodeConfig(t *testing.T, store *memStore, cluster, ig string) (*NodeConfig, string) {
 	t.Helper()
 	p := NodeConfigPath(cluster, ig)
-	obj, ok := store.Snapshot()[p]
+	snap := store.Snapshot()
+	obj, ok := snap[p]
 	if !ok {
 		t.Fatalf("no node configuration %s", p)
 	}
-	nc, err := DecodeNodeConfigObject(p, []byte(obj))
+	var role string
+	nc, err := DecodeNodeConfigObject(p, []byte(obj), func(name string) (string, []byte, error) {
+		where := path.Join(path.Dir(p), name)
+		o, ok := snap[where]
+		if !ok {
+			return where, nil, fs.ErrNotExist
+		}
+		role = o
+		return where, []byte(o), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nc, obj
+	if role == "" {
+		t.Fatalf("%s names no role's configuration: kubeup stores the cluster and files once per role", p)
+	}
+	return nc, role
 }
 
 // keyForms are the forms a private key could leak in: a line of its PEM's body, and a stretch of the base64 of

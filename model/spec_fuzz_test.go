@@ -96,7 +96,7 @@ func FuzzDecodeSpec(f *testing.F) {
 			if err != nil {
 				t.Fatalf("instance group %s: encoding its node configuration: %v", ig.Metadata.Name, err)
 			}
-			if _, err := DecodeNodeConfigObject("conf", obj); err != nil {
+			if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
 				t.Fatalf("instance group %s: a node refuses the configuration of a valid spec: %v", ig.Metadata.Name, err)
 			}
 		}

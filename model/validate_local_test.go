@@ -180,7 +180,7 @@ func TestProtokubeConfigCarriesLocalDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeNodeConfigObject("conf", obj)
+	back, err := DecodeNodeConfigObject("conf", obj, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

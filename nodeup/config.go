@@ -157,7 +157,7 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 		if src.nc != nil && bytes.Equal(data, src.last) {
 			return src.nc, nil // decoded, checked and pinned already
 		}
-		nc, err := model.DecodeNodeConfigObject(src.name, data)
+		nc, err := model.DecodeNodeConfigObject(src.name, data, src.beside(ctx))
 		var sumErr *model.NodeConfigSumError
 		switch {
 		case err == nil:
@@ -166,6 +166,8 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 			}
 			src.last, src.nc = data, nc
 			return nc, nil
+		case errors.As(err, new(*storeReadError)):
+			return nil, err
 		case !errors.As(err, &sumErr):
 			// The object is whole (or not one of ours at all): reading it again will not help.
 			return nil, &ConfigError{Err: fmt.Errorf("%w\nThis nodeup cannot use the configuration: write it again with `kubeup update cluster --yes`, "+
@@ -258,6 +260,32 @@ func (src *confSource) read(ctx context.Context) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// beside reads an object in the configuration's directory (its role's configuration: model.ReadBeside), from
+// the same store or the same directory on this machine. A failure to reach a state store is worth another try
+// (not a *ConfigError); a missing object wraps fs.ErrNotExist.
+func (src *confSource) beside(ctx context.Context) model.ReadBeside {
+	return func(name string) (string, []byte, error) {
+		if src.file != "" {
+			p := filepath.Join(filepath.Dir(src.file), name)
+			data, err := os.ReadFile(p)
+			return p, data, err
+		}
+		where := src.name[:strings.LastIndex(src.name, "/")+1] + name
+		data, err := src.store.ReadFile(ctx, name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = &storeReadError{err}
+		}
+		return where, data, err
+	}
+}
+
+// storeReadError is a failed read of an object beside the configuration in a state store (network,
+// permissions): worth another try, as a failed read of the configuration is.
+type storeReadError struct{ err error }
+
+func (e *storeReadError) Error() string { return e.err.Error() }
+func (e *storeReadError) Unwrap() error { return e.err }
 
 // readError explains a failed read of the configuration.
 func (src *confSource) readError(err error) error {

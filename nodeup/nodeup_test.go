@@ -553,7 +553,7 @@ func TestSelfUnit(t *testing.T) {
 // check: the apply changes exactly what the dry run announced, and leaves no perpetual diff.
 func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
 	ctx := context.Background()
-	nc, err := model.DecodeNodeConfigObject("conf", nodeConfig(t, "control-plane-a"))
+	nc, err := model.DecodeNodeConfigObject("conf", nodeConfig(t, "control-plane-a"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,8 +212,8 @@ func TestSentinelSecretsNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The search finds what it looks for: a control-plane node's configuration holds keys in their forms.
-	conf, err := os.ReadFile(filepath.Join(state, name, "nodeup", "control-plane-a"))
+	// The search finds what it looks for: the control plane's role's configuration holds keys in their forms.
+	conf, err := os.ReadFile(filepath.Join(state, name, "nodeup", "ControlPlane.role"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,16 @@ type Object struct {
 	Group string
 	// Machines: deleting the object deletes the group's machines (an Auto Scaling group, a managed instance group).
 	Machines bool
+	// Note, when set, says why the object goes instead of naming Group: an object that no single group left.
+	Note string
 }
 
 // Change is the plan's deletion of o, its note naming the group that is gone.
 func (o Object) Change() engine.Change {
 	note := "instance group " + o.Group + " is no longer in the spec"
+	if o.Note != "" {
+		note = o.Note
+	}
 	if o.Machines {
 		note += "; its machines go with it"
 	}

@@ -32,6 +32,9 @@ type StaleObjects[C World] struct {
 	Prefix string
 	// Keep are the names (the last path element) of the objects under Prefix to keep: the spec's groups.
 	Keep []string
+	// Note, when set, says why the object of a name goes (the plan's note), or "" for the default: the instance
+	// group of that name is no longer in the spec.
+	Note func(name string) string
 }
 
 // find lists Prefix and returns the stale objects, sorted. A store that cannot list (an in-memory test store) has
@@ -59,7 +62,11 @@ func (s *StaleObjects[C]) find(ctx context.Context, world C) ([]removedgroups.Ob
 		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(s.Keep, name) {
 			continue
 		}
-		out = append(out, removedgroups.Object{Key: engine.Key{Type: "StoreFile", Name: path.Join(s.Prefix, name)}, Group: name})
+		o := removedgroups.Object{Key: engine.Key{Type: "StoreFile", Name: path.Join(s.Prefix, name)}, Group: name}
+		if s.Note != nil {
+			o.Note = s.Note(name)
+		}
+		out = append(out, o)
 	}
 	return removedgroups.Sorted(nil, out), nil
 }
