@@ -22,7 +22,8 @@ import (
 //	                                  InstanceGroups (YAML documents separated by "---")
 //	<cluster>/lock                    who is running `update --yes` or `delete --yes` on it (see Lock)
 //	<cluster>/cluster-completed.spec  the complete spec the last update applied
-//	<cluster>/nodeup/<group>[.sha256] each group's node configuration, which nodeup reads
+//	<cluster>/nodeup/<group>          each group's node configuration, which nodeup reads
+//	<cluster>/nodeup/<Role>.role      what the groups of a role share (the spec, the keystore's files), once
 //
 // A cluster's spec is one object, so that every change of it is all or nothing: no object store offers
 // transactions over several objects. It is written with one conditional write (statestore.Store.WriteIf): on

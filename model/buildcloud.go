@@ -26,7 +26,8 @@ func CompletedSpecPath(cluster string) string { return path.Join(cluster, "clust
 
 // NodeConfigPath is an instance group's node configuration: one object, the YAML of a NodeConfig after a first
 // line "# sha256:<hex of the rest>" (NodeConfig.Encode, DecodeNodeConfigObject). kubeup writes it in one atomic
-// write; there is no separate .sha256 object to be out of step with it.
+// write; there is no separate .sha256 object to be out of step with it. It names its role's configuration beside
+// it (RoleConfigPath), which it pins by that object's own first line.
 func NodeConfigPath(cluster, ig string) string { return path.Join(cluster, "nodeup", ig) }
 
 // cloudWorld is what every cloud's world offers besides its own API: DNS and the state store.

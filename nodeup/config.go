@@ -174,8 +174,12 @@ func (src *confSource) load(ctx context.Context, o *Options) (*model.NodeConfig,
 				"and run the nodeup of the same version as the kubeup that wrote it", err)}
 		case deadline.IsZero():
 			deadline = time.Now().Add(o.ConfigWait)
-			fmt.Fprintf(o.Err, "nodeup: node configuration %s: content does not match its sha256 (a copy still being written?): waiting up to %s for a complete one\n",
-				src.name, shortDuration(o.ConfigWait))
+			what := "content does not match its sha256 (a copy still being written?)"
+			if sumErr.PinnedBy != "" {
+				what = "its role's configuration " + sumErr.Source + " is not the one it pins (one of the two still being written?)"
+			}
+			fmt.Fprintf(o.Err, "nodeup: node configuration %s: %s: waiting up to %s for a complete one\n",
+				src.name, what, shortDuration(o.ConfigWait))
 		case !time.Now().Before(deadline):
 			return nil, &ConfigError{Err: fmt.Errorf("node configuration %w; still so after waiting %s: it is damaged or was changed after kubeup wrote it. "+
 				"Write it again with `kubeup update cluster --yes`; do not edit its first line", sumErr, shortDuration(o.ConfigWait))}
