@@ -12,6 +12,7 @@ import (
 
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakegce"
+	"kubeup.dev/kubeup/test/internal/storecheck"
 )
 
 // killedUpdates is how many SIGKILLed updates TestKilledUpdatesLeaveAWholeStore makes in make test;
@@ -73,7 +74,7 @@ func TestKilledUpdatesLeaveAWholeStore(t *testing.T) {
 		t.Logf("run %d: killed after %v (%v)", i, delay.Round(time.Millisecond), err)
 		a.settle(faults.DiskInvisibleCalls)
 		a.checkNoDuplicates(fmt.Sprintf("after kill %d", i))
-		for _, problem := range checkStateObjects("gs://"+bucket+"/clusters/"+cluster, a.storeObjects(t, cluster), false) {
+		for _, problem := range storecheck.Problems("gs://"+bucket+"/clusters/"+cluster, a.storeObjects(t, cluster), false) {
 			t.Errorf("after kill %d (seed %d): %s", i, seed, problem)
 		}
 	}
