@@ -8,7 +8,10 @@
 // wrapper around the handlers (server.go, faults.go), not sprinkled through them. What the fakes share of that
 // wrapper (counts, the seeded faults, the control endpoints, the command's loop) is internal/fakecontrol's; here
 // are AWS's parts: the operation a request is, the services faults apply to, the throttling answers, Mutating, and
-// the faults of eventual consistency.
+// the faults of eventual consistency. Every Describe* of EC2 and Auto Scaling that pages (volumes, VPCs, subnets,
+// security groups and their rules, images, launch templates and their versions, instances, tags; groups, their
+// tags and instances) lists through one helper (describe.go): its filters, checked against its names, what it
+// names, one page of those its filters pass.
 //
 // Control endpoints, beside the APIs (fakecontrol.Control): GET /__fake/calls returns per-operation call counts
 // as a JSON object ({"DescribeVolumes": 3, ...}), and under "__throttled" how many of them were answered with a
