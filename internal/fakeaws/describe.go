@@ -173,6 +173,35 @@ func cloneWith(form url.Values, k, v string) url.Values {
 	return f
 }
 
+// ids is how a Describe's request names resources by id: param.N, each "prefix-...", or the error malformed.
+// unpaged, when not "", is the set's name in the error of ids given with MaxResults: the Describe* that refuse to
+// page what they name.
+type ids struct{ param, prefix, malformed, unpaged string }
+
+// byID is what a Describe that takes ids lists (all, listed once the ids are checked) and keeps (those named, when
+// the request names some); a named id not among them is not found.
+func byID[R any](form url.Values, p ids, all func() []R, id func(R) string) ([]R, func(R) bool, error) {
+	named := strList(form, p.param)
+	for _, n := range named {
+		if !strings.HasPrefix(n, p.prefix+"-") {
+			return nil, nil, errorf(p.malformed, "Invalid id: \"%s\"", n)
+		}
+	}
+	if p.unpaged != "" && len(named) > 0 && has(form, "MaxResults") {
+		return nil, nil, errorf("InvalidParameterCombination", "The parameter %s cannot be used with the parameter maxResults", p.unpaged)
+	}
+	rs := all()
+	for _, n := range named {
+		if !slices.ContainsFunc(rs, func(r R) bool { return id(r) == n }) {
+			return nil, nil, notFound(n)
+		}
+	}
+	if len(named) == 0 {
+		return rs, nil, nil
+	}
+	return rs, func(r R) bool { return slices.Contains(named, id(r)) }, nil
+}
+
 // inIDOrder is the resources of m that keep keeps, in id order.
 func inIDOrder[T any](m map[string]T, keep func(T) bool) []T {
 	var out []T

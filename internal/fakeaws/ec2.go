@@ -407,17 +407,6 @@ func (s *Server) describeRegions(region string, form url.Values) (any, error) {
 	}{"fake-request", items(out)}, nil
 }
 
-// idList is the ids of list parameter prefix, each checked against the resource's id prefix (Malformed).
-func idList(form url.Values, param, prefix, malformed string) ([]string, error) {
-	ids := strList(form, param)
-	for _, id := range ids {
-		if !strings.HasPrefix(id, prefix+"-") {
-			return nil, errorf(malformed, "Invalid id: \"%s\"", id)
-		}
-	}
-	return ids, nil
-}
-
 // sortedIDs is the keys of a map of resources of region, in id order.
 func sortedIDs[T any](m map[string]T, inRegion func(T) bool) []string {
 	var out []string

@@ -91,20 +91,13 @@ func (s *Server) describeImages(region string, form url.Values) (any, error) {
 		key:  func(im *image) string { return im.id },
 		item: s.imageXML,
 	}, func() ([]*image, func(*image) bool, error) {
-		ids, err := idList(form, "ImageId", "ami", "InvalidAMIID.Malformed")
-		if err != nil {
+		all, keep, err := byID(form, ids{"ImageId", "ami", "InvalidAMIID.Malformed", ""}, func() []*image {
+			return inIDOrder(s.ec2.images, func(*image) bool { return true })
+		}, func(im *image) string { return im.id })
+		// Every image is Debian's, in every region.
+		if owners := strList(form, "Owner"); len(owners) > 0 && !slices.Contains(owners, DebianOwner) {
 			return nil, nil, err
 		}
-		for _, id := range ids {
-			if _, ok := s.ec2.images[id]; !ok {
-				return nil, nil, notFound(id)
-			}
-		}
-		// Every image is Debian's, in every region.
-		owners := strList(form, "Owner")
-		if len(owners) > 0 && !slices.Contains(owners, DebianOwner) {
-			return nil, nil, nil
-		}
-		return inIDOrder(s.ec2.images, func(*image) bool { return true }), named(ids, func(im *image) string { return im.id }), nil
+		return all, keep, err
 	})
 }

@@ -286,19 +286,9 @@ func (s *Server) describeInstances(region string, form url.Values) (any, error) 
 			return reservationXML{ReservationID: i.reservation, OwnerID: AccountID, Instances: items([]instanceXML{s.instanceXML(i)})}
 		},
 	}, func() ([]*instance, func(*instance) bool, error) {
-		ids, err := idList(form, "InstanceId", "i", "InvalidInstanceID.Malformed")
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(ids) > 0 && has(form, "MaxResults") {
-			return nil, nil, errorf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
-		}
-		for _, id := range ids {
-			if i, ok := s.ec2.instances[id]; !ok || i.region != region {
-				return nil, nil, notFound(id)
-			}
-		}
-		return inIDOrder(s.ec2.instances, func(i *instance) bool { return i.region == region }), named(ids, func(i *instance) string { return i.id }), nil
+		return byID(form, ids{"InstanceId", "i", "InvalidInstanceID.Malformed", "instancesSet"}, func() []*instance {
+			return inIDOrder(s.ec2.instances, func(i *instance) bool { return i.region == region })
+		}, func(i *instance) string { return i.id })
 	})
 }
 

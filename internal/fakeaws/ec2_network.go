@@ -141,16 +141,9 @@ func (s *Server) describeVpcs(region string, form url.Values) (any, error) {
 		key:  func(v *vpc) string { return v.id },
 		item: s.vpcXML,
 	}, func() ([]*vpc, func(*vpc) bool, error) {
-		ids, err := idList(form, "VpcId", "vpc", "InvalidVpcID.Malformed")
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, id := range ids {
-			if v, ok := s.ec2.vpcs[id]; !ok || v.region != region {
-				return nil, nil, notFound(id)
-			}
-		}
-		return inIDOrder(s.ec2.vpcs, func(v *vpc) bool { return v.region == region }), named(ids, func(v *vpc) string { return v.id }), nil
+		return byID(form, ids{"VpcId", "vpc", "InvalidVpcID.Malformed", ""}, func() []*vpc {
+			return inIDOrder(s.ec2.vpcs, func(v *vpc) bool { return v.region == region })
+		}, func(v *vpc) string { return v.id })
 	})
 }
 
@@ -277,16 +270,9 @@ func (s *Server) describeSubnets(region string, form url.Values) (any, error) {
 		key:  func(sn *subnet) string { return sn.id },
 		item: s.subnetXML,
 	}, func() ([]*subnet, func(*subnet) bool, error) {
-		ids, err := idList(form, "SubnetId", "subnet", "InvalidSubnetID.Malformed")
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, id := range ids {
-			if sn, ok := s.ec2.subnets[id]; !ok || sn.region != region {
-				return nil, nil, notFound(id)
-			}
-		}
-		return inIDOrder(s.ec2.subnets, func(sn *subnet) bool { return sn.region == region }), named(ids, func(sn *subnet) string { return sn.id }), nil
+		return byID(form, ids{"SubnetId", "subnet", "InvalidSubnetID.Malformed", ""}, func() []*subnet {
+			return inIDOrder(s.ec2.subnets, func(sn *subnet) bool { return sn.region == region })
+		}, func(sn *subnet) string { return sn.id })
 	})
 }
 

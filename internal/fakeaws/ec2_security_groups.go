@@ -132,24 +132,20 @@ func (s *Server) describeSecurityGroups(region string, form url.Values) (any, er
 		key:  func(g *secGroup) string { return g.id },
 		item: s.groupXML,
 	}, func() ([]*secGroup, func(*secGroup) bool, error) {
-		ids, err := idList(form, "GroupId", "sg", "InvalidGroupId.Malformed")
+		all, byIDs, err := byID(form, ids{"GroupId", "sg", "InvalidGroupId.Malformed", ""}, func() []*secGroup {
+			return inIDOrder(s.ec2.groups, func(g *secGroup) bool { return g.region == region && !g.hidden() })
+		}, func(g *secGroup) string { return g.id })
 		if err != nil {
 			return nil, nil, err
 		}
 		names := strList(form, "GroupName")
-		all := inIDOrder(s.ec2.groups, func(g *secGroup) bool { return g.region == region && !g.hidden() })
-		for _, id := range ids {
-			if !slices.ContainsFunc(all, func(g *secGroup) bool { return g.id == id }) {
-				return nil, nil, notFound(id)
-			}
-		}
 		for _, n := range names {
 			if !slices.ContainsFunc(all, func(g *secGroup) bool { return g.name == n }) {
 				return nil, nil, errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", n)
 			}
 		}
 		return all, func(g *secGroup) bool {
-			return (len(ids) == 0 || slices.Contains(ids, g.id)) && (len(names) == 0 || slices.Contains(names, g.name))
+			return (byIDs == nil || byIDs(g)) && (len(names) == 0 || slices.Contains(names, g.name))
 		}, nil
 	})
 }

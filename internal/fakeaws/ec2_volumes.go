@@ -3,7 +3,6 @@ package fakeaws
 import (
 	"net/url"
 	"regexp"
-	"slices"
 	"time"
 )
 
@@ -227,28 +226,19 @@ func (s *Server) describeVolumes(region string, form url.Values) (any, error) {
 			return x
 		},
 	}, func() ([]*volume, func(*volume) bool, error) {
-		ids, err := idList(form, "VolumeId", "vol", "InvalidVolume.Malformed")
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(ids) > 0 && has(form, "MaxResults") {
-			return nil, nil, errorf("InvalidParameterCombination", "The parameter volumeSet cannot be used with the parameter maxResults")
-		}
-		// A new volume is left out of its first answers (Faults.VolumeInvisibleCalls), whatever they ask for.
-		var visible []*volume
-		for _, v := range inIDOrder(s.ec2.volumes, func(v *volume) bool { return v.region == region }) {
-			if v.invisible > 0 {
-				v.invisible--
-				continue
-			}
-			visible = append(visible, v)
-		}
-		for _, id := range ids {
-			if !slices.ContainsFunc(visible, func(v *volume) bool { return v.id == id }) {
-				return nil, nil, notFound(id)
-			}
-		}
-		return visible, named(ids, func(v *volume) string { return v.id }), nil
+		return byID(form, ids{"VolumeId", "vol", "InvalidVolume.Malformed", "volumeSet"}, func() []*volume {
+			// A new volume is left out of its first answers (Faults.VolumeInvisibleCalls), whatever they ask for.
+			return inIDOrder(s.ec2.volumes, func(v *volume) bool {
+				if v.region != region {
+					return false
+				}
+				if v.invisible > 0 {
+					v.invisible--
+					return false
+				}
+				return true
+			})
+		}, func(v *volume) string { return v.id })
 	})
 }
 
