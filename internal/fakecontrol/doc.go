@@ -13,5 +13,7 @@
 // fault injection (the fake's JSON Faults, unknown fields refused); a fake's own endpoints are POSTs that name one
 // thing in their query. Control requests are not counted.
 //
+// fakecontroltest runs a fake's command in its test (build, bad --faults, serve, SIGINT).
+//
 // It imports no fake, no SDK and nothing of kubeup's domain.
 package fakecontrol
