@@ -20,8 +20,8 @@ type dialect struct {
 	tagFilters bool
 	// unknownFilter is the error of a filter the action does not know.
 	unknownFilter func(name string) *Error
-	// maxParam is the page size's parameter, defaultMax its value when the request has none (0: no page, all of
-	// them), badMax the error of a page size out of the action's bounds, from EC2's.
+	// maxParam is the page size's parameter, defaultMax its value when the request has none ("": no page, all of
+	// them), badMax the error of a page size out of the action's bounds or of a bad token, made from EC2's.
 	maxParam   string
 	defaultMax string
 	badMax     func(ec2 *Error) *Error
@@ -45,8 +45,8 @@ var asgDialect = &dialect{
 	item: "member", nextToken: "NextToken",
 }
 
-// filters are a request's filters, checked against the names known.
-func (d *dialect) filters(form url.Values, known []string) ([]filter, error) {
+// filtersOf are a request's filters, checked against the names known.
+func (d *dialect) filtersOf(form url.Values, known []string) ([]filter, error) {
 	var out []filter
 	for _, p := range subPrefixes(form, d.filter) {
 		f := filter{name: form.Get(p + ".Name"), values: strList(form, p+"."+d.values)}
@@ -85,7 +85,7 @@ func describe[R, X any](form url.Values, d describer[R, X], choose func() (all [
 	var filters []filter
 	if d.filters != nil {
 		var err error
-		if filters, err = d.dialect.filters(form, d.filters); err != nil {
+		if filters, err = d.filtersOf(form, d.filters); err != nil {
 			return nil, err
 		}
 	}
@@ -181,25 +181,22 @@ type ids struct{ param, prefix, malformed, unpaged string }
 // byID is what a Describe that takes ids lists (all, listed once the ids are checked) and keeps (those named, when
 // the request names some); a named id not among them is not found.
 func byID[R any](form url.Values, p ids, all func() []R, id func(R) string) ([]R, func(R) bool, error) {
-	named := strList(form, p.param)
-	for _, n := range named {
-		if !strings.HasPrefix(n, p.prefix+"-") {
-			return nil, nil, errorf(p.malformed, "Invalid id: \"%s\"", n)
+	want := strList(form, p.param)
+	for _, w := range want {
+		if !strings.HasPrefix(w, p.prefix+"-") {
+			return nil, nil, errorf(p.malformed, "Invalid id: \"%s\"", w)
 		}
 	}
-	if p.unpaged != "" && len(named) > 0 && has(form, "MaxResults") {
+	if p.unpaged != "" && len(want) > 0 && has(form, "MaxResults") {
 		return nil, nil, errorf("InvalidParameterCombination", "The parameter %s cannot be used with the parameter maxResults", p.unpaged)
 	}
 	rs := all()
-	for _, n := range named {
-		if !slices.ContainsFunc(rs, func(r R) bool { return id(r) == n }) {
-			return nil, nil, notFound(n)
+	for _, w := range want {
+		if !slices.ContainsFunc(rs, func(r R) bool { return id(r) == w }) {
+			return nil, nil, notFound(w)
 		}
 	}
-	if len(named) == 0 {
-		return rs, nil, nil
-	}
-	return rs, func(r R) bool { return slices.Contains(named, id(r)) }, nil
+	return rs, named(want, id), nil
 }
 
 // inIDOrder is the resources of m that keep keeps, in id order.

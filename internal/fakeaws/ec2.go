@@ -338,7 +338,7 @@ type zoneXML struct {
 }
 
 func (s *Server) describeAvailabilityZones(region string, form url.Values) (any, error) {
-	filters, err := ec2Dialect.filters(form, []string{"zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status"})
+	filters, err := ec2Dialect.filtersOf(form, []string{"zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status"})
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func (s *Server) describeAvailabilityZones(region string, form url.Values) (any,
 var regions = []string{"eu-central-1", "eu-west-1", "eu-west-2", "us-east-1", "us-east-2", "us-west-1", "us-west-2"}
 
 func (s *Server) describeRegions(region string, form url.Values) (any, error) {
-	filters, err := ec2Dialect.filters(form, []string{"region-name", "endpoint", "opt-in-status"})
+	filters, err := ec2Dialect.filtersOf(form, []string{"region-name", "endpoint", "opt-in-status"})
 	if err != nil {
 		return nil, err
 	}
