@@ -107,40 +107,6 @@ func (s *Server) asgXML(g *asGroup, withInstances bool) asGroupXML {
 	return x
 }
 
-// asgFilters are the Filters.member.N of a request.
-func asgFilters(form url.Values, known ...string) ([]filter, error) {
-	var out []filter
-	for _, p := range subPrefixes(form, "Filters.member") {
-		f := filter{name: form.Get(p + ".Name"), values: memberList(form, p+".Values")}
-		if !strings.HasPrefix(f.name, "tag:") && !slices.Contains(known, f.name) {
-			return nil, validation("Filter name '%s' is invalid", f.name)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-// asgPage cuts a page with MaxRecords (default 50, at most 100) and NextToken.
-func asgPage[T any](form url.Values, all []T, id func(T) string) ([]T, string, error) {
-	if !has(form, "MaxRecords") {
-		form = cloneWith(form, "MaxRecords", "50")
-	}
-	got, next, err := page(form, "MaxRecords", all, id, 1, 100)
-	if err != nil {
-		return nil, "", validation("%s", err.(*Error).Message)
-	}
-	return got, next, nil
-}
-
-func cloneWith(form url.Values, k, v string) url.Values {
-	f := url.Values{}
-	for key, vs := range form {
-		f[key] = vs
-	}
-	f.Set(k, v)
-	return f
-}
-
 func (s *Server) regionGroups(region string) []*asGroup {
 	var out []*asGroup
 	for _, key := range sortedKeys(s.asg.groups) {
@@ -152,38 +118,25 @@ func (s *Server) regionGroups(region string) []*asGroup {
 }
 
 func (s *Server) describeASGs(region string, form url.Values) (any, error) {
-	filters, err := asgFilters(form, "tag-key", "tag-value")
-	if err != nil {
-		return nil, err
-	}
-	names := memberList(form, "AutoScalingGroupNames")
 	withInstances := form.Get("IncludeInstances") != "false"
-	var sel []*asGroup
-	for _, g := range s.regionGroups(region) {
-		if len(names) > 0 && !slices.Contains(names, g.name) {
-			continue
-		}
-		tags := map[string]string{}
-		for k, t := range g.tags {
-			tags[k] = t.value
-		}
-		if matches(filters, tags, func(string) []string { return nil }) {
-			sel = append(sel, g)
-		}
-	}
-	got, next, err := asgPage(form, sel, func(g *asGroup) string { return g.name })
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]asGroupXML, 0, len(got))
-	for _, g := range got {
-		s.reconcileGroupInstances(g)
-		xs = append(xs, s.asgXML(g, withInstances))
-	}
-	return struct {
-		Groups    members[asGroupXML] `xml:"AutoScalingGroups"`
-		NextToken string              `xml:"NextToken,omitempty"`
-	}{members[asGroupXML]{xs}, next}, nil
+	return describe(form, describer[*asGroup, asGroupXML]{dialect: asgDialect, set: "AutoScalingGroups", minMax: 1, maxMax: 100,
+		filters: []string{"tag-key", "tag-value"},
+		tags: func(g *asGroup) map[string]string {
+			tags := map[string]string{}
+			for k, t := range g.tags {
+				tags[k] = t.value
+			}
+			return tags
+		},
+		key: func(g *asGroup) string { return g.name },
+		item: func(g *asGroup) asGroupXML {
+			s.reconcileGroupInstances(g)
+			return s.asgXML(g, withInstances)
+		},
+	}, func() ([]*asGroup, func(*asGroup) bool, error) {
+		names := memberList(form, "AutoScalingGroupNames")
+		return s.regionGroups(region), named(names, func(g *asGroup) string { return g.name }), nil
+	})
 }
 
 func (s *Server) createOrUpdateASGTags(region string, form url.Values) (any, error) {
@@ -224,54 +177,40 @@ func (s *Server) deleteASGTags(region string, form url.Values) (any, error) {
 }
 
 func (s *Server) describeASGTags(region string, form url.Values) (any, error) {
-	filters, err := asgFilters(form, "auto-scaling-group", "key", "value", "propagate-at-launch")
-	if err != nil {
-		return nil, err
-	}
-	var all []asgTagXML
-	for _, g := range s.regionGroups(region) {
-		for _, t := range s.groupTags(g) {
-			if matches(filters, nil, func(name string) []string {
-				return map[string][]string{"auto-scaling-group": {t.ResourceID}, "key": {t.Key}, "value": {t.Value},
-					"propagate-at-launch": {boolStr(t.PropagateAtLaunch)}}[name]
-			}) {
-				all = append(all, t)
-			}
+	return describe(form, describer[asgTagXML, asgTagXML]{dialect: asgDialect, set: "Tags", minMax: 1, maxMax: 100,
+		filters: []string{"auto-scaling-group", "key", "value", "propagate-at-launch"},
+		field: fields(func(t asgTagXML) map[string][]string {
+			return map[string][]string{"auto-scaling-group": {t.ResourceID}, "key": {t.Key}, "value": {t.Value},
+				"propagate-at-launch": {boolStr(t.PropagateAtLaunch)}}
+		}),
+		key:  func(t asgTagXML) string { return t.ResourceID + "\x00" + t.Key },
+		item: self[asgTagXML],
+	}, func() ([]asgTagXML, func(asgTagXML) bool, error) {
+		var all []asgTagXML
+		for _, g := range s.regionGroups(region) {
+			all = append(all, s.groupTags(g)...)
 		}
-	}
-	got, next, err := asgPage(form, all, func(t asgTagXML) string { return t.ResourceID + "\x00" + t.Key })
-	if err != nil {
-		return nil, err
-	}
-	return struct {
-		Tags      members[asgTagXML] `xml:"Tags"`
-		NextToken string             `xml:"NextToken,omitempty"`
-	}{members[asgTagXML]{got}, next}, nil
+		return all, nil, nil
+	})
 }
 
 func (s *Server) describeASGInstances(region string, form url.Values) (any, error) {
-	ids := memberList(form, "InstanceIds")
 	type detailXML struct {
 		asgInstanceXML
 		GroupName string `xml:"AutoScalingGroupName"`
 	}
-	var all []detailXML
-	for _, g := range s.regionGroups(region) {
-		s.reconcileGroupInstances(g)
-		for _, id := range g.instances {
-			if len(ids) > 0 && !slices.Contains(ids, id) {
-				continue
+	return describe(form, describer[detailXML, detailXML]{dialect: asgDialect, set: "AutoScalingInstances", minMax: 1, maxMax: 100,
+		key:  func(d detailXML) string { return d.InstanceID },
+		item: self[detailXML],
+	}, func() ([]detailXML, func(detailXML) bool, error) {
+		var all []detailXML
+		for _, g := range s.regionGroups(region) {
+			s.reconcileGroupInstances(g)
+			for _, id := range g.instances {
+				all = append(all, detailXML{s.asgInstanceXML(g, s.ec2.instances[id]), g.name})
 			}
-			all = append(all, detailXML{s.asgInstanceXML(g, s.ec2.instances[id]), g.name})
 		}
-	}
-	sort.Slice(all, func(a, b int) bool { return all[a].InstanceID < all[b].InstanceID })
-	got, next, err := asgPage(form, all, func(d detailXML) string { return d.InstanceID })
-	if err != nil {
-		return nil, err
-	}
-	return struct {
-		Instances members[detailXML] `xml:"AutoScalingInstances"`
-		NextToken string             `xml:"NextToken,omitempty"`
-	}{members[detailXML]{got}, next}, nil
+		sort.Slice(all, func(a, b int) bool { return all[a].InstanceID < all[b].InstanceID })
+		return all, named(memberList(form, "InstanceIds"), func(d detailXML) string { return d.InstanceID }), nil
+	})
 }

@@ -15,18 +15,18 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // holdCalls makes every call counted in flight wait until release is closed; entered receives one value per
 // such call once it is in flight.
 func holdCalls(s *Server) (entered chan struct{}, release chan struct{}) {
 	entered, release = make(chan struct{}, 16), make(chan struct{})
-	s.mu.Lock()
-	s.holdInFlight = func() {
+	s.ctl.HoldInFlight(func() {
 		entered <- struct{}{}
 		<-release
-	}
-	s.mu.Unlock()
+	})
 	return entered, release
 }
 
@@ -85,14 +85,14 @@ func TestFaultsMaxConcurrent(t *testing.T) {
 		t.Errorf("Throttled() = %d, want 4", got)
 	}
 	calls := fakeCalls(t, srv.URL)
-	if calls[throttledKey] != 4 || calls["ListHostedZones"] != 3 || calls["DescribeVolumes"] != 1 {
+	if calls[fakecontrol.ThrottledKey] != 4 || calls["ListHostedZones"] != 3 || calls["DescribeVolumes"] != 1 {
 		t.Errorf("GET /__fake/calls = %v; want ListHostedZones 3 (2 in flight, 1 refused), DescribeVolumes 1 and __throttled 4", calls)
 	}
-	if Mutating(throttledKey) {
-		t.Errorf("Mutating(%q) = true: a count of refusals is not an operation", throttledKey)
+	if Mutating(fakecontrol.ThrottledKey) {
+		t.Errorf("Mutating(%q) = true: a count of refusals is not an operation", fakecontrol.ThrottledKey)
 	}
-	if _, ok := s.Calls()[throttledKey]; ok {
-		t.Errorf("Calls() holds %q: it counts operations only", throttledKey)
+	if _, ok := s.Calls()[fakecontrol.ThrottledKey]; ok {
+		t.Errorf("Calls() holds %q: it counts operations only", fakecontrol.ThrottledKey)
 	}
 
 	close(release)
@@ -133,9 +133,7 @@ func TestFaultsMaxConcurrent(t *testing.T) {
 			o.RateLimiter = ratelimit.None
 			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) {
 				once.Do(func() {
-					s.mu.Lock()
-					s.holdInFlight = nil
-					s.mu.Unlock()
+					s.ctl.HoldInFlight(nil)
 					close(release)
 					wg.Wait()
 				})
@@ -152,7 +150,7 @@ func TestFaultsMaxConcurrent(t *testing.T) {
 			t.Errorf("a call in flight: %v", err)
 		}
 	}
-	if diff := cmp.Diff(map[string]int{"DescribeVolumes": 2, "ListInstanceProfiles": 2, throttledKey: 1}, fakeCalls(t, srv.URL)); diff != "" {
+	if diff := cmp.Diff(map[string]int{"DescribeVolumes": 2, "ListInstanceProfiles": 2, fakecontrol.ThrottledKey: 1}, fakeCalls(t, srv.URL)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 

@@ -12,7 +12,7 @@ import (
 // EC2 speaks Query (service "ec2"): volumes and attachments (ec2_volumes.go), VPCs and subnets (ec2_network.go),
 // security groups (ec2_security_groups.go), images (ec2_images.go), launch templates (ec2_templates.go),
 // instances (ec2_instances.go), and here tags, zones and regions; what the actions share (parameters, client
-// tokens, filters, pages) is in ec2_params.go.
+// tokens, filter matching, pages) is in ec2_params.go, and the Describe* list through describe.go.
 //
 // Every resource belongs to the region of the request that made it and is invisible from the others; the regions'
 // zones are <region>a to <region>f, whatever the region's name. IDs are <prefix>-<17 hex digits> (vol-, vpc-,
@@ -269,45 +269,25 @@ type tagDescription struct {
 }
 
 func (s *Server) describeTags(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "resource-id", "resource-type", "key", "value")
-	if err != nil {
-		return nil, err
-	}
-	var all []tagDescription
-	for _, id := range sortedKeys(s.ec2.tags) {
-		rt := s.resourceType(region, id)
-		if rt == "" {
-			continue
-		}
-		tags := s.ec2.tags[id]
-		for _, k := range sortedKeys(tags) {
-			d := tagDescription{id, rt, k, tags[k]}
-			if matches(filters, nil, func(name string) []string {
-				switch name {
-				case "resource-id":
-					return []string{d.ResourceID}
-				case "resource-type":
-					return []string{d.ResourceType}
-				case "key":
-					return []string{d.Key}
-				case "value":
-					return []string{d.Value}
+	return describe(form, describer[tagDescription, tagDescription]{dialect: ec2Dialect, set: "tagSet", minMax: 5, maxMax: 1000,
+		filters: []string{"resource-id", "resource-type", "key", "value"},
+		field: fields(func(d tagDescription) map[string][]string {
+			return map[string][]string{"resource-id": {d.ResourceID}, "resource-type": {d.ResourceType}, "key": {d.Key}, "value": {d.Value}}
+		}),
+		key:  func(d tagDescription) string { return d.ResourceID + "\x00" + d.Key },
+		item: self[tagDescription],
+	}, func() ([]tagDescription, func(tagDescription) bool, error) {
+		var all []tagDescription
+		for _, id := range sortedKeys(s.ec2.tags) {
+			if rt := s.resourceType(region, id); rt != "" {
+				tags := s.ec2.tags[id]
+				for _, k := range sortedKeys(tags) {
+					all = append(all, tagDescription{id, rt, k, tags[k]})
 				}
-				return nil
-			}) {
-				all = append(all, d)
 			}
 		}
-	}
-	got, next, err := page(form, "MaxResults", all, func(d tagDescription) string { return d.ResourceID + "\x00" + d.Key }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return struct {
-		RequestID string               `xml:"requestId"`
-		Tags      list[tagDescription] `xml:"tagSet"`
-		NextToken string               `xml:"nextToken,omitempty"`
-	}{"fake-request", items(got), next}, nil
+		return all, nil, nil
+	})
 }
 
 // ---- zones and regions
@@ -358,7 +338,7 @@ type zoneXML struct {
 }
 
 func (s *Server) describeAvailabilityZones(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status")
+	filters, err := ec2Dialect.filtersOf(form, []string{"zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status"})
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +374,7 @@ func (s *Server) describeAvailabilityZones(region string, form url.Values) (any,
 var regions = []string{"eu-central-1", "eu-west-1", "eu-west-2", "us-east-1", "us-east-2", "us-west-1", "us-west-2"}
 
 func (s *Server) describeRegions(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "region-name", "endpoint", "opt-in-status")
+	filters, err := ec2Dialect.filtersOf(form, []string{"region-name", "endpoint", "opt-in-status"})
 	if err != nil {
 		return nil, err
 	}
@@ -425,17 +405,6 @@ func (s *Server) describeRegions(region string, form url.Values) (any, error) {
 		RequestID string          `xml:"requestId"`
 		Regions   list[regionXML] `xml:"regionInfo"`
 	}{"fake-request", items(out)}, nil
-}
-
-// idList is the ids of list parameter prefix, each checked against the resource's id prefix (Malformed).
-func idList(form url.Values, param, prefix, malformed string) ([]string, error) {
-	ids := strList(form, param)
-	for _, id := range ids {
-		if !strings.HasPrefix(id, prefix+"-") {
-			return nil, errorf(malformed, "Invalid id: \"%s\"", id)
-		}
-	}
-	return ids, nil
 }
 
 // sortedIDs is the keys of a map of resources of region, in id order.

@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -78,46 +79,25 @@ func (s *Server) imageXML(im *image) imageXML {
 }
 
 func (s *Server) describeImages(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "name", "state", "architecture", "image-id", "owner-id", "owner-alias",
-		"is-public", "root-device-type", "virtualization-type", "image-type", "description")
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idList(form, "ImageId", "ami", "InvalidAMIID.Malformed")
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		if _, ok := s.ec2.images[id]; !ok {
-			return nil, notFound(id)
-		}
-	}
-	owners := strList(form, "Owner")
-	var out []*image
-	for _, id := range sortedIDs(s.ec2.images, func(*image) bool { return true }) {
-		im := s.ec2.images[id]
-		if len(ids) > 0 && !contains(ids, id) || len(owners) > 0 && !contains(owners, DebianOwner) {
-			continue
-		}
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
+	return describe(form, describer[*image, imageXML]{dialect: ec2Dialect, set: "imagesSet", minMax: 5, maxMax: 1000,
+		filters: []string{"name", "state", "architecture", "image-id", "owner-id", "owner-alias", "is-public", "root-device-type",
+			"virtualization-type", "image-type", "description"},
+		field: fields(func(im *image) map[string][]string {
 			return map[string][]string{"name": {im.name}, "state": {"available"}, "architecture": {im.arch}, "image-id": {im.id},
 				"owner-id": {DebianOwner}, "is-public": {"true"}, "root-device-type": {"ebs"}, "virtualization-type": {"hvm"},
-				"image-type": {"machine"}, "description": {"Debian 12 (" + im.name + ")"}}[name]
-		}) {
-			out = append(out, im)
+				"image-type": {"machine"}, "description": {"Debian 12 (" + im.name + ")"}}
+		}),
+		tags: func(im *image) map[string]string { return s.ec2.tags[im.id] },
+		key:  func(im *image) string { return im.id },
+		item: s.imageXML,
+	}, func() ([]*image, func(*image) bool, error) {
+		all, keep, err := byID(form, ids{"ImageId", "ami", "InvalidAMIID.Malformed", ""}, func() []*image {
+			return inIDOrder(s.ec2.images, func(*image) bool { return true })
+		}, func(im *image) string { return im.id })
+		// Every image is Debian's, in every region.
+		if owners := strList(form, "Owner"); len(owners) > 0 && !slices.Contains(owners, DebianOwner) {
+			return nil, nil, err
 		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(im *image) string { return im.id }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]imageXML, 0, len(got))
-	for _, im := range got {
-		xs = append(xs, s.imageXML(im))
-	}
-	return struct {
-		RequestID string         `xml:"requestId"`
-		Images    list[imageXML] `xml:"imagesSet"`
-		NextToken string         `xml:"nextToken,omitempty"`
-	}{"fake-request", items(xs), next}, nil
+		return all, keep, err
+	})
 }

@@ -262,60 +262,34 @@ type reservationXML struct {
 }
 
 func (s *Server) describeInstances(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "instance-id", "instance-state-name", "instance-state-code", "availability-zone",
-		"subnet-id", "vpc-id", "image-id", "instance-type", "private-ip-address", "ip-address", "iam-instance-profile.arn",
-		"instance.group-id", "reservation-id", "private-dns-name", "dns-name")
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idList(form, "InstanceId", "i", "InvalidInstanceID.Malformed")
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) > 0 && has(form, "MaxResults") {
-		return nil, errorf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
-	}
-	for _, id := range ids {
-		if i, ok := s.ec2.instances[id]; !ok || i.region != region {
-			return nil, notFound(id)
-		}
-	}
-	var out []*instance
-	for _, id := range sortedIDs(s.ec2.instances, func(i *instance) bool { return i.region == region }) {
-		i := s.ec2.instances[id]
-		if len(ids) > 0 && !contains(ids, id) {
-			continue
-		}
-		x := s.instanceXML(i)
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
+	return describe(form, describer[*instance, reservationXML]{dialect: ec2Dialect, set: "reservationSet", minMax: 5, maxMax: 1000,
+		filters: []string{"instance-id", "instance-state-name", "instance-state-code", "availability-zone", "subnet-id", "vpc-id",
+			"image-id", "instance-type", "private-ip-address", "ip-address", "iam-instance-profile.arn", "instance.group-id",
+			"reservation-id", "private-dns-name", "dns-name"},
+		field: func(i *instance, name string) []string {
 			switch name {
 			case "instance.group-id":
 				return i.groups
 			case "iam-instance-profile.arn":
 				return []string{i.profileArn}
 			}
+			x := s.instanceXML(i)
 			return map[string][]string{"instance-id": {i.id}, "instance-state-name": {i.state},
 				"instance-state-code": {fmt.Sprint(stateCodes[i.state])}, "availability-zone": {i.zone}, "subnet-id": {i.subnet},
 				"vpc-id": {i.vpc}, "image-id": {i.image}, "instance-type": {i.typ}, "private-ip-address": {i.privateIP},
 				"ip-address": {i.publicIP}, "reservation-id": {i.reservation}, "private-dns-name": {x.PrivateDNSName},
 				"dns-name": {x.DNSName}}[name]
-		}) {
-			out = append(out, i)
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(i *instance) string { return i.id }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	rs := make([]reservationXML, 0, len(got))
-	for _, i := range got {
-		rs = append(rs, reservationXML{ReservationID: i.reservation, OwnerID: AccountID, Instances: items([]instanceXML{s.instanceXML(i)})})
-	}
-	return struct {
-		RequestID    string               `xml:"requestId"`
-		Reservations list[reservationXML] `xml:"reservationSet"`
-		NextToken    string               `xml:"nextToken,omitempty"`
-	}{"fake-request", items(rs), next}, nil
+		},
+		tags: func(i *instance) map[string]string { return s.ec2.tags[i.id] },
+		key:  func(i *instance) string { return i.id },
+		item: func(i *instance) reservationXML {
+			return reservationXML{ReservationID: i.reservation, OwnerID: AccountID, Instances: items([]instanceXML{s.instanceXML(i)})}
+		},
+	}, func() ([]*instance, func(*instance) bool, error) {
+		return byID(form, ids{"InstanceId", "i", "InvalidInstanceID.Malformed", "instancesSet"}, func() []*instance {
+			return inIDOrder(s.ec2.instances, func(i *instance) bool { return i.region == region })
+		}, func(i *instance) string { return i.id })
+	})
 }
 
 // runInstances launches MinCount instances (or MaxCount) in SubnetId, from the parameters over the data of the

@@ -131,45 +131,20 @@ func (s *Server) createVpc(region string, form url.Values) (any, error) {
 }
 
 func (s *Server) describeVpcs(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "vpc-id", "cidr", "cidr-block-association.cidr-block", "state", "is-default", "owner-id")
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idList(form, "VpcId", "vpc", "InvalidVpcID.Malformed")
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		if v, ok := s.ec2.vpcs[id]; !ok || v.region != region {
-			return nil, notFound(id)
-		}
-	}
-	var out []*vpc
-	for _, id := range sortedIDs(s.ec2.vpcs, func(v *vpc) bool { return v.region == region }) {
-		v := s.ec2.vpcs[id]
-		if len(ids) > 0 && !contains(ids, id) {
-			continue
-		}
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
+	return describe(form, describer[*vpc, vpcXML]{dialect: ec2Dialect, set: "vpcSet", minMax: 5, maxMax: 1000,
+		filters: []string{"vpc-id", "cidr", "cidr-block-association.cidr-block", "state", "is-default", "owner-id"},
+		field: fields(func(v *vpc) map[string][]string {
 			return map[string][]string{"vpc-id": {v.id}, "cidr": {v.cidr.String()}, "cidr-block-association.cidr-block": {v.cidr.String()},
-				"state": {"available"}, "is-default": {"false"}, "owner-id": {AccountID}}[name]
-		}) {
-			out = append(out, v)
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(v *vpc) string { return v.id }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]vpcXML, 0, len(got))
-	for _, v := range got {
-		xs = append(xs, s.vpcXML(v))
-	}
-	return struct {
-		RequestID string       `xml:"requestId"`
-		Vpcs      list[vpcXML] `xml:"vpcSet"`
-		NextToken string       `xml:"nextToken,omitempty"`
-	}{"fake-request", items(xs), next}, nil
+				"state": {"available"}, "is-default": {"false"}, "owner-id": {AccountID}}
+		}),
+		tags: func(v *vpc) map[string]string { return s.ec2.tags[v.id] },
+		key:  func(v *vpc) string { return v.id },
+		item: s.vpcXML,
+	}, func() ([]*vpc, func(*vpc) bool, error) {
+		return byID(form, ids{"VpcId", "vpc", "InvalidVpcID.Malformed", ""}, func() []*vpc {
+			return inIDOrder(s.ec2.vpcs, func(v *vpc) bool { return v.region == region })
+		}, func(v *vpc) string { return v.id })
+	})
 }
 
 func (s *Server) vpc(region, id string) (*vpc, error) {
@@ -282,48 +257,23 @@ func (s *Server) createSubnet(region string, form url.Values) (any, error) {
 }
 
 func (s *Server) describeSubnets(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "subnet-id", "vpc-id", "availability-zone", "availability-zone-id",
-		"cidr-block", "cidr", "cidrBlock", "state", "default-for-az", "owner-id")
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idList(form, "SubnetId", "subnet", "InvalidSubnetID.Malformed")
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		if sn, ok := s.ec2.subnets[id]; !ok || sn.region != region {
-			return nil, notFound(id)
-		}
-	}
-	var out []*subnet
-	for _, id := range sortedIDs(s.ec2.subnets, func(sn *subnet) bool { return sn.region == region }) {
-		sn := s.ec2.subnets[id]
-		if len(ids) > 0 && !contains(ids, id) {
-			continue
-		}
-		c := sn.cidr.String()
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
+	return describe(form, describer[*subnet, subnetXML]{dialect: ec2Dialect, set: "subnetSet", minMax: 5, maxMax: 1000,
+		filters: []string{"subnet-id", "vpc-id", "availability-zone", "availability-zone-id", "cidr-block", "cidr", "cidrBlock", "state",
+			"default-for-az", "owner-id"},
+		field: fields(func(sn *subnet) map[string][]string {
+			c := sn.cidr.String()
 			return map[string][]string{"subnet-id": {sn.id}, "vpc-id": {sn.vpc}, "availability-zone": {sn.zone},
 				"availability-zone-id": {zoneID(sn.zone)}, "cidr-block": {c}, "cidr": {c}, "cidrBlock": {c},
-				"state": {"available"}, "default-for-az": {"false"}, "owner-id": {AccountID}}[name]
-		}) {
-			out = append(out, sn)
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(sn *subnet) string { return sn.id }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]subnetXML, 0, len(got))
-	for _, sn := range got {
-		xs = append(xs, s.subnetXML(sn))
-	}
-	return struct {
-		RequestID string          `xml:"requestId"`
-		Subnets   list[subnetXML] `xml:"subnetSet"`
-		NextToken string          `xml:"nextToken,omitempty"`
-	}{"fake-request", items(xs), next}, nil
+				"state": {"available"}, "default-for-az": {"false"}, "owner-id": {AccountID}}
+		}),
+		tags: func(sn *subnet) map[string]string { return s.ec2.tags[sn.id] },
+		key:  func(sn *subnet) string { return sn.id },
+		item: s.subnetXML,
+	}, func() ([]*subnet, func(*subnet) bool, error) {
+		return byID(form, ids{"SubnetId", "subnet", "InvalidSubnetID.Malformed", ""}, func() []*subnet {
+			return inIDOrder(s.ec2.subnets, func(sn *subnet) bool { return sn.region == region })
+		}, func(sn *subnet) string { return sn.id })
+	})
 }
 
 func (s *Server) subnet(region, id string) (*subnet, error) {

@@ -208,20 +208,6 @@ type filter struct {
 	values []string
 }
 
-// filterParams are the Filter.N.Name / Filter.N.Value.M of a Describe, checked against the names it knows
-// (tag:KEY, tag-key and tag-value are known to every one).
-func filterParams(form url.Values, prefix string, known ...string) ([]filter, error) {
-	var out []filter
-	for _, p := range subPrefixes(form, prefix) {
-		f := filter{name: form.Get(p + ".Name"), values: strList(form, p+".Value")}
-		if !strings.HasPrefix(f.name, "tag:") && f.name != "tag-key" && f.name != "tag-value" && !slices.Contains(known, f.name) {
-			return nil, errorf("InvalidParameterValue", "The filter '%s' is invalid", f.name)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
 // matches reports whether a resource with tags whose other filterable values field gives passes every filter:
 // one of its values matches one of the filter's (with * and ? wildcards).
 func matches(filters []filter, tags map[string]string, field func(name string) []string) bool {

@@ -123,57 +123,31 @@ func (s *Server) createSecurityGroup(region string, form url.Values) (any, error
 }
 
 func (s *Server) describeSecurityGroups(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "group-id", "group-name", "vpc-id", "description", "owner-id")
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idList(form, "GroupId", "sg", "InvalidGroupId.Malformed")
-	if err != nil {
-		return nil, err
-	}
-	names := strList(form, "GroupName")
-	all := sortedIDs(s.ec2.groups, func(g *secGroup) bool { return g.region == region })
-	all = slices.DeleteFunc(all, func(id string) bool { return s.ec2.groups[id].hidden() })
-	for _, id := range ids {
-		if !contains(all, id) {
-			return nil, notFound(id)
+	return describe(form, describer[*secGroup, secGroupXML]{dialect: ec2Dialect, set: "securityGroupInfo", minMax: 5, maxMax: 1000,
+		filters: []string{"group-id", "group-name", "vpc-id", "description", "owner-id"},
+		field: fields(func(g *secGroup) map[string][]string {
+			return map[string][]string{"group-id": {g.id}, "group-name": {g.name}, "vpc-id": {g.vpc}, "description": {g.desc}, "owner-id": {AccountID}}
+		}),
+		tags: func(g *secGroup) map[string]string { return s.ec2.tags[g.id] },
+		key:  func(g *secGroup) string { return g.id },
+		item: s.groupXML,
+	}, func() ([]*secGroup, func(*secGroup) bool, error) {
+		all, byIDs, err := byID(form, ids{"GroupId", "sg", "InvalidGroupId.Malformed", ""}, func() []*secGroup {
+			return inIDOrder(s.ec2.groups, func(g *secGroup) bool { return g.region == region && !g.hidden() })
+		}, func(g *secGroup) string { return g.id })
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	for _, n := range names {
-		found := false
-		for _, id := range all {
-			found = found || s.ec2.groups[id].name == n
+		names := strList(form, "GroupName")
+		for _, n := range names {
+			if !slices.ContainsFunc(all, func(g *secGroup) bool { return g.name == n }) {
+				return nil, nil, errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", n)
+			}
 		}
-		if !found {
-			return nil, errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", n)
-		}
-	}
-	var out []*secGroup
-	for _, id := range all {
-		g := s.ec2.groups[id]
-		if len(ids) > 0 && !contains(ids, id) || len(names) > 0 && !contains(names, g.name) {
-			continue
-		}
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
-			return map[string][]string{"group-id": {g.id}, "group-name": {g.name}, "vpc-id": {g.vpc},
-				"description": {g.desc}, "owner-id": {AccountID}}[name]
-		}) {
-			out = append(out, g)
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(g *secGroup) string { return g.id }, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]secGroupXML, 0, len(got))
-	for _, g := range got {
-		xs = append(xs, s.groupXML(g))
-	}
-	return struct {
-		RequestID string            `xml:"requestId"`
-		Groups    list[secGroupXML] `xml:"securityGroupInfo"`
-		NextToken string            `xml:"nextToken,omitempty"`
-	}{"fake-request", items(xs), next}, nil
+		return all, func(g *secGroup) bool {
+			return (byIDs == nil || byIDs(g)) && (len(names) == 0 || slices.Contains(names, g.name))
+		}, nil
+	})
 }
 
 // group is the security group of a request's GroupId (or GroupName, in the VPC of the request's VpcId if any).
@@ -216,7 +190,7 @@ func (s *Server) deleteSecurityGroup(region string, form url.Values) (any, error
 		}
 	}
 	for _, i := range s.ec2.instances {
-		if i.state != "terminated" && contains(i.groups, g.id) {
+		if i.state != "terminated" && slices.Contains(i.groups, g.id) {
 			return nil, errorf("DependencyViolation", "resource %s has a dependent object (instance %s)", g.id, i.id)
 		}
 	}
@@ -426,7 +400,7 @@ func (s *Server) revokeIngress(region string, form url.Values) (any, error) {
 	}
 	var kept []sgRule
 	for _, r := range g.ingress {
-		if !contains(drop, r.id) {
+		if !slices.Contains(drop, r.id) {
 			kept = append(kept, r)
 		}
 	}
@@ -438,40 +412,25 @@ func (s *Server) revokeIngress(region string, form url.Values) (any, error) {
 }
 
 func (s *Server) describeSecurityGroupRules(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "group-id", "security-group-rule-id")
-	if err != nil {
-		return nil, err
-	}
-	ids := strList(form, "SecurityGroupRuleId")
-	var out []sgRuleXML
-	for _, gid := range sortedIDs(s.ec2.groups, func(g *secGroup) bool { return g.region == region }) {
-		g := s.ec2.groups[gid]
-		add := func(r sgRule, egress bool) {
-			if len(ids) > 0 && !contains(ids, r.id) {
-				return
-			}
-			if matches(filters, nil, func(name string) []string {
-				return map[string][]string{"group-id": {g.id}, "security-group-rule-id": {r.id}}[name]
-			}) {
-				out = append(out, ruleXML(g, r, egress))
-			}
-		}
-		for _, r := range g.ingress {
-			add(r, false)
-		}
-		for _, r := range g.egress {
-			add(r, true)
-		}
-	}
 	key := func(r sgRuleXML) string { return r.GroupID + "/" + r.RuleID }
-	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
-	got, next, err := page(form, "MaxResults", out, key, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return struct {
-		RequestID string          `xml:"requestId"`
-		Rules     list[sgRuleXML] `xml:"securityGroupRuleSet"`
-		NextToken string          `xml:"nextToken,omitempty"`
-	}{"fake-request", items(got), next}, nil
+	return describe(form, describer[sgRuleXML, sgRuleXML]{dialect: ec2Dialect, set: "securityGroupRuleSet", minMax: 5, maxMax: 1000,
+		filters: []string{"group-id", "security-group-rule-id"},
+		field: fields(func(r sgRuleXML) map[string][]string {
+			return map[string][]string{"group-id": {r.GroupID}, "security-group-rule-id": {r.RuleID}}
+		}),
+		key:  key,
+		item: self[sgRuleXML],
+	}, func() ([]sgRuleXML, func(sgRuleXML) bool, error) {
+		var all []sgRuleXML
+		for _, g := range inIDOrder(s.ec2.groups, func(g *secGroup) bool { return g.region == region }) {
+			for _, r := range g.ingress {
+				all = append(all, ruleXML(g, r, false))
+			}
+			for _, r := range g.egress {
+				all = append(all, ruleXML(g, r, true))
+			}
+		}
+		sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
+		return all, named(strList(form, "SecurityGroupRuleId"), func(r sgRuleXML) string { return r.RuleID }), nil
+	})
 }

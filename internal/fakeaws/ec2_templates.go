@@ -396,130 +396,119 @@ func (s *Server) modifyLaunchTemplate(region string, form url.Values) (any, erro
 }
 
 func (s *Server) describeLaunchTemplates(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "launch-template-name", "create-time")
-	if err != nil {
-		return nil, err
-	}
-	ids, names := strList(form, "LaunchTemplateId"), strList(form, "LaunchTemplateName")
-	var sel []*launchTemplate
-	for _, id := range ids {
-		t, err := s.templateByIDOrName(region, id, "")
-		if err != nil {
-			return nil, err
+	return describe(form, describer[*launchTemplate, launchTemplateXML]{dialect: ec2Dialect, set: "launchTemplates", minMax: 1, maxMax: 200,
+		filters: []string{"launch-template-name", "create-time"},
+		field: fields(func(t *launchTemplate) map[string][]string {
+			return map[string][]string{"launch-template-name": {t.name}, "create-time": {timestamp(t.created)}}
+		}),
+		tags: func(t *launchTemplate) map[string]string { return s.ec2.tags[t.id] },
+		key:  func(t *launchTemplate) string { return t.id },
+		item: s.templateXML,
+	}, func() ([]*launchTemplate, func(*launchTemplate) bool, error) {
+		var sel []*launchTemplate
+		for _, id := range strList(form, "LaunchTemplateId") {
+			t, err := s.templateByIDOrName(region, id, "")
+			if err != nil {
+				return nil, nil, err
+			}
+			sel = append(sel, t)
 		}
-		sel = append(sel, t)
-	}
-	for _, n := range names {
-		t, err := s.templateByIDOrName(region, "", n)
-		if err != nil {
-			return nil, errorf("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
+		for _, n := range strList(form, "LaunchTemplateName") {
+			t, err := s.templateByIDOrName(region, "", n)
+			if err != nil {
+				return nil, nil, errorf("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
+			}
+			sel = append(sel, t)
 		}
-		sel = append(sel, t)
-	}
-	var out []*launchTemplate
-	for _, id := range sortedIDs(s.ec2.templates, func(t *launchTemplate) bool { return t.region == region }) {
-		t := s.ec2.templates[id]
-		if len(sel) > 0 && !slices.Contains(sel, t) {
-			continue
+		var keep func(*launchTemplate) bool
+		if len(sel) > 0 {
+			keep = func(t *launchTemplate) bool { return slices.Contains(sel, t) }
 		}
-		if matches(filters, s.ec2.tags[id], func(name string) []string {
-			return map[string][]string{"launch-template-name": {t.name}, "create-time": {timestamp(t.created)}}[name]
-		}) {
-			out = append(out, t)
-		}
-	}
-	got, next, err := page(form, "MaxResults", out, func(t *launchTemplate) string { return t.id }, 1, 200)
-	if err != nil {
-		return nil, err
-	}
-	xs := make([]launchTemplateXML, 0, len(got))
-	for _, t := range got {
-		xs = append(xs, s.templateXML(t))
-	}
-	return struct {
-		RequestID string                  `xml:"requestId"`
-		Templates list[launchTemplateXML] `xml:"launchTemplates"`
-		NextToken string                  `xml:"nextToken,omitempty"`
-	}{"fake-request", items(xs), next}, nil
+		return inIDOrder(s.ec2.templates, func(t *launchTemplate) bool { return t.region == region }), keep, nil
+	})
 }
 
 // describeLaunchTemplateVersions describes versions of one template (LaunchTemplateId or LaunchTemplateName), or,
 // with neither, the $Latest and/or $Default versions of every template of the region (as EC2 does).
 func (s *Server) describeLaunchTemplateVersions(region string, form url.Values) (any, error) {
-	filters, err := filterParams(form, "Filter", "image-id", "instance-type", "is-default-version", "iam-instance-profile")
-	if err != nil {
-		return nil, err
+	type templateVersion struct {
+		t *launchTemplate
+		v *ltVersion
 	}
-	want := strList(form, "LaunchTemplateVersion")
-	var templates []*launchTemplate
-	if form.Get("LaunchTemplateId") == "" && form.Get("LaunchTemplateName") == "" {
-		if len(want) == 0 {
-			return nil, errorf("MissingParameter", "The request must contain the parameter LaunchTemplateName or LaunchTemplateId, or only the versions $Latest and $Default")
-		}
-		for _, w := range want {
-			if w != "$Latest" && w != "$Default" {
-				return nil, errorf("InvalidParameterCombination", "Without a launch template, only the versions $Latest and $Default can be described, not %s", w)
+	return describe(form, describer[templateVersion, ltVersionXML]{dialect: ec2Dialect, set: "launchTemplateVersionSet", minMax: 1, maxMax: 200,
+		filters: []string{"image-id", "instance-type", "is-default-version", "iam-instance-profile"},
+		field: fields(func(tv templateVersion) map[string][]string {
+			d := tv.v.data
+			return map[string][]string{"image-id": {d.ImageID}, "instance-type": {d.InstanceType},
+				"is-default-version": {boolStr(tv.v.number == tv.t.defaultVersion)}, "iam-instance-profile": {d.ProfileName, d.ProfileArn}}
+		}),
+		key:  func(tv templateVersion) string { return tv.t.id + "/" + strconv.FormatInt(1e12+tv.v.number, 10) },
+		item: func(tv templateVersion) ltVersionXML { return versionXML(tv.t, tv.v) },
+	}, func() ([]templateVersion, func(templateVersion) bool, error) {
+		want := strList(form, "LaunchTemplateVersion")
+		var templates []*launchTemplate
+		if form.Get("LaunchTemplateId") == "" && form.Get("LaunchTemplateName") == "" {
+			if len(want) == 0 {
+				return nil, nil, errorf("MissingParameter", "The request must contain the parameter LaunchTemplateName or LaunchTemplateId, or only the versions $Latest and $Default")
 			}
-		}
-		for _, id := range sortedIDs(s.ec2.templates, func(t *launchTemplate) bool { return t.region == region }) {
-			templates = append(templates, s.ec2.templates[id])
-		}
-	} else {
-		t, err := s.template(region, form)
-		if err != nil {
-			return nil, err
-		}
-		templates = []*launchTemplate{t}
-	}
-	var out []ltVersionXML
-	for _, t := range templates {
-		var vs []*ltVersion
-		if len(want) > 0 {
 			for _, w := range want {
-				v, err := t.version(w)
-				if err != nil {
-					return nil, err
-				}
-				if !slices.Contains(vs, v) {
-					vs = append(vs, v)
+				if w != "$Latest" && w != "$Default" {
+					return nil, nil, errorf("InvalidParameterCombination", "Without a launch template, only the versions $Latest and $Default can be described, not %s", w)
 				}
 			}
-			slices.SortFunc(vs, func(a, b *ltVersion) int { return int(a.number - b.number) })
+			templates = inIDOrder(s.ec2.templates, func(t *launchTemplate) bool { return t.region == region })
 		} else {
-			minV, _, err := intParam(form, "MinVersion")
+			t, err := s.template(region, form)
+			if err != nil {
+				return nil, nil, err
+			}
+			templates = []*launchTemplate{t}
+		}
+		var all []templateVersion
+		for _, t := range templates {
+			vs, err := t.versionsAsked(form, want)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, v := range vs {
+				all = append(all, templateVersion{t, v})
+			}
+		}
+		return all, nil, nil
+	})
+}
+
+// versionsAsked are the versions of t a DescribeLaunchTemplateVersions asks for, in version order: those it names
+// (want), or those between its MinVersion and MaxVersion.
+func (t *launchTemplate) versionsAsked(form url.Values, want []string) ([]*ltVersion, error) {
+	var vs []*ltVersion
+	if len(want) > 0 {
+		for _, w := range want {
+			v, err := t.version(w)
 			if err != nil {
 				return nil, err
 			}
-			maxV, maxSet, err := intParam(form, "MaxVersion")
-			if err != nil {
-				return nil, err
-			}
-			for _, v := range t.versions {
-				if v != nil && v.number >= minV && (!maxSet || v.number <= maxV) {
-					vs = append(vs, v)
-				}
+			if !slices.Contains(vs, v) {
+				vs = append(vs, v)
 			}
 		}
-		for _, v := range vs {
-			if matches(filters, nil, func(name string) []string {
-				return map[string][]string{"image-id": {v.data.ImageID}, "instance-type": {v.data.InstanceType},
-					"is-default-version":   {boolStr(v.number == t.defaultVersion)},
-					"iam-instance-profile": {v.data.ProfileName, v.data.ProfileArn}}[name]
-			}) {
-				out = append(out, versionXML(t, v))
-			}
-		}
+		slices.SortFunc(vs, func(a, b *ltVersion) int { return int(a.number - b.number) })
+		return vs, nil
 	}
-	key := func(v ltVersionXML) string { return v.ID + "/" + strconv.FormatInt(1e12+v.VersionNumber, 10) }
-	got, next, err := page(form, "MaxResults", out, key, 1, 200)
+	minV, _, err := intParam(form, "MinVersion")
 	if err != nil {
 		return nil, err
 	}
-	return struct {
-		RequestID string             `xml:"requestId"`
-		Versions  list[ltVersionXML] `xml:"launchTemplateVersionSet"`
-		NextToken string             `xml:"nextToken,omitempty"`
-	}{"fake-request", items(got), next}, nil
+	maxV, maxSet, err := intParam(form, "MaxVersion")
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range t.versions {
+		if v != nil && v.number >= minV && (!maxSet || v.number <= maxV) {
+			vs = append(vs, v)
+		}
+	}
+	return vs, nil
 }
 
 func (s *Server) deleteLaunchTemplate(region string, form url.Values) (any, error) {

@@ -2,10 +2,11 @@ package fakeaws
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"time"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // Faults is the fault injection of a Server: what share of calls fail and how, how slow calls are, and how
@@ -42,9 +43,8 @@ type Faults struct {
 
 // SetFaults sets the fault injection; the zero Faults turns it off.
 func (s *Server) SetFaults(f Faults) error {
-	if f.ThrottleRate < 0 || f.ThrottleRate > 1 || f.ServerErrorRate < 0 || f.ServerErrorRate > 1 || f.ThrottleRate+f.ServerErrorRate > 1 {
-		return fmt.Errorf("faults: throttleRate %v and serverErrorRate %v must be shares between 0 and 1, together at most 1",
-			f.ThrottleRate, f.ServerErrorRate)
+	if err := fakecontrol.CheckShares("throttleRate", f.ThrottleRate, f.ServerErrorRate); err != nil {
+		return err
 	}
 	if f.LatencyMillis < 0 || f.VolumeInvisibleCalls < 0 || f.AttachingPolls < 0 || f.GroupInvisibleCalls < 0 || f.TemplateInvisibleCalls < 0 ||
 		f.MaxConcurrent < 0 {
@@ -57,45 +57,25 @@ func (s *Server) SetFaults(f Faults) error {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.faults = f
-	seed := f.Seed
-	if seed == 0 {
-		seed = 1
-	}
-	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s.mu.Unlock()
+	services := slices.Clone(f.Services)
+	s.ctl.SetRates(fakecontrol.Rates{Throttle: f.ThrottleRate, ServerError: f.ServerErrorRate,
+		Latency: time.Duration(f.LatencyMillis) * time.Millisecond, MaxConcurrent: f.MaxConcurrent, Seed: f.Seed,
+		Subject: func(service string) bool {
+			if len(services) == 0 {
+				return service != svcS3
+			}
+			return slices.Contains(services, service)
+		}})
 	return nil
 }
 
-// faulted reports whether the fault injection applies to service.
-func (f *Faults) faulted(service string) bool {
-	return !(len(f.Services) == 0 && service == svcS3 || len(f.Services) > 0 && !slices.Contains(f.Services, service))
-}
-
-// fault decides the fate of one call of service: its latency, and the error it is answered with (nil: none).
-// A throttled call is counted in s.throttled. Call it with s.mu held.
-func (s *Server) fault(service string) (time.Duration, *Error) {
-	f := s.faults
-	if !f.faulted(service) {
-		return 0, nil
+// faultError is a service's answer to a call the fault injection fails.
+func faultError(service string, fate fakecontrol.Fate) *Error {
+	if fate == fakecontrol.ServerError {
+		return &Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "fakeaws: an injected server error"}
 	}
-	latency := time.Duration(f.LatencyMillis) * time.Millisecond
-	if f.MaxConcurrent > 0 && s.inFlight >= f.MaxConcurrent {
-		s.throttled++
-		return latency, throttled(service)
-	}
-	switch p := s.rng.Float64(); {
-	case p < f.ThrottleRate:
-		s.throttled++
-		return latency, throttled(service)
-	case p < f.ThrottleRate+f.ServerErrorRate:
-		return latency, &Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "fakeaws: an injected server error"}
-	}
-	return latency, nil
-}
-
-// throttled is the throttling answer of a service.
-func throttled(service string) *Error {
 	switch service {
 	case svcEC2:
 		return &Error{Status: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
@@ -103,9 +83,4 @@ func throttled(service string) *Error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: "SlowDown", Message: "Please reduce your request rate."}
 	}
 	return &Error{Status: http.StatusBadRequest, Code: "Throttling", Message: "Rate exceeded"}
-}
-
-// isThrottle reports whether e is a throttling answer (throttled).
-func isThrottle(e *Error) bool {
-	return e.Code == "RequestLimitExceeded" || e.Code == "Throttling" || e.Code == "SlowDown"
 }

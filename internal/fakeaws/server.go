@@ -2,35 +2,30 @@ package fakeaws
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
-	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // Server is the fake AWS. Its zero value is not usable: make one with New. It is an http.Handler.
 type Server struct {
-	mu sync.Mutex // guards everything below, and every service's state
-	// calls counts API calls by operation name ("DescribeVolumes", "ChangeResourceRecordSets", "PutObject").
-	calls map[string]int
-	// throttled counts the calls answered with a throttling error (Faults.ThrottleRate, Faults.MaxConcurrent);
-	// inFlight is how many calls subject to the faults are being answered now (Faults.MaxConcurrent).
-	throttled, inFlight int
-	// observe, when set (Observe), sees every API call.
-	observe func(Call)
-	// holdInFlight, when set (by tests), is called by every call counted in inFlight before it is answered.
-	holdInFlight func()
-	faults       Faults
-	rng          *rand.Rand
-	nextID       uint64
+	// ctl counts the API calls by operation name ("DescribeVolumes", "ChangeResourceRecordSets", "PutObject") and
+	// decides their fate under the fault injection; it has a lock of its own.
+	ctl *fakecontrol.Core[Call]
+	// control serves /__fake/.
+	control http.Handler
+	mu      sync.Mutex // guards everything below, and every service's state
+	// faults are the fault injection as last set: ctl has its rates, the services read the rest.
+	faults Faults
+	nextID uint64
 	// imdsInstance is the instance IMDS answers for on the main address ("" until chosen: the newest instance).
 	imdsInstance string
 
@@ -45,7 +40,10 @@ type Server struct {
 // New returns an empty fake AWS: no VPC, no volume, no hosted zone, no bucket; the regions' zones and a few
 // public images exist, as in a new account.
 func New() *Server {
-	s := &Server{calls: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2)), start: time.Now()}
+	s := &Server{ctl: fakecontrol.New[Call](), start: time.Now()}
+	s.control = fakecontrol.Control("fakeaws", s.ctl, s.SetFaults,
+		fakecontrol.Endpoint{Path: "imds-instance", Param: "id", Do: s.ChooseIMDSInstance})
+	s.SetFaults(Faults{})
 	s.initEC2()
 	s.initASG()
 	s.initIAM()
@@ -75,20 +73,12 @@ func (s *Server) newID(prefix string) string {
 	return fmt.Sprintf("%s-%017x", prefix, s.nextID)
 }
 
-// Calls returns the per-operation call counts.
-func (s *Server) Calls() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.calls)
-}
+// Calls returns the per-operation call counts. Every attempt is a call, throttled or not.
+func (s *Server) Calls() map[string]int { return s.ctl.Calls() }
 
 // Throttled returns how many calls were answered with a throttling error (Faults.ThrottleRate and
 // Faults.MaxConcurrent) since New or ResetCalls. They are counted in Calls too: every attempt is a call.
-func (s *Server) Throttled() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.throttled
-}
+func (s *Server) Throttled() int { return s.ctl.Throttled() }
 
 // Call is one API call as the fake received it, for an observer (Observe).
 type Call struct {
@@ -105,26 +95,13 @@ type Call struct {
 
 // Observe makes fn see every API call the fake receives (nil: none), as it arrives, from the goroutine that
 // answers it and without the fake's lock held: fn must be safe for concurrent use and may call the fake.
-func (s *Server) Observe(fn func(Call)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.observe = fn
-}
+func (s *Server) Observe(fn func(Call)) { s.ctl.Observe(fn) }
 
 // ResetCalls zeroes the call counts and the count of throttled calls.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = map[string]int{}
-	s.throttled = 0
-}
-
-// throttledKey is the key of GET /__fake/calls's answer that holds Throttled, when it is not 0: no operation is
-// named so, and Mutating says it is not one.
-const throttledKey = "__throttled"
+func (s *Server) ResetCalls() { s.ctl.ResetCalls() }
 
 // Mutating reports whether an operation changes something: every one that is not Describe*, List*, Get* or
-// Head* (nor a count of /__fake/calls that is not an operation's, such as "__throttled").
+// Head* (nor a count of /__fake/calls that is not an operation's, such as fakecontrol.ThrottledKey).
 func Mutating(op string) bool {
 	for _, p := range []string{"Describe", "List", "Get", "Head", "__"} {
 		if strings.HasPrefix(op, p) {
@@ -152,7 +129,7 @@ var credentialScope = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/([^/]+)
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/__fake/"):
-		s.serveControl(w, r)
+		s.control.ServeHTTP(w, r)
 		return
 	case strings.HasPrefix(r.URL.Path, "/latest/"):
 		s.serveIMDS(w, r, "")
@@ -211,33 +188,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, service, op st
 	if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
 		region = m[1]
 	}
-	s.mu.Lock()
-	s.calls[op]++
-	latency, fault := s.fault(service)
-	counted := fault == nil && s.faults.faulted(service)
-	hold, observe := s.holdInFlight, s.observe
-	if counted {
-		s.inFlight++
-	}
-	s.mu.Unlock()
-	if observe != nil {
-		observe(Call{Service: service, Region: region, Op: op, Params: params, Throttled: fault != nil && isThrottle(fault)})
-	}
-	if counted {
-		defer func() {
-			s.mu.Lock()
-			s.inFlight--
-			s.mu.Unlock()
-		}()
-	}
-	if counted && hold != nil {
-		hold()
-	}
-	if latency > 0 {
-		time.Sleep(latency)
-	}
-	if fault != nil {
-		writeError(w, service, fault)
+	a := s.ctl.Begin(op, service)
+	defer a.End()
+	a.Observed(Call{Service: service, Region: region, Op: op, Params: params, Throttled: a.Fate == fakecontrol.Throttle})
+	a.Wait()
+	if a.Fate != fakecontrol.Pass {
+		writeError(w, service, faultError(service, a.Fate))
 		return
 	}
 	if service == svcS3 {
@@ -341,43 +297,4 @@ func esc(s string) string {
 	var b bytes.Buffer
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
-}
-
-// serveControl serves /__fake/: calls, reset-calls, faults, imds-instance.
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/__fake/calls" && r.Method == http.MethodGet:
-		calls := s.Calls()
-		if n := s.Throttled(); n > 0 {
-			calls[throttledKey] = n
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(calls)
-	case r.URL.Path == "/__fake/reset-calls" && r.Method == http.MethodPost:
-		s.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	case r.URL.Path == "/__fake/faults" && r.Method == http.MethodPost:
-		var f Faults
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := s.SetFaults(f); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	case r.URL.Path == "/__fake/imds-instance" && r.Method == http.MethodPost:
-		id := r.URL.Query().Get("id")
-		if err := s.ChooseIMDSInstance(id); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		http.Error(w, "fakeaws: no control endpoint "+r.Method+" "+r.URL.Path+
-			": GET /__fake/calls, POST /__fake/reset-calls, POST /__fake/faults, POST /__fake/imds-instance?id=", http.StatusNotFound)
-	}
 }

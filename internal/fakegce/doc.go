@@ -7,12 +7,14 @@
 // Paths: /compute/v1/projects/{project}/... (zones/{z}/..., regions/{r}/..., global/..., aggregated/...),
 // /dns/v1/projects/{project}/managedZones/..., IAM's /v1/projects/{project}/serviceAccounts/{email} (iam/v1 reaches
 // it with option.WithEndpoint(ADDRESS); see iam.go), /computeMetadata/v1/... (header Metadata-Flavor: Google), and the
-// control endpoints /__fake/...: GET /__fake/calls ({"compute.disks.insert": 1, ...}), POST /__fake/reset-calls,
-// POST /__fake/faults (a JSON Faults), POST /__fake/metadata-instance?name= (the instance the main address's
-// metadata server answers for).
+// control endpoints /__fake/... (fakecontrol.Control): GET /__fake/calls ({"compute.disks.insert": 1, ...}, and
+// under "__throttled" how many were answered 429 when any were), POST /__fake/reset-calls, POST /__fake/faults (a
+// JSON Faults), POST /__fake/metadata-instance?name= (the instance the main address's metadata server answers
+// for).
 //
 // It is laid out like fakeaws: one in-memory state behind one lock (Server.mu), call counting and fault injection
-// as a wrapper around the handlers (server.go, faults.go), one file per part of the API. Resources are the
+// as a wrapper around the handlers (server.go, faults.go; what the fakes share of it is internal/fakecontrol's),
+// one file per part of the API. Resources are the
 // google.golang.org/api types themselves (compute.Disk, dns.ManagedZone, ...), so that the JSON is the API's.
 //
 // Semantics others rely on:

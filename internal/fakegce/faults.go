@@ -2,9 +2,10 @@ package fakegce
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // Faults is the fault injection of a Server: what share of API calls fail and how, how slow calls are, how long
@@ -31,36 +32,25 @@ type Faults struct {
 
 // SetFaults sets the fault injection; the zero Faults turns it off.
 func (s *Server) SetFaults(f Faults) error {
-	if f.RateLimitRate < 0 || f.RateLimitRate > 1 || f.ServerErrorRate < 0 || f.ServerErrorRate > 1 || f.RateLimitRate+f.ServerErrorRate > 1 {
-		return fmt.Errorf("faults: rateLimitRate %v and serverErrorRate %v must be shares between 0 and 1, together at most 1",
-			f.RateLimitRate, f.ServerErrorRate)
+	if err := fakecontrol.CheckShares("rateLimitRate", f.RateLimitRate, f.ServerErrorRate); err != nil {
+		return err
 	}
 	if f.LatencyMillis < 0 || f.SlowOperations < 0 || f.DiskInvisibleCalls < 0 {
 		return fmt.Errorf("faults: latencyMillis, slowOperations and diskInvisibleCalls cannot be negative")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.faults = f
-	seed := f.Seed
-	if seed == 0 {
-		seed = 1
-	}
-	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s.mu.Unlock()
+	s.ctl.SetRates(fakecontrol.Rates{Throttle: f.RateLimitRate, ServerError: f.ServerErrorRate,
+		Latency: time.Duration(f.LatencyMillis) * time.Millisecond, Seed: f.Seed})
 	return nil
 }
 
-// fault decides the fate of one API call: its latency, and the error it is answered with (nil: none). Call it
-// with s.mu held.
-func (s *Server) fault() (time.Duration, *Error) {
-	f := s.faults
-	latency := time.Duration(f.LatencyMillis) * time.Millisecond
-	switch p := s.rng.Float64(); {
-	case p < f.RateLimitRate:
-		return latency, &Error{Code: http.StatusTooManyRequests, Reason: "rateLimitExceeded",
-			Message: "Rate Limit Exceeded (fakegce: injected)"}
-	case p < f.RateLimitRate+f.ServerErrorRate:
-		return latency, &Error{Code: http.StatusServiceUnavailable, Reason: "backendError",
-			Message: "Internal error. Please try again or contact Google Support. (fakegce: injected)"}
+// faultError is the answer to a call the fault injection fails.
+func faultError(fate fakecontrol.Fate) *Error {
+	if fate == fakecontrol.Throttle {
+		return &Error{Code: http.StatusTooManyRequests, Reason: "rateLimitExceeded", Message: "Rate Limit Exceeded (fakegce: injected)"}
 	}
-	return latency, nil
+	return &Error{Code: http.StatusServiceUnavailable, Reason: "backendError",
+		Message: "Internal error. Please try again or contact Google Support. (fakegce: injected)"}
 }

@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // TestObserve checks an observer sees each API call with its operation, scope and zone or region, and whether
-// it was rate limited.
+// it was rate limited; and that rate limited calls are counted in Throttled, which Mutating does not take for an
+// operation under its key of /__fake/calls.
 func TestObserve(t *testing.T) {
 	fake, svc, d, _ := newClients(t)
 	var mu sync.Mutex
@@ -38,6 +41,12 @@ func TestObserve(t *testing.T) {
 		{Op: "compute.subnetworks.list", Scope: "regions", Where: "us-central1"},
 		{Op: "dns.managedZones.list"},
 		{Op: "compute.firewalls.list", Scope: "global", RateLimited: true},
+	}
+	if n := fake.Throttled(); n != 1 {
+		t.Errorf("Throttled() = %d, want 1", n)
+	}
+	if Mutating(fakecontrol.ThrottledKey) {
+		t.Errorf("Mutating(%q) = true: a count of refusals is not an operation", fakecontrol.ThrottledKey)
 	}
 	mu.Lock()
 	defer mu.Unlock()

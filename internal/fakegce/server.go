@@ -4,23 +4,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"time"
+
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 // Server is the fake GCE. Make one with New. It is an http.Handler.
 type Server struct {
-	mu sync.Mutex // guards everything below
-	// calls counts API calls by operation name ("compute.disks.insert", "dns.changes.create").
-	calls  map[string]int
+	// ctl counts the API calls by operation name ("compute.disks.insert", "dns.changes.create") and decides their
+	// fate under the fault injection; it has a lock of its own.
+	ctl *fakecontrol.Core[Call]
+	// control serves /__fake/.
+	control http.Handler
+	mu      sync.Mutex // guards everything below
+	// faults are the fault injection as last set: ctl has its rates, the API reads the rest.
 	faults Faults
-	rng    *rand.Rand
 	// names draws the suffixes of managed instances' names (apart from rng, so that faults do not move them).
 	names  *rand.Rand
 	nextID uint64
@@ -31,16 +34,17 @@ type Server struct {
 	ops map[string]*operation
 	// instanceOrder is the order instances were made in, as selfLinks (the newest last).
 	instanceOrder []string
-	// observe, when set (Observe), sees every API call.
-	observe func(Call)
 	// serviceAccounts are the service accounts AddServiceAccount made: their project by email (iam.go).
 	serviceAccounts map[string]string
 }
 
 // New returns an empty fake GCE: every project exists and is empty.
 func New() *Server {
-	return &Server{calls: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2)), names: rand.New(rand.NewPCG(3, 4)),
+	s := &Server{ctl: fakecontrol.New[Call](), names: rand.New(rand.NewPCG(3, 4)),
 		projects: map[string]*project{}, ops: map[string]*operation{}}
+	s.control = fakecontrol.Control("fakegce", s.ctl, s.SetFaults,
+		fakecontrol.Endpoint{Path: "metadata-instance", Param: "name", Do: s.ChooseMetadataInstance})
+	return s
 }
 
 // Error is a Google API error answer: {"error": {"code", "message", "errors": [{"reason", "message", "domain"}]}}.
@@ -74,12 +78,12 @@ func (s *Server) newID() uint64 {
 	return 4_000_000_000_000_000_000 + s.nextID*7919
 }
 
-// Calls returns the per-operation call counts.
-func (s *Server) Calls() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.calls)
-}
+// Calls returns the per-operation call counts. Every attempt is a call, rate limited or not.
+func (s *Server) Calls() map[string]int { return s.ctl.Calls() }
+
+// Throttled returns how many calls were answered 429 rateLimitExceeded (Faults.RateLimitRate) since New or
+// ResetCalls. They are counted in Calls too.
+func (s *Server) Throttled() int { return s.ctl.Throttled() }
 
 // Call is one API call as the fake received it, for an observer (Observe).
 type Call struct {
@@ -94,22 +98,18 @@ type Call struct {
 
 // Observe makes fn see every API call the fake receives (nil: none), as it arrives, from the goroutine that
 // answers it and without the fake's lock held: fn must be safe for concurrent use and may call the fake.
-func (s *Server) Observe(fn func(Call)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.observe = fn
-}
+func (s *Server) Observe(fn func(Call)) { s.ctl.Observe(fn) }
 
-// ResetCalls zeroes the call counts.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = map[string]int{}
-}
+// ResetCalls zeroes the call counts and the count of rate limited calls.
+func (s *Server) ResetCalls() { s.ctl.ResetCalls() }
 
 // Mutating reports whether an operation changes something: every one but *.get, *.list, *.aggregatedList,
-// *.wait, *.listManagedInstances and *.getFromFamily.
+// *.wait, *.listManagedInstances and *.getFromFamily (nor a count of /__fake/calls that is not an operation's, such
+// as fakecontrol.ThrottledKey).
 func Mutating(op string) bool {
+	if strings.HasPrefix(op, "__") {
+		return false
+	}
 	for _, suffix := range []string{".get", ".list", ".aggregatedList", ".wait", ".listManagedInstances", ".getFromFamily"} {
 		if strings.HasSuffix(op, suffix) {
 			return false
@@ -123,7 +123,7 @@ func Mutating(op string) bool {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, "/__fake/"):
-		s.serveControl(w, r)
+		s.control.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/computeMetadata/"):
 		s.serveMetadata(w, r, "")
 	case strings.HasPrefix(p, "/compute/v1/projects/"):
@@ -219,23 +219,20 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rest string, r
 		}
 	}
 	c.names = names
+	a := s.ctl.Begin(rt.op, "")
+	defer a.End()
+	a.Observed(Call{Op: rt.op, Scope: c.scope, Where: c.where, RateLimited: a.Fate == fakecontrol.Throttle})
+	a.Wait()
+	if a.Fate != fakecontrol.Pass {
+		writeError(w, faultError(a.Fate))
+		return
+	}
 	s.mu.Lock()
-	s.calls[rt.op]++
-	latency, fault := s.fault()
-	if fault == nil && slices.Contains(s.faults.Denied, rt.op) {
-		fault = &Error{Code: http.StatusForbidden, Reason: "forbidden",
-			Message: "Permission denied for " + rt.op + " (or the resource may not exist) (fakegce: denied)"}
-	}
-	observe := s.observe
+	denied := slices.Contains(s.faults.Denied, rt.op)
 	s.mu.Unlock()
-	if observe != nil {
-		observe(Call{Op: rt.op, Scope: c.scope, Where: c.where, RateLimited: fault != nil && fault.Reason == "rateLimitExceeded"})
-	}
-	if latency > 0 {
-		time.Sleep(latency)
-	}
-	if fault != nil {
-		writeError(w, fault)
+	if denied {
+		writeError(w, &Error{Code: http.StatusForbidden, Reason: "forbidden",
+			Message: "Permission denied for " + rt.op + " (or the resource may not exist) (fakegce: denied)"})
 		return
 	}
 	s.mu.Lock()
@@ -327,37 +324,4 @@ func writeError(w http.ResponseWriter, err error) {
 	body.Error.Code, body.Error.Message = e.Code, e.Message
 	body.Error.Errors = []item{{Message: e.Message, Domain: "global", Reason: e.Reason}}
 	writeJSON(w, e.Code, body)
-}
-
-// serveControl serves /__fake/: calls, reset-calls, faults, metadata-instance.
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/__fake/calls" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, s.Calls())
-	case r.URL.Path == "/__fake/reset-calls" && r.Method == http.MethodPost:
-		s.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	case r.URL.Path == "/__fake/faults" && r.Method == http.MethodPost:
-		var f Faults
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := s.SetFaults(f); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	case r.URL.Path == "/__fake/metadata-instance" && r.Method == http.MethodPost:
-		if err := s.ChooseMetadataInstance(r.URL.Query().Get("name")); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		http.Error(w, "fakegce: no control endpoint "+r.Method+" "+r.URL.Path+
-			": GET /__fake/calls, POST /__fake/reset-calls, POST /__fake/faults, POST /__fake/metadata-instance?name=", http.StatusNotFound)
-	}
 }

@@ -5,19 +5,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
 	"kubeup.dev/kubeup/internal/fakeaws"
+	"kubeup.dev/kubeup/internal/fakecontrol"
 )
 
 func main() {
@@ -27,34 +20,9 @@ func main() {
 	flag.Parse()
 	fake := fakeaws.New()
 	fake.SetChangePendingPolls(*pendingPolls)
-	if *faults != "" {
-		var f fakeaws.Faults
-		dec := json.NewDecoder(strings.NewReader(*faults))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(&f)
-		if err == nil {
-			err = fake.SetFaults(f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "fakeaws: --faults: %v\n", err)
-			os.Exit(2)
-		}
+	if err := fakecontrol.SetFaultsFlag(*faults, fake.SetFaults); err != nil {
+		fmt.Fprintf(os.Stderr, "fakeaws: --faults: %v\n", err)
+		os.Exit(2)
 	}
-	l, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fakeaws: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Printf("fakeaws listening on http://%s\n", l.Addr())
-	srv := &http.Server{Handler: fake}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(os.Stderr, "fakeaws: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(fakecontrol.Serve("fakeaws", *listen, fake))
 }

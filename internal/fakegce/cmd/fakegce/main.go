@@ -4,18 +4,11 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
+	"kubeup.dev/kubeup/internal/fakecontrol"
 	"kubeup.dev/kubeup/internal/fakegce"
 )
 
@@ -24,34 +17,9 @@ func main() {
 	faults := flag.String("faults", "", `fault injection, as POST /__fake/faults takes it: {"rateLimitRate": 0.3, ...}`)
 	flag.Parse()
 	fake := fakegce.New()
-	if *faults != "" {
-		var f fakegce.Faults
-		dec := json.NewDecoder(strings.NewReader(*faults))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(&f)
-		if err == nil {
-			err = fake.SetFaults(f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "fakegce: --faults: %v\n", err)
-			os.Exit(2)
-		}
+	if err := fakecontrol.SetFaultsFlag(*faults, fake.SetFaults); err != nil {
+		fmt.Fprintf(os.Stderr, "fakegce: --faults: %v\n", err)
+		os.Exit(2)
 	}
-	l, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fakegce: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Printf("fakegce listening on http://%s\n", l.Addr())
-	srv := &http.Server{Handler: fake}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(os.Stderr, "fakegce: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(fakecontrol.Serve("fakegce", *listen, fake))
 }
