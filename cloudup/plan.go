@@ -61,10 +61,13 @@ func explainSpec(p *engine.Plan, cluster string) {
 		if c.Key.Type != "StoreFile" || !strings.HasPrefix(c.Key.Name, configs) {
 			continue
 		}
+		p.Echoes = append(p.Echoes, engine.Echo{Key: c.Key, Field: "Shown", Prefix: "cluster.", SpecPrefix: ""})
 		g := strings.TrimPrefix(c.Key.Name, configs)
+		if strings.HasSuffix(g, ".role") {
+			continue // a role's configuration (model.NodeRoleConfig): the spec, no group's
+		}
 		groups[g] = true
 		p.Echoes = append(p.Echoes,
-			engine.Echo{Key: c.Key, Field: "Shown", Prefix: "cluster.", SpecPrefix: ""},
 			engine.Echo{Key: c.Key, Field: "Shown", Prefix: "instanceGroup.", SpecPrefix: "instanceGroups[" + g + "]."})
 	}
 	for g := range groups {
