@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -265,9 +266,17 @@ imports = []
 		q(filepath.Join(c.Dir, "net.d")))
 }
 
-// Ctr runs the runtime's ctr against this containerd, in its Namespace, and returns its output.
+// Ctr runs the runtime's ctr against this containerd, in its Namespace, and returns its standard output (ctr
+// warns on its standard error: on cgroup v1, that v1 is deprecated); an error holds the standard error.
 func (c *Containerd) Ctr(ctx context.Context, args ...string) (string, error) {
-	return Run(ctx, filepath.Join(c.Bin, "ctr"), append([]string{"--address", c.Socket, "--namespace", c.Namespace}, args...)...)
+	args = append([]string{"--address", c.Socket, "--namespace", c.Namespace}, args...)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "ctr"), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
 
 // StartCtr starts a long-running ctr command (ctr run) against this containerd, its output in a log file under
