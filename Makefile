@@ -164,7 +164,7 @@ export KUBEUP_RUNTIME_BIN
 runtime-binaries: e2e-packages
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_RUNTIME_BIN)/VERSIONS' ]; then exit 0; fi; \
 	dir='$(KUBEUP_RUNTIME_BIN)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/cni"; trap 'rm -rf "$$tmp"' EXIT; \
-	echo "runtime-binaries: building containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION) and crictl $(CRICTL_VERSION) into $$dir (once; about 10 minutes on 2 cores)"; \
+	echo "runtime-binaries: building containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION) and crictl $(CRICTL_VERSION) into $$dir (once; about 5 minutes on 2 cores)"; \
 	cd $(RUNTIME_MOD); \
 	CGO_ENABLED=0 $(GO) build $(RUNTIME_BUILD_FLAGS) -tags no_btrfs \
 		-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' -o "$$tmp/" \
@@ -195,7 +195,7 @@ PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 HELLO_IMAGE := kubeup.dev/e2e/hello:v1
 KUBE_IMAGES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy
 IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
-KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES)"; } 2>/dev/null | sha256sum | cut -c1-16)
+KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES) $(KUBEUP_KUBE_BIN)"; } 2>/dev/null | sha256sum | cut -c1-16)
 export KUBEUP_IMAGES
 images: kube-binaries
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_IMAGES)/IMAGES' ]; then exit 0; fi; \
