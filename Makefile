@@ -66,9 +66,10 @@ build:
 	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
 	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
-## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), then every fuzz target for FUZZTIME (10s) each
+## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
 test: lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e -timeout 30m ./...
+	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
 
 ## fuzz: every fuzz target (hack/fuzz.sh) for FUZZTIME each (default 10s; make fuzz FUZZTIME=5m); a crasher fails it, named
