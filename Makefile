@@ -20,23 +20,25 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries kubectl npm-deps
+.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries runtime-binaries images kubectl npm-deps
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
 # clean).
-E2E_PACKAGES := bind9 dnsutils etcd-server etcd-client iproute2 iputils-ping systemd-container debootstrap awscli e2fsprogs dbus
+# libseccomp-dev and gcc: runc's build (make runtime-binaries) links libseccomp statically.
+E2E_PACKAGES := bind9 dnsutils etcd-server etcd-client iproute2 iputils-ping systemd-container debootstrap awscli e2fsprogs dbus libseccomp-dev gcc libc6-dev
 E2E_MIRROR ?= http://deb.debian.org/debian
 KUBEUP_E2E_ROOTFS ?= /var/cache/kubeup/rootfs-bookworm
 export KUBEUP_E2E_ROOTFS
 
-# The real kube-apiserver, kube-controller-manager and kube-scheduler, built from the k8s.io/kubernetes Go module
-# of hack/kube-binaries (a Go module of its own: the main go.mod stays lean) into a cache keyed by its version,
-# which is model.DefaultKubernetesVersion (a test holds them together). The tests and the demo find them through
+# The real kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy, built from the
+# k8s.io/kubernetes Go module of hack/kube-binaries (a Go module of its own: the main go.mod stays lean) into a
+# cache keyed by its version, which is model.DefaultKubernetesVersion (a test holds them together). They are static
+# (CGO_ENABLED=0): the images of `make images` hold them with no base. The tests and the demo find them through
 # KUBEUP_KUBE_BIN.
 KUBE_BINARIES_MOD := hack/kube-binaries
 KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ { print $$2; exit }' $(KUBE_BINARIES_MOD)/go.mod)
-KUBE_COMPONENTS := kube-apiserver kube-controller-manager kube-scheduler
+KUBE_COMPONENTS := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 KUBEUP_KUBE_BIN ?= /var/cache/kubeup/bin/$(KUBE_VERSION)
 export KUBEUP_KUBE_BIN
 # What `--version`, `kubectl version` and /version report: a plain `go build` would say v0.0.0-master. (The
@@ -64,9 +66,10 @@ build:
 	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
 	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
-## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), then every fuzz target for FUZZTIME (10s) each
+## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
 test: lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e -timeout 30m ./...
+	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
 
 ## fuzz: every fuzz target (hack/fuzz.sh) for FUZZTIME each (default 10s; make fuzz FUZZTIME=5m); a crasher fails it, named
@@ -92,8 +95,8 @@ lint: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## e2e-deps: install the e2e tests' Debian packages and kubectl, debootstrap their root filesystem and build the Kubernetes components, once (root only)
-e2e-deps: e2e-packages kube-binaries kubectl npm-deps
+## e2e-deps: install the e2e tests' Debian packages and kubectl, debootstrap their root filesystem, build the Kubernetes components, the container runtime and the images, once (root only)
+e2e-deps: e2e-packages kube-binaries runtime-binaries images kubectl npm-deps
 	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
 	if [ -d '$(KUBEUP_E2E_ROOTFS)' ]; then exit 0; fi; \
 	tmp='$(KUBEUP_E2E_ROOTFS).tmp'; \
@@ -121,8 +124,8 @@ e2e-packages:
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
-## kube-binaries: build kube-apiserver, kube-controller-manager and kube-scheduler into $(KUBEUP_KUBE_BIN), once (root only)
-# One `go build` of the three shares the compile. It builds into a temporary directory renamed into place, so that
+## kube-binaries: build kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy (static) into $(KUBEUP_KUBE_BIN), once (root only)
+# One `go build` of the five shares the compile. It builds into a temporary directory renamed into place, so that
 # an interrupted build leaves no half cache (the next run removes what it left); with the cache there it costs
 # nothing.
 kube-binaries:
@@ -133,9 +136,81 @@ kube-binaries:
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
 	echo "kube-binaries: building Kubernetes $(KUBE_VERSION) ($(KUBE_COMPONENTS)) into $$dir (once; about 10 minutes on 2 cores)"; \
-	(cd $(KUBE_BINARIES_MOD) && $(GO) build -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" \
+	(cd $(KUBE_BINARIES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" \
 		$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_COMPONENTS))); \
-	rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
+	rm -rf "$$dir.old"; [ ! -e "$$dir" ] || mv -T "$$dir" "$$dir.old"; mv -T "$$tmp" "$$dir"; rm -rf "$$dir.old"
+
+## runtime-binaries: build containerd (with containerd-shim-runc-v2 and ctr), runc, crictl and the CNI plugins into $(KUBEUP_RUNTIME_BIN), once (root only)
+# From the Go modules pinned in hack/runtime-binaries/go.mod (a Go module of its own: the main go.mod stays lean),
+# through the module proxy. All static: runc with cgo (libnsenter) and Debian's libseccomp-dev, linked statically;
+# the rest with CGO_ENABLED=0. The cache is keyed by that go.mod, its go.sum and the build flags, so a new
+# version or flag builds afresh and an unchanged one costs nothing. Layout: $(KUBEUP_RUNTIME_BIN)/{containerd,
+# containerd-shim-runc-v2,ctr,runc,crictl}, $(KUBEUP_RUNTIME_BIN)/cni/{bridge,host-local,loopback,portmap} and
+# VERSIONS (one "name version" a line). Built into a temporary directory renamed into place: an interrupted
+# build leaves no half cache. The tests find them through KUBEUP_RUNTIME_BIN.
+RUNTIME_MOD := hack/runtime-binaries
+mod_version = $(shell awk '$$1 == "$(1)" && $$2 ~ /^v/ { print $$2; exit }' $(2)/go.mod)
+CONTAINERD_VERSION := $(call mod_version,github.com/containerd/containerd/v2,$(RUNTIME_MOD))
+RUNC_VERSION := $(call mod_version,github.com/opencontainers/runc,$(RUNTIME_MOD))
+CNI_PLUGINS_VERSION := $(call mod_version,github.com/containernetworking/plugins,$(RUNTIME_MOD))
+CRICTL_VERSION := $(call mod_version,sigs.k8s.io/cri-tools,$(RUNTIME_MOD))
+CNI_PLUGINS := bridge host-local loopback portmap
+RUNTIME_BUILD_FLAGS := -trimpath -buildvcs=false
+RUNTIME_FLAGS := containerd: CGO_ENABLED=0 -tags no_btrfs -ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
+	runc: CGO_ENABLED=1 -tags 'seccomp urfave_cli_no_docs netgo osusergo' -ldflags '-s -w -extldflags -static' \
+	cni: CGO_ENABLED=0 -ldflags '-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)' \
+	crictl: CGO_ENABLED=0 -ldflags '-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)' $(RUNTIME_BUILD_FLAGS)
+KUBEUP_RUNTIME_BIN ?= /var/cache/kubeup/runtime/$(shell { cat $(RUNTIME_MOD)/go.mod $(RUNTIME_MOD)/go.sum; echo "$(RUNTIME_FLAGS)"; } 2>/dev/null | sha256sum | cut -c1-16)
+export KUBEUP_RUNTIME_BIN
+runtime-binaries: e2e-packages
+	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_RUNTIME_BIN)/VERSIONS' ]; then exit 0; fi; \
+	dir='$(KUBEUP_RUNTIME_BIN)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/cni"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "runtime-binaries: building containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION) and crictl $(CRICTL_VERSION) into $$dir (once; about 5 minutes on 2 cores)"; \
+	cd $(RUNTIME_MOD); \
+	CGO_ENABLED=0 $(GO) build $(RUNTIME_BUILD_FLAGS) -tags no_btrfs \
+		-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' -o "$$tmp/" \
+		$(addprefix github.com/containerd/containerd/v2/cmd/,containerd containerd-shim-runc-v2 ctr); \
+	CGO_ENABLED=1 $(GO) build $(RUNTIME_BUILD_FLAGS) -tags 'seccomp urfave_cli_no_docs netgo osusergo' \
+		-ldflags '-s -w -extldflags -static' -o "$$tmp/runc" github.com/opencontainers/runc; \
+	CGO_ENABLED=0 $(GO) build $(RUNTIME_BUILD_FLAGS) \
+		-ldflags '-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)' \
+		-o "$$tmp/cni/" $(foreach p,$(CNI_PLUGINS),github.com/containernetworking/plugins/plugins/$(if $(filter host-local,$(p)),ipam,$(if $(filter portmap,$(p)),meta,main))/$(p)); \
+	CGO_ENABLED=0 $(GO) build $(RUNTIME_BUILD_FLAGS) -ldflags '-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)' \
+		-o "$$tmp/" sigs.k8s.io/cri-tools/cmd/crictl; \
+	printf '%s %s\n' containerd $(CONTAINERD_VERSION) runc $(RUNC_VERSION) cni-plugins $(CNI_PLUGINS_VERSION) crictl $(CRICTL_VERSION) >"$$tmp/VERSIONS"; \
+	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
+
+## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
+# hack/images (a Go module of its own, with go-containerregistry) writes one archive per image, named as kubeup's
+# manifests name it, that `ctr images import` accepts: the static binaries of `make kube-binaries` at
+# /usr/local/bin/<name>; etcd built static (CGO_ENABLED=0) from go.etcd.io/etcd/server/v3 pinned in hack/etcd/go.mod
+# (its version is model.DefaultEtcdVersion: a test holds them together) at /usr/local/bin/etcd; the sandbox image
+# $(PAUSE_IMAGE) (containerd's default) holding /pause, our own (hack/images/pause); and the e2e workload
+# $(HELLO_IMAGE) holding /hello (hack/images/hello). The cache is keyed by hack/images, hack/etcd and
+# hack/kube-binaries; $(KUBEUP_IMAGES)/IMAGES lists "archive reference" a line, bin/ holds etcd, pause and hello.
+# Built into a temporary directory renamed into place. The tests find them through KUBEUP_IMAGES.
+IMAGES_MOD := hack/images
+ETCD_MOD := hack/etcd
+ETCD_VERSION := $(call mod_version,go.etcd.io/etcd/server/v3,$(ETCD_MOD))
+PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
+HELLO_IMAGE := kubeup.dev/e2e/hello:v1
+KUBE_IMAGES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy
+IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
+KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES) $(KUBEUP_KUBE_BIN)"; } 2>/dev/null | sha256sum | cut -c1-16)
+export KUBEUP_IMAGES
+images: kube-binaries
+	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_IMAGES)/IMAGES' ]; then exit 0; fi; \
+	dir='$(KUBEUP_IMAGES)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/bin"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "images: building etcd $(ETCD_VERSION), pause and hello, and writing the image archives into $$dir (once; a few minutes)"; \
+	(cd $(ETCD_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/etcd" go.etcd.io/etcd/server/v3); \
+	(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause ./hello); \
+	"$$tmp/bin/images" -out "$$tmp" \
+		-image 'registry.k8s.io/etcd:$(ETCD_VERSION:v%=%)-0='"$$tmp/bin/etcd:/usr/local/bin/etcd" \
+		$(foreach c,$(KUBE_IMAGES),-image 'registry.k8s.io/$(c):$(KUBE_VERSION)=$(KUBEUP_KUBE_BIN)/$(c):/usr/local/bin/$(c)') \
+		-image '$(PAUSE_IMAGE)='"$$tmp/bin/pause:/pause" \
+		-image '$(HELLO_IMAGE)='"$$tmp/bin/hello:/hello"; \
+	rm "$$tmp/bin/images"; \
+	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
 ## kubectl: unpack Debian's kubernetes-client into $(KUBECTL_CACHE), once (root only)
 kubectl:
@@ -184,7 +259,7 @@ update-golden:
 	git status --short -- $$(for p in $$pkgs; do echo "./$${p#kubeup.dev/kubeup/}"; done) || true
 
 ## demo: as root, a 3-control-plane cluster on the local provider in /tmp/kubeup-demo: create, dry run, apply, nodeup and protokube on each node (network namespaces, a BIND it starts), ending with a healthy 3-member etcd
-demo: build e2e-packages kube-binaries kubectl
+demo: build e2e-packages kube-binaries runtime-binaries images kubectl
 	$(GO) build -o bin/ ./hack/staticpods
 	@bash hack/demo.sh
 

@@ -8,8 +8,8 @@ import (
 )
 
 // The real Kubernetes components: `make kube-binaries` (part of `make e2e-deps`) builds kube-apiserver,
-// kube-controller-manager and kube-scheduler from the k8s.io/kubernetes Go module of hack/kube-binaries into a
-// cache keyed by version; `make kubectl` (also part of it) unpacks Debian's kubernetes-client into a cache of its
+// kube-controller-manager, kube-scheduler, kubelet and kube-proxy, static, from the k8s.io/kubernetes Go module
+// of hack/kube-binaries into a cache keyed by version; `make kubectl` (also part of it) unpacks Debian's kubernetes-client into a cache of its
 // own (not installed: on a machine where another package holds /usr/bin/kubectl, dpkg refuses it).
 
 // KubernetesVersion is the version of the components the tests run: hack/kube-binaries/go.mod's

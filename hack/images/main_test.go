@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// buildPause builds ./pause static into dir: a binary an image can hold.
+func buildPause(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "pause")
+	cmd := exec.Command("go", "build", "-o", bin, "./pause")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./pause: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// An archive is an OCI layout naming the image as the manifests do, and the same binary makes the same archive.
+func TestArchive(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildPause(t, dir)
+	var archives [2][]byte
+	for i := range archives {
+		out := filepath.Join(dir, "out"+string(rune('0'+i)))
+		if err := os.Mkdir(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := parseSpec("registry.k8s.io/pause:3.10.2=" + bin + ":/pause")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run(out, specs{sp}); err != nil {
+			t.Fatal(err)
+		}
+		if archives[i], err = os.ReadFile(filepath.Join(out, "pause.tar")); err != nil {
+			t.Fatal(err)
+		}
+		index, err := os.ReadFile(filepath.Join(out, "IMAGES"))
+		if err != nil || string(index) != "pause.tar registry.k8s.io/pause:3.10.2\n" {
+			t.Errorf("IMAGES: %q, %v", index, err)
+		}
+		unpacked := filepath.Join(dir, "unpacked"+string(rune('0'+i)))
+		if err := os.Mkdir(unpacked, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("tar", "-xf", filepath.Join(out, "pause.tar"), "-C", unpacked).CombinedOutput(); err != nil {
+			t.Fatalf("tar: %v\n%s", err, out)
+		}
+		idx, err := layout.ImageIndexFromPath(unpacked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Manifests) != 1 || m.Manifests[0].Annotations[containerdImageName] != "registry.k8s.io/pause:3.10.2" {
+			t.Fatalf("index: %+v", m.Manifests)
+		}
+		img, err := idx.Image(m.Manifests[0].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(cfg.Config.Entrypoint, " ") != "/pause" || cfg.OS != "linux" {
+			t.Errorf("config: entrypoint %v, os %q", cfg.Config.Entrypoint, cfg.OS)
+		}
+	}
+	if !bytes.Equal(archives[0], archives[1]) {
+		t.Error("two archives of the same binary differ")
+	}
+}
+
+// A dynamically linked binary would not start in an image with no libc: refused, named.
+func TestDynamicRefused(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	if err := static(sh); err == nil || !strings.Contains(err.Error(), sh) {
+		t.Errorf("static(%s) = %v, want an error naming it", sh, err)
+	}
+	if err := static(buildPause(t, t.TempDir())); err != nil {
+		t.Errorf("static(pause) = %v", err)
+	}
+}
+
+func TestParseSpecRefused(t *testing.T) {
+	for _, v := range []string{
+		"registry.k8s.io/pause:3.10.2",                // no files
+		"pause=/bin/pause:/pause",                     // not a full reference
+		"registry.k8s.io/pause:3.10.2=/bin/pause",     // no path in the image
+		"registry.k8s.io/pause:3.10.2=/bin/p:pause",   // relative
+		"registry.k8s.io/pause:3.10.2=/bin/p:/a/../b", // not clean
+	} {
+		if _, err := parseSpec(v); err == nil {
+			t.Errorf("parseSpec(%q) took it", v)
+		}
+	}
+}
