@@ -50,7 +50,7 @@ func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumeta
 		}
 		attach := addAttach(g, mv)
 		mountPoint := model.EtcdMountPoint(mv.volume.ID)
-		mount := engine.AddIn(g, (*Round).Node, &nodetasks.FormatAndMount{MountPoint: mountPoint, Attachment: attach})
+		mount := engine.AddIn(g, (*Round).Node, &nodetasks.FormatAndMount{MountPoint: mountPoint, Attachment: attach, Volume: mv.volume.ID})
 		// The manifest is written only while this very volume is mounted at its mount point, as the round began:
 		// etcd must never start on the node's own disk, nor on whatever else is mounted there, and whether its
 		// data directory holds a member is known only then. Otherwise it is removed: an earlier round's manifest

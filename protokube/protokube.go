@@ -218,11 +218,6 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if err := o.identify(ctx, pc); err != nil {
 		return false, err
 	}
-	node, err := nodetasks.NewNode(ctx, o.Root, o.NodeOptions)
-	if err != nil {
-		return false, err
-	}
-	defer node.Close()
 	providers := o.Providers
 	if providers == nil {
 		providers = o.cloudProviders
@@ -231,6 +226,16 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// The node's mounts journal their formats on the volumes, and confirm the hold before they mount, through the
+	// provider's own records.
+	nodeOpts := o.NodeOptions
+	nodeOpts.FormatJournal, _ = vols.(nodetasks.FormatJournal)
+	nodeOpts.MountGuard, _ = vols.(nodetasks.MountGuard)
+	node, err := nodetasks.NewNode(ctx, o.Root, nodeOpts)
+	if err != nil {
+		return false, err
+	}
+	defer node.Close()
 	r := &Round{node: node, volumes: vols, dns: dns}
 
 	found, err := vols.List(ctx, map[string]string{pc.ClusterTag.Key: pc.ClusterTag.Value, model.TagControlPlane: "1"})

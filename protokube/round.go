@@ -67,3 +67,9 @@ func (r *Round) startedNew(manifest string) bool {
 	b, err := os.ReadFile(filepath.Join(r.node.Root, manifest))
 	return err == nil && strings.Contains(string(b), "--initial-cluster-state=new")
 }
+
+// A provider's format intents and mount guard are what the node's mounts use (nodetasks.NodeOptions).
+var (
+	_ nodetasks.FormatJournal = volumetasks.FormatIntents(nil)
+	_ nodetasks.MountGuard    = volumetasks.MountGuard(nil)
+)

@@ -24,6 +24,20 @@ type round struct {
 	vols *localtasks.Volumes
 }
 
+// newRound is the round of a node whose volumes are vols: its mounts journal their formats and confirm the
+// hold through vols, as protokube's do (NodeOptions).
+func newRound(t *testing.T, vols *localtasks.Volumes) *round {
+	t.Helper()
+	e2e.RequireRoot(t)
+	e2e.RequireTools(t, "losetup", "blkid", "mkfs.ext4", "mount", "umount")
+	n, err := NewNode(context.Background(), "/", NodeOptions{Systemd: SystemdNone, FormatJournal: vols, MountGuard: vols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return &round{node: n, vols: vols}
+}
+
 func (r *round) Node() *Node                          { return r.node }
 func (r *round) Volumes() volumetasks.World           { return r }
 func (r *round) VolumeProvider() volumetasks.Provider { return r.vols }
@@ -33,7 +47,7 @@ func claimAndMount(volume, mp string) func() *engine.Graph[*round] {
 	return func() *engine.Graph[*round] {
 		g := engine.NewGraph[*round]()
 		att := engine.AddIn(g, (*round).Volumes, &volumetasks.Attach[volumetasks.World]{VolumeID: volume})
-		engine.AddIn(g, (*round).Node, &FormatAndMount{MountPoint: mp, Attachment: att, Options: []string{"noatime"}})
+		engine.AddIn(g, (*round).Node, &FormatAndMount{MountPoint: mp, Attachment: att, Volume: volume, Options: []string{"noatime"}})
 		return g
 	}
 }
@@ -43,7 +57,6 @@ func claimAndMount(volume, mp string) func() *engine.Graph[*round] {
 // with its data, unformatted, by the node that gets it next.
 func TestFormatAndMountAttachmentE2E(t *testing.T) {
 	ctx := context.Background()
-	n := realNode(t, "")
 	pool, err := localtasks.NewPool(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +72,8 @@ func TestFormatAndMountAttachmentE2E(t *testing.T) {
 			}
 		}
 	})
-	a := &round{node: n, vols: localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a", InternalIP: "10.0.0.1"}, time.Minute)}
-	b := &round{node: n, vols: localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-b", InternalIP: "10.0.0.2"}, time.Minute)}
+	a := newRound(t, localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a", InternalIP: "10.0.0.1"}, time.Minute))
+	b := newRound(t, localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-b", InternalIP: "10.0.0.2"}, time.Minute))
 	mpA, mpB := filepath.Join(t.TempDir(), "master-v-a"), filepath.Join(t.TempDir(), "master-v-b")
 	e2e.Unmount(t, mpA)
 	e2e.Unmount(t, mpB)

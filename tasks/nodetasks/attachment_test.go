@@ -66,6 +66,11 @@ func TestFormatAndMountAttachmentValidate(t *testing.T) {
 			wantErr: `field Device: "dev/loop3" is neither a device path`},
 		{name: "unclean device", m: &FormatAndMount{MountPoint: "/mnt/v", Device: "/dev/../loop3"},
 			wantErr: `field Device: "/dev/../loop3" is not clean`},
+		{name: "attachment and its volume", m: &FormatAndMount{MountPoint: "/mnt/v", Attachment: att, Volume: "v"}},
+		{name: "volume without attachment", m: &FormatAndMount{MountPoint: "/mnt/v", Device: "/dev/loop3", Volume: "v"},
+			wantErr: `field Volume ("v") names the volume Attachment attaches, but Attachment is not set`},
+		{name: "volume not an id", m: &FormatAndMount{MountPoint: "/mnt/v", Attachment: att, Volume: "../v"},
+			wantErr: `field Volume: "../v" is not a volume id`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/engine"
@@ -44,6 +45,10 @@ type FormatAndMount struct {
 	// one it reports when this task runs. It is a dependency. Until it reports one (a dry run of a volume not
 	// attached yet), Find sees no device and the dry run announces the format and mount.
 	Attachment DeviceSource `kubeup:"-"`
+	// Volume is the provider's id of the volume Attachment attaches: the format is journaled under it in the
+	// node's FormatJournal, and the node's MountGuard confirms it is still held before the mount
+	// (NodeOptions). Empty: neither (a fixed Device).
+	Volume string `kubeup:"-"`
 
 	found *probe // what Find saw on the device, for CheckChanges
 }
@@ -128,7 +133,7 @@ func (m *FormatAndMount) Find(ctx context.Context, n *Node) (*FormatAndMount, er
 		return nil, err
 	}
 	// The dry run announces a format only when the apply would make it: the same assessment as Render's.
-	v, _, err := m.assess(ctx, dev, pr, *m.FSType)
+	v, _, err := m.assess(ctx, n, dev, pr, *m.FSType)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +255,12 @@ func (m *FormatAndMount) Validate() error {
 			return err
 		}
 	}
+	switch {
+	case m.Volume != "" && m.Attachment == nil:
+		return fmt.Errorf("field Volume (%q) names the volume Attachment attaches, but Attachment is not set", m.Volume)
+	case m.Volume != "" && strings.IndexFunc(m.Volume, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("field Volume: %q is not a volume id (printable, no space or '/')", m.Volume)
+	}
 	if m.FSType != nil && !fsTypeName.MatchString(*m.FSType) {
 		return fmt.Errorf("field FSType: %q is not a filesystem type such as ext4 or xfs", *m.FSType)
 	}
@@ -356,7 +367,7 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 	if err := checkDevice(expected, expected.Device, &pr); err != nil {
 		return engine.Terminal(err)
 	}
-	v, node, err := expected.assess(ctx, dev, pr, fsType)
+	v, node, err := expected.assess(ctx, n, dev, pr, fsType)
 	if err != nil {
 		return err
 	}
@@ -365,7 +376,7 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 			"device", name, "path", dev, "found", pr.String(), "intentOf", node)
 	}
 	if v != keep {
-		if pr, err = expected.format(ctx, fsType, dev, pr, v); err != nil {
+		if pr, err = expected.format(ctx, n, fsType, dev, pr, v); err != nil {
 			return err
 		}
 		log.Info("formatted device", "device", name, "path", dev, "fstype", fsType, "uuid", pr.uuid)
@@ -397,9 +408,9 @@ func (m *FormatAndMount) Render(ctx context.Context, n *Node, actual, expected, 
 		log.Info("remounted", "mountpoint", expected.MountPoint, "options", expected.Options)
 		return nil
 	}
-	if g, ok := expected.Attachment.(MountGuard); ok {
-		if err := g.BeforeMount(ctx); err != nil {
-			return err
+	if g := n.guard; g != nil && expected.Volume != "" {
+		if err := g.BeforeMount(ctx, expected.Volume); err != nil {
+			return fmt.Errorf("volume %s, about to be mounted: %w", expected.Volume, err)
 		}
 	}
 	// The device is mounted by the path of its node, the one just probed under the lock (mount(8) would look a

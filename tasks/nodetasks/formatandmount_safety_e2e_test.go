@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,9 +177,9 @@ func TestFormatAndMountNeverFormatsAWipedHeader(t *testing.T) {
 	})
 }
 
-// journalThatWrites is an attached volume's FormatJournal whose BeginFormat runs write: what happens to the
-// device between FormatAndMount's checks and its mkfs (another process, a device name taken over while a cloud
-// call runs).
+// journalThatWrites is an attachment of volume Name and its provider's FormatJournal and MountGuard, whose
+// BeginFormat runs write: what happens to the device between FormatAndMount's checks and its mkfs (another
+// process, a device name taken over while a cloud call runs). Called for another volume, it fails.
 type journalThatWrites struct {
 	Name   string
 	Device *string `kubeup:"output"`
@@ -188,7 +189,30 @@ type journalThatWrites struct {
 	beforeMount error
 }
 
-var _ FormatJournal = (*journalThatWrites)(nil)
+var (
+	_ FormatJournal = (*journalThatWrites)(nil)
+	_ MountGuard    = (*journalThatWrites)(nil)
+)
+
+// node is a node whose volumes' provider is j.
+func (j *journalThatWrites) node(t *testing.T) *Node {
+	t.Helper()
+	e2e.RequireRoot(t)
+	n, err := NewNode(context.Background(), "/", NodeOptions{Systemd: SystemdNone, FormatJournal: j, MountGuard: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// volume refuses a call for another volume than Name.
+func (j *journalThatWrites) volume(id string) error {
+	if id != j.Name {
+		return fmt.Errorf("asked about volume %q, not %q", id, j.Name)
+	}
+	return nil
+}
 
 func (j *journalThatWrites) Key() engine.Key     { return engine.Key{Type: "FakeJournal", Name: j.Name} }
 func (j *journalThatWrites) Deps() []engine.Task { return nil }
@@ -198,11 +222,24 @@ func (j *journalThatWrites) AttachedDevice() string {
 	}
 	return *j.Device
 }
-func (j *journalThatWrites) CheckChanges(_, _, _ *journalThatWrites) error      { return nil }
-func (j *journalThatWrites) FormatIntent(context.Context) (string, bool, error) { return "", true, nil }
-func (j *journalThatWrites) BeginFormat(context.Context) error                  { j.write(); return nil }
-func (j *journalThatWrites) EndFormat(context.Context) error                    { return nil }
-func (j *journalThatWrites) BeforeMount(context.Context) error                  { return j.beforeMount }
+func (j *journalThatWrites) CheckChanges(_, _, _ *journalThatWrites) error { return nil }
+func (j *journalThatWrites) FormatIntent(_ context.Context, id string) (string, error) {
+	return "", j.volume(id)
+}
+func (j *journalThatWrites) BeginFormat(_ context.Context, id string) error {
+	if err := j.volume(id); err != nil {
+		return err
+	}
+	j.write()
+	return nil
+}
+func (j *journalThatWrites) EndFormat(_ context.Context, id string) error { return j.volume(id) }
+func (j *journalThatWrites) BeforeMount(_ context.Context, id string) error {
+	if err := j.volume(id); err != nil {
+		return err
+	}
+	return j.beforeMount
+}
 func (j *journalThatWrites) Find(context.Context, *Node) (*journalThatWrites, error) {
 	return &journalThatWrites{Name: j.Name, Device: &j.device}, nil
 }
@@ -235,7 +272,6 @@ func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			n := realNode(t, "")
 			dev := e2e.LoopDevice(t, diskSize)
 			mp := filepath.Join(t.TempDir(), "etcd")
 			e2e.Unmount(t, mp)
@@ -247,8 +283,8 @@ func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
 			}}
 			g := engine.NewGraph[*Node]()
 			engine.Add(g, j)
-			engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, FSType: ptr("ext4")})
-			_, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply})
+			engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, Volume: "v", FSType: ptr("ext4")})
+			_, err := engine.Run(ctx, g, j.node(t), engine.Options{Target: engine.Apply})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), dev) {
 				t.Fatalf("apply: %v; want a refusal naming %s and containing %q", err, dev, tt.want)
 			}
@@ -270,16 +306,15 @@ func TestFormatAndMountAsksBeforeMounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	n := realNode(t, "")
 	dev := e2e.LoopDevice(t, diskSize)
 	etcdData(t, realBlkid, dev)
 	mp := filepath.Join(t.TempDir(), "etcd")
 	e2e.Unmount(t, mp)
-	j := &journalThatWrites{Name: "v", device: dev, write: func() {}, beforeMount: engine.Terminal(errors.New("volume v: held by node-b since a moment ago"))}
+	j := &journalThatWrites{Name: "v", device: dev, write: func() {}, beforeMount: engine.Terminal(errors.New("held by node-b since a moment ago"))}
 	g := engine.NewGraph[*Node]()
 	engine.Add(g, j)
-	engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, FSType: ptr("ext4")})
-	if _, err := engine.Run(ctx, g, n, engine.Options{Target: engine.Apply}); err == nil || !strings.Contains(err.Error(), "held by node-b") {
+	engine.Add(g, &FormatAndMount{MountPoint: mp, Attachment: j, Volume: "v", FSType: ptr("ext4")})
+	if _, err := engine.Run(ctx, g, j.node(t), engine.Options{Target: engine.Apply}); err == nil || !strings.Contains(err.Error(), "volume v, about to be mounted: held by node-b") {
 		t.Fatalf("apply: %v; want the guard's refusal", err)
 	}
 	if got := mountedDevice(t, mp); got != "" {

@@ -28,24 +28,31 @@ import (
 // (mke2fs -d, debugfs -w) an inode in use more; either is mounted, never formatted. Anything else on the device
 // (a partition table, another signature, another filesystem type) is refused as ever.
 
-// FormatJournal is a DeviceSource whose volume can carry a format intent: volumetasks.Attach is one. A
-// FormatAndMount whose Attachment is a FormatJournal records its formats there.
+// FormatJournal is where the provider of a node's volumes records, on a volume itself, that a node is about to
+// format it (volumetasks.FormatIntents). A FormatAndMount reaches it through its Node (NodeOptions.FormatJournal),
+// by the id of its volume (FormatAndMount.Volume).
 type FormatJournal interface {
-	DeviceSource
-	// FormatIntent returns the node that recorded a format intent on the volume, "" when it carries none; ok is
-	// false when the volume's provider records no intents (BeginFormat and EndFormat then do nothing).
-	FormatIntent(ctx context.Context) (node string, ok bool, err error)
-	// BeginFormat records this node's intent to format the volume; it is durable once BeginFormat returns.
-	BeginFormat(ctx context.Context) error
-	// EndFormat removes the volume's format intent.
-	EndFormat(ctx context.Context) error
+	// FormatIntent returns the node that recorded a format intent on volume id, "" when it carries none.
+	FormatIntent(ctx context.Context, id string) (nodeID string, err error)
+	// BeginFormat records this node's intent to format volume id; it is durable once BeginFormat returns.
+	BeginFormat(ctx context.Context, id string) error
+	// EndFormat removes the intent from volume id.
+	EndFormat(ctx context.Context, id string) error
 }
 
-// MountGuard is a DeviceSource that confirms, right before the mount, that this node still holds the volume
-// (volumetasks.Attach is one; the local provider's claims have a lease that may lapse between attach and mount).
+// MountGuard confirms, right before a mount, that this node still holds volume id, as attached
+// (volumetasks.MountGuard: the local provider's claims have a lease that may lapse between attach and mount). A
+// FormatAndMount reaches it through its Node (NodeOptions.MountGuard).
 type MountGuard interface {
-	DeviceSource
-	BeforeMount(ctx context.Context) error
+	BeforeMount(ctx context.Context, id string) error
+}
+
+// journal is the node's format journal for m's volume; nil when m names no volume or the node has none.
+func (m *FormatAndMount) journal(n *Node) FormatJournal {
+	if m.Volume == "" {
+		return nil
+	}
+	return n.journal
 }
 
 // verdict is what FormatAndMount makes of a device it is to mount.
@@ -64,7 +71,7 @@ const (
 // of this file. The caller holds the device lock and has found nothing mounted from dev at the mount point. node
 // is the node whose intent made it formatAgain. A device without a signature whose first or last MiB is not zero
 // and that carries no intent is the terminal error of checkZeroed.
-func (m *FormatAndMount) assess(ctx context.Context, dev string, pr probe, fsType string) (v verdict, node string, err error) {
+func (m *FormatAndMount) assess(ctx context.Context, n *Node, dev string, pr probe, fsType string) (v verdict, node string, err error) {
 	switch {
 	case pr.blank():
 		off, err := firstDataByte(ctx, dev)
@@ -74,37 +81,40 @@ func (m *FormatAndMount) assess(ctx context.Context, dev string, pr probe, fsTyp
 		if off < 0 {
 			return formatBlank, "", nil
 		}
-		if node, err = m.formatIntent(ctx); err != nil || node != "" {
+		if node, err = m.formatIntent(ctx, n); err != nil || node != "" {
 			return formatAgain, node, err
 		}
 		return keep, "", notZeroed(dev, off)
 	case pr.fsType == fsType && pr.ptType == "" && isExt(fsType) && extNeverMounted(dev) && extAsMade(dev):
-		if node, err = m.formatIntent(ctx); err != nil || node != "" {
+		if node, err = m.formatIntent(ctx, n); err != nil || node != "" {
 			return formatAgain, node, err
 		}
 	}
 	return keep, "", nil
 }
 
-// formatIntent returns the node whose format intent the volume carries; "" when it carries none, or its device
-// is fixed or its provider records no intents.
-func (m *FormatAndMount) formatIntent(ctx context.Context) (string, error) {
-	j, ok := m.Attachment.(FormatJournal)
-	if !ok {
+// formatIntent returns the node whose format intent the volume carries; "" when it carries none, or m names no
+// volume, or the node's provider records no intents.
+func (m *FormatAndMount) formatIntent(ctx context.Context, n *Node) (string, error) {
+	j := m.journal(n)
+	if j == nil {
 		return "", nil
 	}
-	node, _, err := j.FormatIntent(ctx)
-	return node, err
+	node, err := j.FormatIntent(ctx, m.Volume)
+	if err != nil {
+		return "", fmt.Errorf("reading the format intent of volume %s: %w", m.Volume, err)
+	}
+	return node, nil
 }
 
 // format records the intent, makes the filesystem and removes the intent; it returns the new filesystem's probe.
 // assessed is what dev held when v was decided: right before mkfs, after BeginFormat (a cloud call, the pool's
 // lock: time in which the device may have changed), dev must hold it still, and a blank one still read as zeros.
-func (m *FormatAndMount) format(ctx context.Context, fsType, dev string, assessed probe, v verdict) (probe, error) {
-	j, _ := m.Attachment.(FormatJournal)
+func (m *FormatAndMount) format(ctx context.Context, n *Node, fsType, dev string, assessed probe, v verdict) (probe, error) {
+	j := m.journal(n)
 	if j != nil {
-		if err := j.BeginFormat(ctx); err != nil {
-			return probe{}, err
+		if err := j.BeginFormat(ctx, m.Volume); err != nil {
+			return probe{}, fmt.Errorf("recording the intent to format volume %s: %w", m.Volume, err)
 		}
 	}
 	if err := stillHolds(ctx, dev, assessed, v); err != nil {
@@ -121,8 +131,8 @@ func (m *FormatAndMount) format(ctx context.Context, fsType, dev string, assesse
 		return probe{}, engine.Terminal(fmt.Errorf("device %s: mkfs.%s exited 0, but blkid then found %s on it: check the device and mkfs", dev, fsType, pr))
 	}
 	if j != nil {
-		if err := j.EndFormat(ctx); err != nil {
-			return probe{}, err
+		if err := j.EndFormat(ctx, m.Volume); err != nil {
+			return probe{}, fmt.Errorf("removing the format intent of volume %s: %w", m.Volume, err)
 		}
 	}
 	return pr, nil

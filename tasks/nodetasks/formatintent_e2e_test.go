@@ -26,14 +26,13 @@ import (
 // with a filesystem that was ever mounted, or with anything else on it, nothing is formatted.
 func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 	ctx := context.Background()
-	n := realNode(t, "")
 	pool, err := localtasks.NewPool(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// node-a began the formats and died, its claims ended; node-b holds the volumes now.
 	a := localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute)
-	b := &round{node: n, vols: localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-b"}, time.Minute)}
+	b := newRound(t, localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-b"}, time.Minute))
 
 	// Each case's volume image, as a killed node-a left it.
 	junk := func(t *testing.T, img string) { // an mkfs killed before its superblock: blocks, no signature
@@ -156,13 +155,12 @@ func TestFormatAgainAfterAnInterruptedFormat(t *testing.T) {
 // intent is recorded before mkfs runs and removed before the filesystem is mounted.
 func TestFormatIntentAroundMkfs(t *testing.T) {
 	ctx := context.Background()
-	n := realNode(t, "")
 	dir := t.TempDir()
 	pool, err := localtasks.NewPool(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &round{node: n, vols: localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute)}
+	w := newRound(t, localtasks.NewVolumes(pool, volumetasks.Holder{NodeID: "node-a"}, time.Minute))
 	if err := pool.Create(ctx, localtasks.VolumeInfo{Name: "v", Zone: "local-a", SizeGB: 1, VolumeType: localtasks.VolumeTypeSparse}); err != nil {
 		t.Fatal(err)
 	}

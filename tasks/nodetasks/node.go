@@ -30,6 +30,8 @@ type Node struct {
 	http        *http.Client
 	diskByID    string
 	startSettle time.Duration
+	journal     FormatJournal
+	guard       MountGuard
 
 	rootMu  sync.Mutex
 	rootDir *os.File // Root, opened (O_PATH) on first use and kept until Close: every node file is opened below it
@@ -54,6 +56,11 @@ type NodeOptions struct {
 	// StartSettle is how long a service must stay active after its start job finished before it counts as
 	// started: a service that crashes at once is reported as failed (default 1s).
 	StartSettle time.Duration
+	// FormatJournal and MountGuard are what the provider of the node's volumes offers FormatAndMount (protokube:
+	// the cloud's), by the volume's id (FormatAndMount.Volume): where a format is journaled on the volume, and the
+	// check, right before a mount, that the node still holds it. nil: the provider offers none.
+	FormatJournal FormatJournal
+	MountGuard    MountGuard
 }
 
 // SystemdMode says whether NewNode connects to systemd.
@@ -83,6 +90,8 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 		http:        opts.HTTPClient,
 		diskByID:    opts.DiskByID,
 		startSettle: opts.StartSettle,
+		journal:     opts.FormatJournal,
+		guard:       opts.MountGuard,
 		devLock:     map[string]*sync.Mutex{},
 	}
 	if n.http == nil {

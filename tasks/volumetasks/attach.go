@@ -25,10 +25,6 @@ type Attach[C World] struct {
 	// when it is attached already, or by Render.
 	Device *string `kubeup:"output"`
 
-	// intents is the world's provider once Find or Render has run, when it records format intents; guard,
-	// when it guards mounts.
-	intents FormatIntents
-	guard   MountGuard
 	// prefetched is the device Prefetch found, for the first Find.
 	prefetched *string
 }
@@ -86,8 +82,6 @@ func (a *Attach[C]) attached(ctx context.Context, world C) (string, error) {
 // Find returns the attachment when the volume is attached to this node, nil when it is not (not claimed here,
 // or claimed but not attached yet).
 func (a *Attach[C]) Find(ctx context.Context, world C) (*Attach[C], error) {
-	a.intents, _ = world.VolumeProvider().(FormatIntents)
-	a.guard, _ = world.VolumeProvider().(MountGuard)
 	var dev string
 	if a.prefetched != nil {
 		dev, a.prefetched = *a.prefetched, nil
@@ -112,8 +106,6 @@ func (a *Attach[C]) CheckChanges(actual, expected, changes *Attach[C]) error {
 // error that matches ErrHeld.
 func (a *Attach[C]) Render(ctx context.Context, world C, actual, expected, changes *Attach[C]) error {
 	p := world.VolumeProvider()
-	expected.intents, _ = p.(FormatIntents)
-	expected.guard, _ = p.(MountGuard)
 	dev, err := p.Attach(ctx, expected.VolumeID)
 	switch {
 	case errors.Is(err, ErrHeld):
@@ -125,53 +117,5 @@ func (a *Attach[C]) Render(ctx context.Context, world C, actual, expected, chang
 	}
 	expected.Device = &dev
 	engine.Logger(ctx).Info("attached volume", "volume", expected.VolumeID, "device", dev)
-	return nil
-}
-
-// FormatIntent returns the node that recorded a format intent on the volume ("" when it carries none); ok is
-// false when the provider records no intents. With BeginFormat and EndFormat, it makes Attach the
-// nodetasks.FormatJournal of a FormatAndMount that takes it as its Attachment.
-func (a *Attach[C]) FormatIntent(ctx context.Context) (node string, ok bool, err error) {
-	if a.intents == nil {
-		return "", false, nil
-	}
-	node, err = a.intents.FormatIntent(ctx, a.VolumeID)
-	if err != nil {
-		return "", true, fmt.Errorf("reading the format intent of volume %s: %w", a.VolumeID, err)
-	}
-	return node, true, nil
-}
-
-// BeginFormat records this node's intent to format the volume, when the provider records intents.
-func (a *Attach[C]) BeginFormat(ctx context.Context) error {
-	if a.intents == nil {
-		return nil
-	}
-	if err := a.intents.BeginFormat(ctx, a.VolumeID); err != nil {
-		return fmt.Errorf("recording the intent to format volume %s: %w", a.VolumeID, err)
-	}
-	return nil
-}
-
-// EndFormat removes the volume's format intent, when the provider records intents.
-func (a *Attach[C]) EndFormat(ctx context.Context) error {
-	if a.intents == nil {
-		return nil
-	}
-	if err := a.intents.EndFormat(ctx, a.VolumeID); err != nil {
-		return fmt.Errorf("removing the format intent of volume %s: %w", a.VolumeID, err)
-	}
-	return nil
-}
-
-// BeforeMount confirms, right before the volume is mounted, that this node still holds it, when the provider
-// guards mounts (MountGuard); it makes Attach a nodetasks.MountGuard.
-func (a *Attach[C]) BeforeMount(ctx context.Context) error {
-	if a.guard == nil {
-		return nil
-	}
-	if err := a.guard.BeforeMount(ctx, a.VolumeID); err != nil {
-		return fmt.Errorf("volume %s, about to be mounted: %w", a.VolumeID, err)
-	}
 	return nil
 }
