@@ -381,8 +381,7 @@ func (ex *executor[C]) syncOne(ctx context.Context, j job) (change *Change, err 
 			change, err = nil, Terminal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	tctx := context.WithValue(ctx, attemptKey{}, &attempt{run: ex.shared, key: nd.task, class: ex.classIdx[i],
-		epoch: j.epoch})
+	tctx := &attempt{Context: ctx, run: ex.shared, key: nd.task, class: ex.classIdx[i], epoch: j.epoch}
 	change, err = nd.runner.sync(tctx, ex.world, ex.opts.Target, lc)
 	if err != nil && lc == WarnIfInsufficientAccess && errors.Is(err, ErrAccessDenied) {
 		Logger(tctx).Warn("insufficient access; continuing (lifecycle WarnIfInsufficientAccess)", "error", err)

@@ -118,8 +118,8 @@ func TestPushbackReachesTheClass(t *testing.T) {
 	classes := []*classState{newClassState(8, &Options{InitialWindow: 8}), newClassState(64, &Options{InitialWindow: 10})}
 	cs := classes[1]
 	cs.running = 10 // a full window, the attempt that pushes back among them
-	ctx := context.WithValue(context.Background(), attemptKey{}, &attempt{class: 1, epoch: cs.epoch,
-		run: &runShared{pushed: pushed, stopped: make(chan struct{})}})
+	ctx := &attempt{Context: context.Background(), class: 1, epoch: cs.epoch,
+		run: &runShared{pushed: pushed, stopped: make(chan struct{})}}
 	Pushback(ctx)
 	p := <-pushed
 	classes[p.class].pushedBack(p.epoch, false, time.Time{})
@@ -224,5 +224,39 @@ func TestClassRate(t *testing.T) {
 	late.pushedBack(late.epoch, true, ms(3000))
 	if late.rate != 100 {
 		t.Fatalf("300 successes over 3 s: rate %v, want 100", late.rate)
+	}
+}
+
+// shell is a task whose first field is another task: the two share an address.
+type shell struct {
+	Inner classedRef
+	Name  string
+	needs []Task
+}
+
+func (s *shell) Key() Key                                             { return Key{Type: "Shell", Name: s.Name} }
+func (s *shell) Deps() []Task                                         { return s.needs }
+func (s *shell) Find(ctx context.Context, w struct{}) (*shell, error) { return s, nil }
+func (s *shell) CheckChanges(actual, expected, changes *shell) error  { return nil }
+
+// compile finds a dependency by its address first; two tasks of one address (a struct and its first field) are
+// both found, each as itself.
+func TestDependencyAtASharedAddress(t *testing.T) {
+	g := NewGraph[struct{}]()
+	s := &shell{Name: "outer"}
+	s.Inner.Name = "inner"
+	inner := Add(g, &s.Inner)
+	outer := Add(g, s)
+	Add(g, &shell{Name: "a", needs: []Task{inner}})
+	Add(g, &shell{Name: "b", needs: []Task{outer}})
+	c, err := g.compile(DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int32]Key{2: inner.Key(), 3: outer.Key()} {
+		deps := c.deps(i)
+		if len(deps) != 1 || c.key(deps[0]) != want {
+			t.Errorf("%s depends on %v, want %s", c.key(i), deps, want)
+		}
 	}
 }
