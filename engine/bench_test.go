@@ -271,6 +271,16 @@ func BenchmarkReport(b *testing.B) {
 	b.ReportMetric(float64(len(text)), "report-bytes")
 }
 
+// tunings are the engine's settings the latency-bound benchmarks compare: its defaults (adaptive) and the fixed
+// concurrency of 10 it had before.
+var tunings = []struct {
+	name string
+	opts engine.Options
+}{
+	{"adaptive", engine.Options{}},
+	{"fixed-10", engine.Options{Concurrency: 10, FixedConcurrency: true}},
+}
+
 // BenchmarkLatency runs 1,000 tasks of a random layered DAG (10 layers, fan-in 3) whose Find takes 5 ms each:
 // latency-bound work, as cloud calls are. It reports the wall time as a multiple of the critical path (10 Finds
 // in a row: 50 ms), which no scheduler can beat, with the engine's defaults (adaptive: the window of the tasks'
@@ -284,13 +294,7 @@ func BenchmarkLatency(b *testing.B) {
 	critical := time.Duration(s.criticalPath()) * delay
 	ctx := context.Background()
 	world := &benchWorld{findDelay: delay}
-	for _, bc := range []struct {
-		name string
-		opts engine.Options
-	}{
-		{"adaptive", engine.Options{}},
-		{"fixed-10", engine.Options{Concurrency: 10, FixedConcurrency: true}},
-	} {
+	for _, bc := range tunings {
 		b.Run(bc.name, func(b *testing.B) {
 			var wall time.Duration
 			b.ReportAllocs()
@@ -376,13 +380,7 @@ func reportRateLimit(b *testing.B, wall time.Duration, throttled, calls int) {
 // concurrency of 10 it had before. x-bound is the wall time as a multiple of rateLimitBound.
 func BenchmarkRateLimit(b *testing.B) {
 	s := layeredShape(rateLimitTasks, 10, 3)
-	for _, bc := range []struct {
-		name string
-		opts engine.Options
-	}{
-		{"adaptive", engine.Options{}},
-		{"fixed-10", engine.Options{Concurrency: 10, FixedConcurrency: true}},
-	} {
+	for _, bc := range tunings {
 		b.Run(bc.name, func(b *testing.B) {
 			var wall time.Duration
 			var throttled, calls int

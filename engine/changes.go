@@ -153,13 +153,9 @@ func diffOf[T any](ti *typeInfo, actual, expected T) (fields []FieldChange, chan
 	return fields, changes
 }
 
-// copyOutputs writes the output fields Find discovered into expected, where expected has none yet.
-func copyOutputs(actual, expected any) {
-	copyOutputsOf(typeInfoOf(structOf(expected).Type()), actual, expected)
-}
-
-// copyOutputsOf is copyOutputs with the field rules of the tasks' struct, ti, at hand.
-func copyOutputsOf(ti *typeInfo, actual, expected any) {
+// copyOutputs writes the output fields Find discovered into expected, where expected has none yet; ti is the
+// field rules of the tasks' struct.
+func copyOutputs(ti *typeInfo, actual, expected any) {
 	if !ti.outputs {
 		return
 	}

@@ -227,7 +227,7 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 	}
 	exists := !isNil(actual)
 	if exists {
-		copyOutputsOf(r.ti, actual, expected)
+		copyOutputs(r.ti, actual, expected)
 	} else if lc == ExistsAndValidates || lc == ExistsAndWarnIfChanges {
 		return nil, Terminal(fmt.Errorf("lifecycle %s: %w", lc, ErrNotFound))
 	}
