@@ -23,11 +23,13 @@ import (
 // of it first fails with a retryable error: from then on its tasks start only as a token bucket of its own
 // allows (saving at most rateBurst's worth of tokens). Its fill rate starts at what the API let succeed (the
 // class's successes per second since its first start, counted over at least a second so that a first burst is
-// not taken for a rate) or at one (halved) window a second, whichever is more; until the next such failure it
+// not taken for a rate) or at half the window a second, whichever is more; until the next such failure it
 // grows by rateFastGain per success (while the rate binds, it multiplies by e^rateFastGain a second: it finds
 // the API's rate in a fraction of a second), then by rateGain per success (+rateGain*100% a second), and each
-// later failure multiplies it by rateCut. A Pushback (a throttled call its client retried by itself, as the AWS
-// SDK's adaptive mode does, pacing its own calls) cuts the window but leaves the rate alone.
+// later failure multiplies it by rateCut, leaving the window alone. The first retry of a task whose attempt
+// failed so waits for a token, not for the backoff (see executor.finish). A Pushback (a throttled call its client
+// retried by itself, as the AWS SDK's adaptive mode does, pacing its own calls) cuts the window but leaves the
+// rate alone.
 //
 // A push back is an attempt failing with a retryable error, or Pushback. A burst of push backs from attempts
 // that all started before the last cut cuts once, not once per error: each cut starts a new epoch, and only an
@@ -99,29 +101,31 @@ func (cs *classState) succeeded() {
 	}
 }
 
-// pushedBack halves the window (or the tasks under way, if fewer), once per epoch: epoch is the class's epoch when the attempt that met the push
-// back started. When the push back failed the attempt (failed), it also sets or cuts the rate; now is when it
-// came.
+// pushedBack slows the class down after a push back, once per epoch: epoch is the class's epoch when the attempt
+// that met the push back started; failed says the attempt failed with it (else it is a Pushback); now is when it
+// came. It halves the window (or the tasks under way, if fewer), and a failure sets the rate; once the class has
+// a rate, a failure cuts the rate instead.
 func (cs *classState) pushedBack(epoch uint32, failed bool, now time.Time) {
 	if cs.fixed || epoch != cs.epoch {
 		return
+	}
+	cs.epoch++
+	if failed && cs.rate > 0 {
+		// The class's bucket paces it: the rate is what a failure cuts. Halving the window too would soon hold
+		// one short call at a time, which is no rate at all.
+		cs.rate, cs.rateFast = max(rateMin, cs.rate*rateCut), false
+		return
+	}
+	if failed {
+		elapsed := max(time.Second, now.Sub(cs.began))
+		cs.rate, cs.rateFast = max(rateMin, float64(cs.wins)/elapsed.Seconds(), float64(cs.window/2)), true
+		cs.tokens, cs.filled = 0, now
 	}
 	flight := cs.running // the attempts of the class under way when the API pushed back
 	if failed {
 		flight++ // and the one that failed
 	}
 	cs.window, cs.successes, cs.avoid = max(1, min(cs.window, flight)/2), 0, true
-	cs.epoch++
-	if !failed {
-		return
-	}
-	if cs.rate == 0 {
-		elapsed := max(time.Second, now.Sub(cs.began))
-		cs.rate, cs.rateFast = max(rateMin, float64(cs.wins)/elapsed.Seconds(), float64(cs.window)), true
-		cs.tokens, cs.filled = 0, now
-		return
-	}
-	cs.rate, cs.rateFast = max(rateMin, cs.rate*rateCut), false
 }
 
 // mayStart reports whether the class's bucket holds a token for one more start at now, and takes it if so. When

@@ -432,6 +432,15 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	if class != ClassTerminal {
 		if delay, ok := ex.retryDelay(i); ok {
 			ex.state[i] = waiting
+			if class == ClassRetryable && ex.attempts[i] == 1 && cs.rate > 0 {
+				// Its class's bucket, which this failure has just slowed, paces it: the first retry waits
+				// for a token, not for the backoff (an API's rate wasted while throttled tasks wait out a
+				// second). Later retries back off.
+				ex.opts.Logger.Debug("retrying", "task", ex.c.key(i).String(), "attempt", ex.attempts[i],
+					"delay", "a token of its class", "class", class.String(), "error", o.err)
+				ex.push(i)
+				return
+			}
 			ex.scheduleRetry(i, delay, o.err)
 			return
 		}

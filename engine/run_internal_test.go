@@ -40,9 +40,14 @@ func TestThrottlingBurstCutsOnce(t *testing.T) {
 	if cs.window != 4 {
 		t.Fatalf("after a burst of 3 errors, current = %d, want 8 halved once = 4", cs.window)
 	}
-	ex.finish(outcome{job: job{i: 3, epoch: cs.epoch}, err: throttled}, false)
-	if cs.window != 2 {
-		t.Errorf("after an error from a later attempt, current = %d, want 2", cs.window)
+	rate := cs.rate
+	ex.finish(outcome{job: job{i: 3, epoch: cs.epoch - 1}, err: throttled}, false)
+	if cs.window != 4 || cs.rate != rate {
+		t.Fatalf("after an error from an attempt of the burst, window %d, rate %v; want 4, %v", cs.window, cs.rate, rate)
+	}
+	ex.finish(outcome{job: job{i: 4, epoch: cs.epoch}, err: throttled}, false)
+	if cs.window != 4 || cs.rate != rate*rateCut {
+		t.Errorf("after an error from a later attempt, window %d, rate %v; want the window left at 4, the rate cut to %v", cs.window, cs.rate, rate*rateCut)
 	}
 	ex.stopRetries()
 }
@@ -89,8 +94,10 @@ func TestClassWindow(t *testing.T) {
 	}
 	cs.running = 0
 	for range 10 {
-		cs.pushedBack(cs.epoch, true, time.Unix(1, 0))
+		cs.running = cs.window
+		cs.pushedBack(cs.epoch, false, time.Time{})
 	}
+	cs.running = 0
 	if cs.window != 1 {
 		t.Fatalf("after 10 push backs, window %d, want 1", cs.window)
 	}

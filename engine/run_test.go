@@ -652,12 +652,38 @@ func TestTasksWaitingForTokens(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		engine.Add(g, &Item{Name: fmt.Sprintf("then-%d", i), Class: "ec2", Needs: []*Item{first}})
 	}
-	// A window of 40, halved to 20 by the failure: 20 starts a second, one token at a time.
+	// A window of 40: the failure gives the class a rate of 20 starts a second, one token at a time.
 	res, err := engine.Run(guard(t), g, world, fastRetry(engine.Options{InitialWindow: 40}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Done != 6 {
 		t.Fatalf("%d tasks done, want 6", res.Done)
+	}
+}
+
+// TestFirstRetryWaitsForAToken: a task whose first attempt the API throttled is retried as soon as its class's
+// token bucket (which the failure started) allows, not after the backoff; a second failure backs off.
+func TestFirstRetryWaitsForAToken(t *testing.T) {
+	world := newWorld()
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("t%d", i)
+		world.findHook[name] = func(ctx context.Context, attempt int) error {
+			if attempt == 1 {
+				return engine.Retryable(errors.New("RequestLimitExceeded"))
+			}
+			return nil
+		}
+		engine.Add(g, &Item{Name: name, Class: "ec2"})
+	}
+	// A backoff of an hour: the run ends within the test's guard only if no retry waits for it.
+	opts := engine.Options{InitialWindow: 40, Backoff: time.Hour, MaxBackoff: time.Hour, Deadline: 2 * time.Hour}
+	res, err := engine.Run(guard(t), g, world, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 3 {
+		t.Fatalf("%d tasks done, want 3", res.Done)
 	}
 }

@@ -185,10 +185,12 @@ How the figures are taken:
   with a throttling error the engine classes as retryable. What kubeup does (engine/concurrency.go, its own
   design): a class's window starts open (half its cap, 128) so that a hundred slow calls start at once; the first
   retryable failure gives the class a client-side token bucket, whose rate starts at what the API let succeed (the
-  successes of the last second, or one halved window a second if more), grows by 4 calls a second per success
+  successes of the last second, or half the window a second if more), grows by 4 calls a second per success
   until the next failure (it finds the API's rate within a fraction of a second), then by 0.1 per success (10% a
-  second), and is cut by 0.9 by each later failure of the current epoch; the API's own bucket absorbs the saw-tooth,
-  so the calls go through at nearly its rate with a throttled call or two per cycle. The AWS SDK's adaptive mode
+  second), and is cut by 0.9 by each later failure of the current epoch (the window is left alone then); a task's
+  first retry waits for a token of that bucket, not for the backoff. The API's own bucket absorbs the saw-tooth,
+  so the calls go through at nearly its rate with a throttled call or two per cycle; most throttled calls are the
+  first burst's, when the open window meets an empty bucket. The AWS SDK's adaptive mode
   does the like with a cubic growth; the anchor is Terraform's model (a bounded walk at -parallelism=10) whose
   throttled calls are retried in place by the AWS SDK's own backoff (` + "`aws/retry`" + `'s ExponentialJitterBackoff, 20 s
   cap), without the SDK's 3-attempt limit and retry quota (with them some of its tasks would fail).
