@@ -207,10 +207,17 @@ var taskType = reflect.TypeFor[Task]()
 // valueEqual is reflect.DeepEqual, except that tasks (references to other tasks), also inside slices, arrays
 // and maps, are equal when their keys are: a reference says which task, not what that task holds.
 func valueEqual(a, e reflect.Value) bool {
-	switch a.Kind() {
-	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return a.Equal(e) // no boxing for the common scalar fields
+	switch a.Kind() { // no boxing for the common scalar fields
+	case reflect.String:
+		return a.String() == e.String()
+	case reflect.Bool:
+		return a.Bool() == e.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == e.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return a.Uint() == e.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == e.Float()
 	}
 	if a.Kind() == reflect.Pointer && !a.Type().Implements(taskType) {
 		// Most fields are pointers to scalars: compare what they point to without boxing (as DeepEqual does).
