@@ -177,8 +177,10 @@ How the figures are taken:
   under one lock, a dependency is found by its address, pointer fields are compared through what they point to, and
   the attempt is its own context; what is left beyond the model is the engine's real work per task: the lifecycle,
   field-rule diff and output copy by reflection, the deadline's clock, a context per attempt, the class's window,
-  and the executor's arrays (state, pending, attempts, errors). A verdict on a wall time within a few percent of its
-  bar flips with the machine's load.
+  and the executor's arrays (state, pending, attempts, errors). On the 100k layered graph about 40% of kubeup's
+  time is compile's look-up of its 300,000 dependencies among 100,000 tasks (a map, cache misses), where the model
+  follows the pointers it was built with. A verdict on a wall time within a few percent of its bar flips with the
+  machine's load.
 - latency and rate-limited rows: wall time of a run, as a multiple of its bound (the critical path; or what the
   API's token bucket allows: (tasks - burst) / rate). The rate-limited API is a token bucket in the benchmark's
   world (100 calls a second, 10 tokens), shared by all 1,000 tasks; a call that finds no token fails after 5 ms
