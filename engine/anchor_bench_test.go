@@ -2,11 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 )
 
 // The anchor of the engine's benchmarks: kops' executor model (upup/pkg/fi/executor.go, RunTasks), measured on
@@ -188,7 +191,9 @@ func benchmarkKopsWavesLatency(b *testing.B) {
 
 // runBoundedWalk runs tasks in Terraform's model (its graph walk, -parallelism): every task starts as soon as its
 // dependencies are done, but at most parallelism of them run at once. Written from the idea, not from its code.
-func runBoundedWalk(ctx context.Context, s *shape, w *benchWorld, parallelism int) error {
+// A task whose Find fails with a throttling error is retried in place, holding its slot, after retryDelay(attempt)
+// (attempt 1 for the first retry), as an SDK's retryer does inside the call; nil retryDelay: no retry.
+func runBoundedWalk(ctx context.Context, s *shape, w *benchWorld, parallelism int, retryDelay func(attempt int) time.Duration) error {
 	done := make([]chan struct{}, len(s.names))
 	for i := range done {
 		done[i] = make(chan struct{})
@@ -210,7 +215,12 @@ func runBoundedWalk(ctx context.Context, s *shape, w *benchWorld, parallelism in
 			}
 			sem <- struct{}{}
 			v := i
-			errs[i] = runWaveTask(ctx, &benchTask{Name: name, Value: &v}, w)
+			t := &benchTask{Name: name, Value: &v}
+			errs[i] = runWaveTask(ctx, t, w)
+			for attempt := 1; retryDelay != nil && errors.Is(errs[i], errThrottled); attempt++ {
+				time.Sleep(retryDelay(attempt))
+				errs[i] = runWaveTask(ctx, t, w)
+			}
 			<-sem
 		}()
 	}
@@ -240,12 +250,45 @@ func BenchmarkTerraformWalk(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			if err := runBoundedWalk(ctx, s, world, parallelism); err != nil {
+			if err := runBoundedWalk(ctx, s, world, parallelism, nil); err != nil {
 				b.Fatal(err)
 			}
 			wall += time.Since(start)
 		}
 		b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "ms-wall")
 		b.ReportMetric(float64(wall)/float64(b.N)/float64(critical), "x-critical-path")
+	})
+}
+
+// BenchmarkSDKBackoffWalk/ratelimit is BenchmarkRateLimit's case in Terraform's model at its default
+// -parallelism of 10, each throttled call retried by the AWS SDK's own backoff (aws/retry's
+// ExponentialJitterBackoff with the standard retryer's 20 s cap: a random delay below 2^attempt seconds) until it
+// succeeds: the anchor of the rate-limited row. The SDK's retry quota and its limit of 3 attempts are left out
+// (with them some tasks would fail), which flatters the anchor.
+func BenchmarkSDKBackoffWalk(b *testing.B) {
+	b.Run("ratelimit", func(b *testing.B) {
+		const parallelism = 10
+		s := layeredShape(rateLimitTasks, 10, 3)
+		backoff := retry.NewExponentialJitterBackoff(retry.DefaultMaxBackoff)
+		delay := func(attempt int) time.Duration {
+			d, err := backoff.BackoffDelay(attempt, errThrottled)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		}
+		var wall time.Duration
+		var throttled, calls int
+		for i := 0; i < b.N; i++ {
+			world := &benchWorld{findDelay: rateLimitDelay, bucket: newAPIBucket(rateLimitRate, rateLimitBurst)}
+			start := time.Now()
+			if err := runBoundedWalk(context.Background(), s, world, parallelism, delay); err != nil {
+				b.Fatal(err)
+			}
+			wall += time.Since(start)
+			throttled += world.bucket.throttled
+			calls += world.bucket.calls
+		}
+		reportRateLimit(b, wall, throttled, calls)
 	})
 }

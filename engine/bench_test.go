@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // itself. findDelay makes every Find sleep, to measure how well the executor overlaps slow calls.
 type benchWorld struct {
 	findDelay time.Duration
+	bucket    *apiBucket // when set, every Find takes a token of it or fails as throttled
 }
 
 // benchTask is a task that does nothing: Find returns an object equal to the expected one, so there is never a
@@ -36,8 +38,12 @@ func (t *benchTask) Key() engine.Key     { return engine.Key{Type: "BenchTask", 
 func (t *benchTask) Deps() []engine.Task { return t.deps }
 
 func (t *benchTask) Find(ctx context.Context, w *benchWorld) (*benchTask, error) {
+	ok := w.bucket == nil || w.bucket.take()
 	if w.findDelay > 0 {
 		time.Sleep(w.findDelay)
+	}
+	if !ok {
+		return nil, engine.Retryable(errThrottled)
 	}
 	return &benchTask{Name: t.Name, Value: t.Value}, nil
 }
@@ -265,6 +271,16 @@ func BenchmarkReport(b *testing.B) {
 	b.ReportMetric(float64(len(text)), "report-bytes")
 }
 
+// tunings are the engine's settings the latency-bound benchmarks compare: its defaults (adaptive) and the fixed
+// concurrency of 10 it had before.
+var tunings = []struct {
+	name string
+	opts engine.Options
+}{
+	{"adaptive", engine.Options{}},
+	{"fixed-10", engine.Options{Concurrency: 10, FixedConcurrency: true}},
+}
+
 // BenchmarkLatency runs 1,000 tasks of a random layered DAG (10 layers, fan-in 3) whose Find takes 5 ms each:
 // latency-bound work, as cloud calls are. It reports the wall time as a multiple of the critical path (10 Finds
 // in a row: 50 ms), which no scheduler can beat, with the engine's defaults (adaptive: the window of the tasks'
@@ -278,13 +294,7 @@ func BenchmarkLatency(b *testing.B) {
 	critical := time.Duration(s.criticalPath()) * delay
 	ctx := context.Background()
 	world := &benchWorld{findDelay: delay}
-	for _, bc := range []struct {
-		name string
-		opts engine.Options
-	}{
-		{"adaptive", engine.Options{}},
-		{"fixed-10", engine.Options{Concurrency: 10, FixedConcurrency: true}},
-	} {
+	for _, bc := range tunings {
 		b.Run(bc.name, func(b *testing.B) {
 			var wall time.Duration
 			b.ReportAllocs()
@@ -302,6 +312,93 @@ func BenchmarkLatency(b *testing.B) {
 			}
 			b.ReportMetric(float64(wall)/float64(b.N)/float64(critical), "x-critical-path")
 			b.ReportMetric(float64(wall)/float64(b.N)/float64(time.Millisecond), "ms-wall")
+		})
+	}
+}
+
+// errThrottled is what a Find refused by the API's token bucket returns, as a cloud's RequestLimitExceeded.
+var errThrottled = errors.New("RequestLimitExceeded: request limit exceeded")
+
+// apiBucket is an API's rate limit as EC2 documents its own: a bucket of burst tokens, refilled at rate a
+// second; a call takes a token, and a call that finds none is refused (throttled). It counts both.
+type apiBucket struct {
+	rate, burst float64
+	mu          sync.Mutex
+	tokens      float64
+	last        time.Time
+	calls       int
+	throttled   int
+}
+
+func newAPIBucket(rate, burst float64) *apiBucket {
+	return &apiBucket{rate: rate, burst: burst, tokens: burst, last: time.Now()}
+}
+
+// take takes a token, or reports that there is none (the call is throttled).
+func (b *apiBucket) take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	b.calls++
+	if b.tokens < 1 {
+		b.throttled++
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// The rate-limited case: rateLimitTasks tasks of a random layered DAG (10 layers, fan-in 3), every Find a call
+// of 5 ms to an API that allows rateLimitRate calls a second from a bucket of rateLimitBurst tokens, shared by
+// all of them; a refused call fails after 5 ms with a throttling error (Retryable). No executor can finish
+// before the bucket lets the last call through: (tasks - burst) / rate.
+const (
+	rateLimitTasks = 1000
+	rateLimitRate  = 100 // calls a second
+	rateLimitBurst = 10
+	rateLimitDelay = 5 * time.Millisecond
+)
+
+// rateLimitBound is the wall time the bucket allows at best.
+func rateLimitBound() time.Duration {
+	return time.Duration(float64(rateLimitTasks-rateLimitBurst) / rateLimitRate * float64(time.Second))
+}
+
+// reportRateLimit reports a rate-limited run's figures: the mean wall time, as a multiple of the bound too, and
+// the mean throttled and total calls.
+func reportRateLimit(b *testing.B, wall time.Duration, throttled, calls int) {
+	n := float64(b.N)
+	b.ReportMetric(float64(wall.Microseconds())/1000/n, "ms-wall")
+	b.ReportMetric(float64(wall)/n/float64(rateLimitBound()), "x-bound")
+	b.ReportMetric(float64(throttled)/n, "throttled-calls")
+	b.ReportMetric(float64(calls)/n, "calls-total")
+}
+
+// BenchmarkRateLimit runs the rate-limited case with the engine's defaults (adaptive) and with the fixed
+// concurrency of 10 it had before. x-bound is the wall time as a multiple of rateLimitBound.
+func BenchmarkRateLimit(b *testing.B) {
+	s := layeredShape(rateLimitTasks, 10, 3)
+	for _, bc := range tunings {
+		b.Run(bc.name, func(b *testing.B) {
+			var wall time.Duration
+			var throttled, calls int
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				g := s.graph()
+				world := &benchWorld{findDelay: rateLimitDelay, bucket: newAPIBucket(rateLimitRate, rateLimitBurst)}
+				opts := bc.opts
+				opts.Target = engine.Apply
+				b.StartTimer()
+				start := time.Now()
+				res, err := engine.Run(context.Background(), g, world, opts)
+				wall += time.Since(start)
+				checkNoop(b, res, err, rateLimitTasks)
+				throttled += world.bucket.throttled
+				calls += world.bucket.calls
+			}
+			reportRateLimit(b, wall, throttled, calls)
 		})
 	}
 }

@@ -29,7 +29,8 @@ type fieldInfo struct {
 }
 
 type typeInfo struct {
-	fields []fieldInfo
+	fields  []fieldInfo
+	outputs bool // some field is an output
 }
 
 var typeInfos sync.Map // reflect.Type (struct) -> *typeInfo
@@ -71,6 +72,7 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 		}
 		if !skip {
 			ti.fields = append(ti.fields, fi)
+			ti.outputs = ti.outputs || fi.output
 		}
 	}
 	actual, _ := typeInfos.LoadOrStore(t, ti)
@@ -97,8 +99,12 @@ type FieldChange struct {
 // diff compares actual with expected field by field. It returns the changed fields (in declaration order) and
 // a new task value holding only those fields. actual == nil means create: every field expected sets is listed.
 func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
+	return diffOf(typeInfoOf(structOf(expected).Type()), actual, expected)
+}
+
+// diffOf is diff with the field rules of T's struct, ti, at hand.
+func diffOf[T any](ti *typeInfo, actual, expected T) (fields []FieldChange, changes T) {
 	ev := structOf(expected)
-	ti := typeInfoOf(ev.Type())
 	var cv reflect.Value // the changes, allocated when the first difference is found
 	set := func(f fieldInfo, v reflect.Value) {
 		if !cv.IsValid() {
@@ -111,7 +117,10 @@ func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 	if !creating {
 		av = structOf(actual)
 	}
-	name := any(expected).(Task).Key().Name
+	name := ""
+	if creating {
+		name = any(expected).(Task).Key().Name
+	}
 	for _, f := range ti.fields {
 		if f.output {
 			continue
@@ -144,10 +153,14 @@ func diff[T any](actual, expected T) (fields []FieldChange, changes T) {
 	return fields, changes
 }
 
-// copyOutputs writes the output fields Find discovered into expected, where expected has none yet.
-func copyOutputs(actual, expected any) {
+// copyOutputs writes the output fields Find discovered into expected, where expected has none yet; ti is the
+// field rules of the tasks' struct.
+func copyOutputs(ti *typeInfo, actual, expected any) {
+	if !ti.outputs {
+		return
+	}
 	av, ev := structOf(actual), structOf(expected)
-	for _, f := range typeInfoOf(ev.Type()).fields {
+	for _, f := range ti.fields {
 		if f.output && isUnset(ev.Field(f.index)) {
 			ev.Field(f.index).Set(av.Field(f.index))
 		}
@@ -194,10 +207,27 @@ var taskType = reflect.TypeFor[Task]()
 // valueEqual is reflect.DeepEqual, except that tasks (references to other tasks), also inside slices, arrays
 // and maps, are equal when their keys are: a reference says which task, not what that task holds.
 func valueEqual(a, e reflect.Value) bool {
-	switch a.Kind() {
-	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return a.Equal(e) // no boxing for the common scalar fields
+	switch a.Kind() { // no boxing for the common scalar fields
+	case reflect.String:
+		return a.String() == e.String()
+	case reflect.Bool:
+		return a.Bool() == e.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == e.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return a.Uint() == e.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == e.Float()
+	}
+	if a.Kind() == reflect.Pointer && !a.Type().Implements(taskType) {
+		// Most fields are pointers to scalars: compare what they point to without boxing (as DeepEqual does).
+		if a.IsNil() || e.IsNil() {
+			return a.IsNil() == e.IsNil()
+		}
+		if a.Pointer() == e.Pointer() {
+			return true
+		}
+		return valueEqual(a.Elem(), e.Elem())
 	}
 	if !holdsTasks(a.Type()) {
 		return reflect.DeepEqual(a.Interface(), e.Interface())

@@ -62,7 +62,7 @@ type Classed interface {
 // only when both tasks describe the same thing; then the first one is kept and returned, so that dependents
 // read the outputs of the task that actually runs. A conflicting duplicate is reported by Validate.
 func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
-	return add(g, task, &typed[T, C]{task: task}, opts)
+	return add(g, task, &typed[T, C]{task: task, ti: typeInfoOf(structOf(task).Type())}, opts)
 }
 
 // AddIn puts into g, a graph of world C, a task of another world W that is a part of C: the engine runs it on
@@ -70,7 +70,7 @@ func Add[T Resource[T, C], C any](g *Graph[C], task T, opts ...AddOption) T {
 // protokube round converges the node (nodetasks, world *nodetasks.Node) and the cloud's volumes and DNS at once.
 // in must return the same part every time it is called on one world. Everything else is as with Add.
 func AddIn[T Resource[T, W], C, W any](g *Graph[C], in func(C) W, task T, opts ...AddOption) T {
-	return add(g, task, &inPart[T, C, W]{typed: typed[T, W]{task: task}, in: in}, opts)
+	return add(g, task, &inPart[T, C, W]{typed: typed[T, W]{task: task, ti: typeInfoOf(structOf(task).Type())}, in: in}, opts)
 }
 
 func add[T Task, C any](g *Graph[C], task T, r runner[C], opts []AddOption) T {
@@ -200,6 +200,7 @@ func (r *inPart[T, C, W]) canRender() bool { return r.typed.canRender() }
 // typed is the runner of a task of type T.
 type typed[T Resource[T, C], C any] struct {
 	task T
+	ti   *typeInfo // the field rules of T's struct
 }
 
 func (r *typed[T, C]) canRender() bool {
@@ -226,11 +227,11 @@ func (r *typed[T, C]) sync(ctx context.Context, world C, target Target, lc Lifec
 	}
 	exists := !isNil(actual)
 	if exists {
-		copyOutputs(actual, expected)
+		copyOutputs(r.ti, actual, expected)
 	} else if lc == ExistsAndValidates || lc == ExistsAndWarnIfChanges {
 		return nil, Terminal(fmt.Errorf("lifecycle %s: %w", lc, ErrNotFound))
 	}
-	fields, changes := diff(actual, expected)
+	fields, changes := diffOf(r.ti, actual, expected)
 	if exists && len(fields) == 0 {
 		return nil, nil
 	}

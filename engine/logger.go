@@ -7,14 +7,24 @@ import (
 
 type attemptKey struct{}
 
-// attempt is what the context of one attempt of a task carries: its logger, built only when the task logs (most
-// tasks never do, and a graph of 100,000 no-op tasks should not pay for 100,000 loggers), and where a push back
-// of its API goes (Pushback). One value per attempt keeps a task's context at one allocation.
+// attempt is the context of one attempt of a task: the run's, and what it carries for the task: its logger,
+// built only when the task logs (most tasks never do, and a graph of 100,000 no-op tasks should not pay for
+// 100,000 loggers), and where a push back of its API goes (Pushback). Being the context itself keeps a task's
+// context at one allocation.
 type attempt struct {
+	context.Context
 	run   *runShared
 	key   Task
 	class int32 // its index in the run's classes
 	epoch uint32
+}
+
+// Value answers attemptKey{} with the attempt itself, and anything else as the run's context does.
+func (a *attempt) Value(key any) any {
+	if key == (attemptKey{}) {
+		return a
+	}
+	return a.Context.Value(key)
 }
 
 // runShared is what every attempt of one run shares.

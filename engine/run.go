@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -32,7 +33,8 @@ type Options struct {
 	Concurrency int
 	// ClassLimits caps the window of one API class (see Classed), such as {"ec2": 64} (default Concurrency).
 	ClassLimits map[string]int
-	// InitialWindow is how many tasks of one API class run at once at first (default 10).
+	// InitialWindow is how many tasks of one API class run at once at first (default: half the class's cap, 128
+	// with the default Concurrency, or 10 if that is more; never more than the cap).
 	InitialWindow int
 	// FixedConcurrency turns adaptation off: every class runs as many tasks at once as its cap allows, from the
 	// start, whatever its API says. For comparisons; the adaptive default is faster and kinder to APIs.
@@ -55,9 +57,6 @@ func (o *Options) defaults() {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 256
-	}
-	if o.InitialWindow <= 0 {
-		o.InitialWindow = 10
 	}
 	if o.Deadline <= 0 {
 		o.Deadline = 10 * time.Minute
@@ -121,7 +120,13 @@ type executor[C any] struct {
 	c     *compiled[C]
 	world C
 	opts  Options
+	ctx   context.Context // the run's
 
+	// mu guards what follows. The run loop and the workers share it: a worker that finished an attempt records
+	// it and starts the tasks it made ready itself, running the first of them at once (no hand-off to another
+	// goroutine on the path from a task to its dependent); the run loop handles what comes from outside the
+	// workers (retry and token timers, push backs, the progress tick, cancellation) and sees the run end.
+	mu       sync.Mutex
 	state    []taskState
 	pending  []int32 // dependencies not yet finished
 	attempts []uint32
@@ -129,13 +134,13 @@ type executor[C any] struct {
 	errs     []*TaskError
 	changes  []Change
 
-	classes  []*classState // the class of task i is classes[classIdx[i]]
+	classes  []*classState // the class of task i is classes[classIdx[i]]; classIdx does not change
 	classIdx []int32
 
 	running, done, retrying int
 	cancelled               bool
-	work                    chan job
-	results                 chan outcome
+	work                    chan job      // to the workers; room for every running task: a send never blocks
+	wake                    chan struct{} // a worker tells the run loop that nothing runs any more
 	retries                 chan int32
 	pushbacks               chan pushback
 	quit                    chan struct{}
@@ -143,26 +148,31 @@ type executor[C any] struct {
 	workers                 int
 	workerCtx               context.Context
 	timers                  map[int32]*time.Timer
+	tokenTimer              *time.Timer // armed while ready tasks wait for a class's token
+	tokenDue                time.Time   // when it fires, if tokenArmed
+	tokenArmed              bool
 }
 
 func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 	n := len(c.depStart) - 1
 	ex := &executor[C]{
-		c:         c,
-		world:     world,
-		opts:      opts,
-		state:     make([]taskState, n),
-		pending:   make([]int32, n),
-		attempts:  make([]uint32, n),
-		started:   make([]time.Time, n),
-		errs:      make([]*TaskError, n),
-		classIdx:  make([]int32, n),
-		work:      make(chan job, opts.Concurrency),
-		results:   make(chan outcome, opts.Concurrency),
-		retries:   make(chan int32),
-		pushbacks: make(chan pushback, 16),
-		quit:      make(chan struct{}),
+		c:          c,
+		world:      world,
+		opts:       opts,
+		state:      make([]taskState, n),
+		pending:    make([]int32, n),
+		attempts:   make([]uint32, n),
+		started:    make([]time.Time, n),
+		errs:       make([]*TaskError, n),
+		classIdx:   make([]int32, n),
+		work:       make(chan job, opts.Concurrency),
+		wake:       make(chan struct{}, 1),
+		retries:    make(chan int32),
+		pushbacks:  make(chan pushback, 16),
+		quit:       make(chan struct{}),
+		tokenTimer: time.NewTimer(time.Hour),
 	}
+	ex.tokenTimer.Stop()
 	ex.shared = &runShared{logger: opts.Logger, pushed: ex.pushbacks, stopped: ex.quit}
 	index := map[string]int32{}
 	last, ci := "", int32(-1)
@@ -201,8 +211,9 @@ func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	workerCtx, cancelWorkers := context.WithCancel(ctx)
 	defer cancelWorkers()
-	ex.workerCtx = workerCtx
+	ex.ctx, ex.workerCtx = ctx, workerCtx
 	defer close(ex.work)
+	defer ex.tokenTimer.Stop()
 
 	var tick <-chan time.Time
 	if ex.opts.Progress != nil {
@@ -211,30 +222,42 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 		tick = t.C
 	}
 	ctxDone := ctx.Done()
+	ex.mu.Lock()
 	for {
 		if !ex.cancelled {
-			ex.dispatch()
+			ex.dispatch(false)
 		}
-		if ex.running == 0 && (ex.cancelled || ex.retrying == 0) {
+		if ex.running == 0 && (ex.cancelled || ex.retrying == 0 && !ex.tokenArmed) {
 			break
 		}
+		ex.mu.Unlock()
 		select {
-		case o := <-ex.results:
-			ex.finish(o, ctx.Err() != nil)
+		case <-ex.wake:
+			ex.mu.Lock()
 		case i := <-ex.retries:
+			ex.mu.Lock()
 			ex.retrying--
 			delete(ex.timers, i)
 			ex.push(i)
 		case p := <-ex.pushbacks:
-			ex.classes[p.class].pushedBack(p.epoch)
+			ex.mu.Lock()
+			ex.classes[p.class].pushedBack(p.epoch, false, time.Time{})
+		case <-ex.tokenTimer.C:
+			ex.mu.Lock()
+			ex.tokenArmed = false
 		case <-tick:
+			ex.mu.Lock()
 			ex.progress()
 		case <-ctxDone:
 			// Stop scheduling; the running tasks see the cancelled context and return promptly.
+			ex.mu.Lock()
 			ex.cancelled, ctxDone = true, nil
 			ex.stopRetries()
+			ex.tokenTimer.Stop()
+			ex.tokenArmed = false
 		}
 	}
+	ex.mu.Unlock()
 	close(ex.quit)
 	if ex.opts.Progress != nil {
 		ex.progress()
@@ -242,26 +265,60 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	return ex.result(ctx)
 }
 
-// dispatch hands ready tasks to the workers while there is room: each class's, in order, while its window and
-// the global limit allow.
-func (ex *executor[C]) dispatch() {
+// dispatch starts ready tasks while there is room: each class's, in order, while its window, its rate and the
+// global limit allow. When a class's tasks wait for a token only, the token timer is armed for it. With keep,
+// the first task started is returned for the caller (a worker) to run itself; the others go to the workers.
+func (ex *executor[C]) dispatch(keep bool) (kept job, ok bool) {
+	var now time.Time
+	var wait time.Duration
 	for _, cs := range ex.classes {
 		for cs.head < len(cs.ready) && cs.running < cs.window && ex.running < ex.opts.Concurrency {
+			if cs.rate > 0 {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				ok, w := cs.mayStart(now)
+				if !ok {
+					if wait == 0 || w < wait {
+						wait = w
+					}
+					break
+				}
+			}
 			i := cs.ready[cs.head]
 			cs.head++
-			ex.start(i, cs)
+			j := ex.start(i, cs, keep && !ok)
+			if keep && !ok {
+				kept, ok = j, true
+				continue
+			}
+			ex.work <- j
 		}
 		if cs.head == len(cs.ready) {
 			cs.ready, cs.head = cs.ready[:0], 0
 		}
 	}
+	if wait > 0 {
+		ex.armTokens(now.Add(wait))
+	}
+	return kept, ok
 }
 
-func (ex *executor[C]) start(i int32, cs *classState) {
+// armTokens makes the run loop wake up at due, or earlier if it is armed for earlier.
+func (ex *executor[C]) armTokens(due time.Time) {
+	if ex.tokenArmed && !due.Before(ex.tokenDue) {
+		return
+	}
+	ex.tokenTimer.Reset(time.Until(due))
+	ex.tokenDue, ex.tokenArmed = due, true
+}
+
+// start marks task i running in class cs and returns its job. Unless the caller runs it itself (self), a worker
+// must be there to take it: workers are started as they are needed, as many as the most tasks that ran at once.
+func (ex *executor[C]) start(i int32, cs *classState, self bool) job {
 	j := job{i: i, epoch: cs.epoch}
 	cs.running++
-	if ex.running == ex.workers {
-		// Workers are started as they are needed: as many as the most tasks that ran at once.
+	if !self && ex.running == ex.workers {
 		ex.workers++
 		go ex.worker(ex.workerCtx)
 	}
@@ -269,9 +326,12 @@ func (ex *executor[C]) start(i int32, cs *classState) {
 	ex.running++
 	if ex.attempts[i] == 0 {
 		ex.started[i] = time.Now()
+		if cs.began.IsZero() {
+			cs.began = ex.started[i]
+		}
 	}
 	ex.attempts[i]++
-	ex.work <- j
+	return j
 }
 
 // push queues a ready task behind the others of its class.
@@ -282,10 +342,26 @@ func (ex *executor[C]) push(i int32) {
 
 func (ex *executor[C]) classOf(i int32) *classState { return ex.classes[ex.classIdx[i]] }
 
+// worker runs the jobs it receives, and after each attempt records its outcome and goes on with a task that
+// outcome made ready, if any.
 func (ex *executor[C]) worker(ctx context.Context) {
 	for j := range ex.work {
-		change, err := ex.syncOne(ctx, j)
-		ex.results <- outcome{job: j, change: change, err: err}
+		for ok := true; ok; {
+			change, err := ex.syncOne(ctx, j)
+			ex.mu.Lock()
+			ex.finish(outcome{job: j, change: change, err: err}, ex.ctx.Err() != nil)
+			ok = false
+			if !ex.cancelled {
+				j, ok = ex.dispatch(true)
+			}
+			if ex.running == 0 {
+				select {
+				case ex.wake <- struct{}{}:
+				default: // the run loop has a wake-up pending already
+				}
+			}
+			ex.mu.Unlock()
+		}
 	}
 }
 
@@ -305,8 +381,7 @@ func (ex *executor[C]) syncOne(ctx context.Context, j job) (change *Change, err 
 			change, err = nil, Terminal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	tctx := context.WithValue(ctx, attemptKey{}, &attempt{run: ex.shared, key: nd.task, class: ex.classIdx[i],
-		epoch: j.epoch})
+	tctx := &attempt{Context: ctx, run: ex.shared, key: nd.task, class: ex.classIdx[i], epoch: j.epoch}
 	change, err = nd.runner.sync(tctx, ex.world, ex.opts.Target, lc)
 	if err != nil && lc == WarnIfInsufficientAccess && errors.Is(err, ErrAccessDenied) {
 		Logger(tctx).Warn("insufficient access; continuing (lifecycle WarnIfInsufficientAccess)", "error", err)
@@ -338,7 +413,7 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	}
 	class := ClassOf(o.err)
 	if class == ClassRetryable {
-		cs.pushedBack(o.epoch)
+		cs.pushedBack(o.epoch, true, time.Now())
 	}
 	if interrupted && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
 		// Interrupted, not failed, with the task's own error, which says what it was doing ("waiting for the
@@ -357,6 +432,15 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 	if class != ClassTerminal {
 		if delay, ok := ex.retryDelay(i); ok {
 			ex.state[i] = waiting
+			if class == ClassRetryable && ex.attempts[i] == 1 && cs.rate > 0 {
+				// Its class's bucket, which this failure has just slowed, paces it: the first retry waits
+				// for a token, not for the backoff (an API's rate wasted while throttled tasks wait out a
+				// second). Later retries back off.
+				ex.opts.Logger.Debug("retrying", "task", ex.c.key(i).String(), "attempt", ex.attempts[i],
+					"delay", "a token of its class", "class", class.String(), "error", o.err)
+				ex.push(i)
+				return
+			}
 			ex.scheduleRetry(i, delay, o.err)
 			return
 		}

@@ -157,7 +157,7 @@ func TestSlowStart(t *testing.T) {
 		world.findHook[name] = c.hook("all", b)
 		engine.Add(g, &Item{Name: name})
 	}
-	if _, err := engine.Run(guard(t), g, world, engine.Options{}); err != nil {
+	if _, err := engine.Run(guard(t), g, world, engine.Options{InitialWindow: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if c.max["all"] < 40 {
@@ -634,5 +634,56 @@ func TestFileError(t *testing.T) {
 	}
 	if err := engine.FileError(other); err != error(other) {
 		t.Errorf("FileError(EISDIR) = %v, want it as it is", err)
+	}
+}
+
+// TestTasksWaitingForTokens: once a retryable failure gives a class a rate, ready tasks wait for its tokens while
+// nothing runs and nothing waits to be retried; the run waits with them instead of ending with them not run.
+func TestTasksWaitingForTokens(t *testing.T) {
+	world := newWorld()
+	g := engine.NewGraph[*World]()
+	world.findHook["first"] = func(ctx context.Context, attempt int) error {
+		if attempt == 1 {
+			return engine.Retryable(errors.New("RequestLimitExceeded"))
+		}
+		return nil
+	}
+	first := engine.Add(g, &Item{Name: "first", Class: "ec2"})
+	for i := 0; i < 5; i++ {
+		engine.Add(g, &Item{Name: fmt.Sprintf("then-%d", i), Class: "ec2", Needs: []*Item{first}})
+	}
+	// A window of 40: the failure gives the class a rate of 20 starts a second, one token at a time.
+	res, err := engine.Run(guard(t), g, world, fastRetry(engine.Options{InitialWindow: 40}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 6 {
+		t.Fatalf("%d tasks done, want 6", res.Done)
+	}
+}
+
+// TestFirstRetryWaitsForAToken: a task whose first attempt the API throttled is retried as soon as its class's
+// token bucket (which the failure started) allows, not after the backoff; a second failure backs off.
+func TestFirstRetryWaitsForAToken(t *testing.T) {
+	world := newWorld()
+	g := engine.NewGraph[*World]()
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("t%d", i)
+		world.findHook[name] = func(ctx context.Context, attempt int) error {
+			if attempt == 1 {
+				return engine.Retryable(errors.New("RequestLimitExceeded"))
+			}
+			return nil
+		}
+		engine.Add(g, &Item{Name: name, Class: "ec2"})
+	}
+	// A backoff of an hour: the run ends within the test's guard only if no retry waits for it.
+	opts := engine.Options{InitialWindow: 40, Backoff: time.Hour, MaxBackoff: time.Hour, Deadline: 2 * time.Hour}
+	res, err := engine.Run(guard(t), g, world, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 3 {
+		t.Fatalf("%d tasks done, want 3", res.Done)
 	}
 }

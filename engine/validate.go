@@ -49,6 +49,12 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 		depStart:   make([]int32, n+1),
 	}
 	problems := append([]string(nil), g.problems...)
+	// Tasks are pointers, and a dependency is the very task the graph holds: found by its address first (two
+	// tasks may share one, a struct and its first field: the one not kept is found by key, as any other).
+	byPtr := make(map[uintptr]int32, n)
+	for i, nd := range g.nodes {
+		byPtr[reflect.ValueOf(nd.task).Pointer()] = int32(i)
+	}
 	for i, nd := range g.nodes {
 		key := nd.task.Key()
 		lc := g.lifecycleOf(nd)
@@ -63,8 +69,15 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 				"(give it one, or a lifecycle that does not render)", key, target, nd.task))
 		}
 		for _, dep := range nd.task.Deps() {
-			if isNilTask(dep) {
+			v := reflect.ValueOf(dep)
+			if !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
 				continue // an optional dependency that is not set
+			}
+			if v.Kind() == reflect.Pointer {
+				if j, ok := byPtr[v.Pointer()]; ok && g.nodes[j].task == dep {
+					c.depList = append(c.depList, j) // the task in the graph, found without hashing its key
+					continue
+				}
 			}
 			dk := dep.Key()
 			j, ok := g.byKey[dk]

@@ -46,13 +46,19 @@ var (
 	srcAWSThrottling = source{"EC2 API throttling", "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html",
 		"EC2 throttles each account per Region with token buckets (e.g. `DescribeHosts`: 100 tokens, refilled at 20 a " +
 			"second); a call past its bucket fails with `RequestLimitExceeded`."}
+	srcSDKRetry = source{"AWS SDK for Go v2 retries", "https://docs.aws.amazon.com/sdk-for-go/v2/developer-guide/configure-retries-timeouts.html",
+		"the standard retryer backs off exponentially with jitter (a random delay below 2^attempt seconds, at most 20 s); the " +
+			"adaptive mode adds a client-side token bucket whose rate it cuts on throttling and grows back along a cubic."}
+	srcIssue25 = source{"issue 25", "",
+		"kops' real executor code (upup/pkg/fi/executor.go), run on this machine with kubeup's per-task work, took 49.6 ms on the " +
+			"10k layered graph where kubeup took 13.1 ms; the near-limit model here runs about 7x faster than kops' code."}
 	srcIssue14 = source{"issue 14", "",
 		"measured on this machine before the adaptive engine: the latency case took 535 ms at the engine's former fixed " +
 			"concurrency of 10, and 56 ms in kops' unbounded waves."}
 )
 
 // allSources are the sources in the order the page lists them.
-var allSources = []source{srcKopsExecutor, srcTerraform, srcKopsEBS, srcKopsProtokube, srcKopsEtcdManager, srcAWSThrottling, srcIssue14}
+var allSources = []source{srcKopsExecutor, srcTerraform, srcKopsEBS, srcKopsProtokube, srcKopsEtcdManager, srcAWSThrottling, srcSDKRetry, srcIssue14, srcIssue25}
 
 // cite is a short link to s.
 func cite(s source) string {
@@ -82,16 +88,17 @@ func rows() []row {
 				What:   fmt.Sprintf("engine: %s graph of %s no-op tasks (validate + run)", shape, thousands(n)),
 				Bench:  "BenchmarkExecute/" + sub,
 				Figure: func(r *result) string { return msAndBytes(r) },
-				Goal:   "issue 14 sets none; the bar here: no slower than kops' waves on the same graph",
+				Goal:   "within 2x of the near-limit executor on the same graph (issue 25)",
 				Met: func(r *result, all *results) string {
 					k := all.get(kops)
 					if k == nil {
 						return "no anchor to compare"
 					}
-					return atMost(r.Metrics["ns/op"], k.Metrics["ns/op"], func(v float64) string { return ms(v) })
+					return atMost(r.Metrics["ns/op"], 2*k.Metrics["ns/op"], func(v float64) string { return ms(v) })
 				},
 				Anchor: func(all *results) string {
-					return "kops' waves: " + measuredAnchor(all, kops, msAndBytes) + "; model: " + cite(srcKopsExecutor)
+					return "near-limit executor (a model of kops' waves without its bookkeeping): " + measuredAnchor(all, kops, msAndBytes) +
+						"; kops' own executor is several times slower (" + cite(srcIssue25) + "); model of: " + cite(srcKopsExecutor)
 				},
 			})
 		}
@@ -114,13 +121,13 @@ func rows() []row {
 		Figure: func(r *result) string {
 			return fmt.Sprintf("%s (%s x critical path)", ms(r.Metrics["ns/op"]), num(criticalMultiple(r)))
 		},
-		Goal: "within 2x the critical path (10 x 5 ms)",
+		Goal: "within 1.2x the critical path (10 x 5 ms; issue 25)",
 		Met: func(r *result, _ *results) string {
 			x := criticalMultiple(r)
 			if math.IsNaN(x) {
 				return "no x-critical-path metric"
 			}
-			return atMost(x, 2, func(v float64) string { return num(v) + "x" })
+			return atMost(x, 1.2, func(v float64) string { return num(v) + "x" })
 		},
 		Anchor: func(all *results) string {
 			x := func(r *result) string {
@@ -130,6 +137,31 @@ func rows() []row {
 				"; kops' waves: " + measuredAnchor(all, "BenchmarkKopsWaves/latency", x) +
 				"; Terraform's walk at -parallelism=10: " + measuredAnchor(all, "BenchmarkTerraformWalk/latency", x) +
 				"; issue 14 measured 535 ms at fixed 10, 56 ms in waves (" + cite(srcIssue14) + "); models: " + cite(srcKopsExecutor) + ", " + cite(srcTerraform)
+		},
+	})
+	rateLimited := func(r *result) string {
+		return fmt.Sprintf("%s ms wall (%s x the bound), %s throttled calls", num(r.Metrics["ms-wall"]), num(r.Metrics["x-bound"]),
+			num(r.Metrics["throttled-calls"]))
+	}
+	rs = append(rs, row{
+		What: "engine: 1,000 tasks, 10 layers, fan-in 3, 5 ms per Find, sharing a token bucket of 100 calls a second " +
+			"(10 tokens; a refused call fails after 5 ms as throttled): rate-limited",
+		Bench:  "BenchmarkRateLimit/adaptive",
+		Figure: rateLimited,
+		Goal: "within 1.1x the bound the bucket allows ((1,000 - 10) / 100 a second = 9.9 s), with no more throttled calls " +
+			"than a bounded walk retrying with the AWS SDK's backoff (issue 25)",
+		Met: func(r *result, all *results) string {
+			walk := all.get("BenchmarkSDKBackoffWalk/ratelimit")
+			if walk == nil {
+				return allMet(atMost(r.Metrics["x-bound"], 1.1, func(v float64) string { return num(v) + "x" }), "no SDK-backoff walk to compare")
+			}
+			return allMet(atMost(r.Metrics["x-bound"], 1.1, func(v float64) string { return num(v) + "x" }),
+				atMost(r.Metrics["throttled-calls"], walk.Metrics["throttled-calls"], func(v float64) string { return num(v) + " throttled" }))
+		},
+		Anchor: func(all *results) string {
+			return "Terraform's walk at -parallelism=10 with the AWS SDK's backoff: " + measuredAnchor(all, "BenchmarkSDKBackoffWalk/ratelimit", rateLimited) +
+				"; kubeup at a fixed 10: " + measuredAnchor(all, "BenchmarkRateLimit/fixed-10", rateLimited) +
+				"; " + cite(srcSDKRetry) + ", " + cite(srcAWSThrottling) + ", " + cite(srcTerraform)
 		},
 	})
 	for _, cloud := range []string{"aws", "gce"} {
