@@ -29,11 +29,13 @@ type Container struct {
 	// Console is the file that holds the container's console output.
 	Console string
 
-	cmd     *exec.Cmd
-	waited  chan error
-	overlay bool
-	tmp     string
-	unreg   []func() // cross the container out of the leftover registry (see reap.go) once it is gone
+	cmd       *exec.Cmd
+	waited    chan error
+	overlay   bool
+	tmp       string
+	extraArgs []string // of systemd-nspawn, added by boot's before
+	cgroups   []string // the machine's cgroups (BootMachine), removed once it is gone
+	unreg     []func() // cross the container out of the leftover registry (see reap.go) once it is gone
 }
 
 // Root is /proc/PID/root: the container's filesystem as its own processes see it, /run and its sockets
@@ -43,6 +45,13 @@ func (c *Container) Root() string { return "/proc/" + strconv.Itoa(c.PID) + "/ro
 // Boot boots a fresh container from the cached root filesystem (which it never changes) and waits until its
 // systemd is running. The container is stopped and its files removed in t.Cleanup.
 func Boot(t testing.TB) *Container {
+	t.Helper()
+	return boot(t, nil, nil, nil, nil)
+}
+
+// boot is Boot with more arguments of systemd-nspawn, more environment, a function that prepares the root
+// directory before nspawn starts, and one that returns the cgroup.procs files nspawn joins before it starts.
+func boot(t testing.TB, args, env []string, before func(*Container) error, cgroupProcs func() []string) *Container {
 	t.Helper()
 	RequireRoot(t)
 	RequireTools(t, "systemd-nspawn", "nsenter")
@@ -60,14 +69,29 @@ func Boot(t testing.TB) *Container {
 	if err := c.prepare(rootfs); err != nil {
 		t.Fatal(err)
 	}
+	if before != nil {
+		if err := before(c); err != nil {
+			t.Fatalf("preparing %s: %v", c.Name, err)
+		}
+	}
+	var procs []string
+	if cgroupProcs != nil {
+		procs = cgroupProcs()
+		for _, p := range procs {
+			c.cgroups = append(c.cgroups, filepath.Dir(p))
+		}
+	}
 
 	console, err := os.Create(c.Console)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer console.Close()
-	c.cmd = exec.Command("systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
-		"--machine="+c.Name, "--directory="+c.Dir)
+	nspawn := append([]string{"systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
+		"--machine=" + c.Name, "--directory=" + c.Dir}, append(args, c.extraArgs...)...)
+	// nspawn joins the machine's cgroups before it starts: the machine's cgroup namespace is made from them.
+	c.cmd = exec.Command("sh", append([]string{"-c", `for f in $KUBEUP_CGROUP_PROCS; do echo $$ >"$f"; done; exec "$@"`, "sh"}, nspawn...)...)
+	c.cmd.Env = append(append(os.Environ(), env...), "KUBEUP_CGROUP_PROCS="+strings.Join(procs, " "))
 	c.cmd.Stdout, c.cmd.Stderr = console, console
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own process group, killed as one
 	if err := c.cmd.Start(); err != nil {
@@ -193,6 +217,11 @@ func (c *Container) cleanup(t testing.TB) {
 				syscall.Kill(c.PID, syscall.SIGKILL) // init: the whole PID namespace goes with it
 			}
 			<-c.waited
+		}
+	}
+	for _, cg := range c.cgroups {
+		if err := removeCgroupTree(cg); err != nil {
+			t.Error(err)
 		}
 	}
 	if c.overlay {

@@ -51,6 +51,21 @@ func KubeBinaries(t testing.TB) map[string]string {
 	return bins
 }
 
+// KubeBinary returns the path of one built component, such as kubelet or kube-proxy, which the static-pod
+// manifests do not run; it skips t, loudly (under CI=true: fails it), when it is missing.
+func KubeBinary(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv(KubeBinEnv)
+	if dir == "" {
+		dir = DefaultKubeBin
+	}
+	file := filepath.Join(dir, name)
+	if err := executable(file); err != nil {
+		CannotRun(t, "(e2e) no Kubernetes %s %s: %v; `make kube-binaries` builds it", KubernetesVersion, name, err)
+	}
+	return file
+}
+
 // Kubectl returns the kubectl the tests run ($KUBEUP_KUBECTL, or DefaultKubectl); it skips t, loudly (under
 // CI=true: fails it), when there is none. Debian's is kubectl 1.20: enough for get, create, get --raw and
 // create --raw (a TokenRequest), not for `kubectl create token` (1.24).

@@ -39,9 +39,10 @@ func registryDir() string {
 	return defaultRegistryDir
 }
 
-// Record kinds, in the order a reap undoes them: processes first (they may hold mounts busy), then mounts,
-// then network namespaces (the processes still in one are killed with it; its links go with it), then network
-// links, then loop devices, then directories, then directories removed only when empty.
+// Record kinds, in the order a reap undoes them: processes first (they may hold mounts busy), then the cgroups
+// they ran in, then mounts, then network namespaces (the processes still in one are killed with it; its links go
+// with it), then network links, then loop devices, then directories, then directories removed only when empty,
+// and last the host's kernel settings.
 const (
 	kindProcess  = "process"  // PID with its start time: a process id alone may have been reused
 	kindMount    = "mount"    // Path
@@ -50,9 +51,11 @@ const (
 	kindLoop     = "loop"     // Dev, attached to the file Path
 	kindDir      = "dir"      // Path, removed once nothing is mounted under it
 	kindEmptyDir = "emptydir" // Path, removed only when empty (a directory shared with other test processes)
+	kindCgroup   = "cgroup"   // Path: a cgroup a machine ran in (BootMachine), removed with every cgroup below it
+	kindSysctl   = "sysctl"   // kubelet's kernel settings, held on the host (holdSysctls)
 )
 
-var kindOrder = map[string]int{kindProcess: 0, kindMount: 1, kindNetns: 2, kindLink: 3, kindLoop: 4, kindDir: 5, kindEmptyDir: 6}
+var kindOrder = map[string]int{kindProcess: 0, kindCgroup: 1, kindMount: 2, kindNetns: 3, kindLink: 4, kindLoop: 5, kindDir: 6, kindEmptyDir: 7, kindSysctl: 8}
 
 // record is one thing a test process made that must not outlive it.
 type record struct {
@@ -285,6 +288,16 @@ func undo(r record) (msg string, err error) {
 		return undoNetns(r.Path)
 	case kindLink:
 		return undoLink(r.Dev, r.Ifindex)
+	case kindCgroup:
+		if _, err := os.Stat(r.Path); errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if err := removeCgroupTree(r.Path); err != nil {
+			return "removing cgroup " + r.Path, err
+		}
+		return "removed cgroup " + r.Path, nil
+	case kindSysctl:
+		return releaseSysctls()
 	case kindEmptyDir:
 		if err := os.Remove(r.Path); err != nil {
 			return "", nil // gone, or not empty: another process's things are in it
