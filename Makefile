@@ -20,7 +20,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages kube-binaries runtime-binaries images kubectl npm-deps
+.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -96,7 +96,10 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## e2e-deps: install the e2e tests' Debian packages and kubectl, debootstrap their root filesystem, build the Kubernetes components, the container runtime and the images, once (root only)
-e2e-deps: e2e-packages kube-binaries runtime-binaries images kubectl npm-deps
+e2e-deps: e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps
+
+## rootfs: debootstrap the Debian 12 root filesystem with systemd that the e2e tests and the demo boot as machines in systemd-nspawn, once (root only)
+rootfs: e2e-packages
 	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
 	if [ -d '$(KUBEUP_E2E_ROOTFS)' ]; then exit 0; fi; \
 	tmp='$(KUBEUP_E2E_ROOTFS).tmp'; \
@@ -259,8 +262,7 @@ update-golden:
 	git status --short -- $$(for p in $$pkgs; do echo "./$${p#kubeup.dev/kubeup/}"; done) || true
 
 ## demo: as root, a 3-control-plane cluster on the local provider in /tmp/kubeup-demo: create, dry run, apply, nodeup and protokube on each node (network namespaces, a BIND it starts), ending with a healthy 3-member etcd
-demo: build e2e-packages kube-binaries runtime-binaries images kubectl
-	$(GO) build -o bin/ ./hack/staticpods
+demo: build e2e-packages rootfs kube-binaries runtime-binaries images kubectl
 	@bash hack/demo.sh
 
 ## demo-status: etcdctl endpoint health against every member of the demo's etcd through its DNS name; /readyz at every address api.<cluster> holds; no device mounted twice

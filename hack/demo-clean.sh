@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/demo-env.sh
+. hack/machine.sh
 
 [ -e "$DEMO_DIR" ] || { echo "demo-clean: nothing to clean ($DEMO_DIR does not exist)" >&2; exit 0; }
 [ "$(id -u)" = 0 ] || fail "demo-clean: run as root"
@@ -32,14 +33,25 @@ stop() {
 }
 
 shopt -s nullglob
-# protokube first (it would mount again), then the stand-ins for kubelet (they stop their pods), then any pod
-# left (a pod's process leads its own process group), then named.
-stop TERM "$MADE"/pids/protokube-*.pid
-stop TERM "$MADE"/pids/staticpods-*.pid
-for f in "$DEMO_DIR"/pods/*/*.pid; do
-	if alive "$f"; then read -r pid _ <"$f"; kill -KILL -- "-$pid" 2>/dev/null || true; fi
-done
+# The machines first: SIGTERM to systemd-nspawn powers one off (systemd stops protokube, kubelet and containerd);
+# a machine's init killed ends every process of its PID namespace, and its mounts go with its mount namespace.
+# Then named.
+stop TERM "$MADE"/pids/machine-*.pid
+stop KILL "$MADE"/pids/init-*.pid
 stop TERM "$MADE"/pids/named.pid
+
+# The machines' cgroups, deepest first (kubelet's pods' cgroups below them), once their processes are gone.
+if [ -e "$MADE/cgroups" ]; then
+	while read -r cg; do
+		[ -d "$cg" ] || continue
+		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || find "$cg" -depth -type d -exec rmdir {} +
+	done <"$MADE/cgroups"
+fi
+# kubelet's kernel settings: the host's former values.
+if [ -e "$MADE/sysctls" ]; then
+	while IFS== read -r k v; do echo "$v" >"/proc/sys/$k"; done <"$MADE/sysctls"
+	rm "$MADE/sysctls"
+fi
 
 # Mounts under DEMO_DIR (the volumes protokube mounted under the node roots), deepest first.
 for _ in 1 2 3; do
