@@ -16,6 +16,10 @@ SECRET_AT=/etc/kubeup/tsig.secret # on each node, under its root
 KUBECONFIG_FILE=$DEMO_DIR/kubeconfig # what kubeup export kubeconfig writes (KUBECONFIG)
 KUBE_BIN=${KUBEUP_KUBE_BIN:-/var/cache/kubeup/bin/v1.34.2} # make kube-binaries: kube-apiserver, -controller-manager, -scheduler
 KUBECTL=${KUBEUP_KUBECTL:-/var/cache/kubeup/kubernetes-client/usr/bin/kubectl} # make kubectl: Debian's
+# make runtime-binaries: containerd, runc, crictl, the CNI plugins; make images: the images the nodes preload.
+# The Makefile exports both; run by hand, the one complete cache of each.
+RUNTIME_BIN=${KUBEUP_RUNTIME_BIN:-$(dirname "$(ls /var/cache/kubeup/runtime/*/VERSIONS 2>/dev/null | head -1)")}
+IMAGES=${KUBEUP_IMAGES:-$(dirname "$(ls /var/cache/kubeup/images/*/IMAGES 2>/dev/null | head -1)")}
 
 netns_of() { echo "kubeup-demo-$1"; }
 root_of() { echo "$DEMO_DIR/nodes/$1"; }

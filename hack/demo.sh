@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/demo-env.sh
+. hack/machine.sh
 
 BIN=${BIN:-bin}
 export KUBEUP_STATE_STORE="file://$STATE"
@@ -44,13 +45,15 @@ wait_for() {
 }
 
 [ "$(id -u)" = 0 ] || fail "make demo runs as root: it creates network namespaces, loop devices and mounts"
-for tool in ip nsenter setsid named dig etcd etcdctl losetup mkfs.ext4 blkid unshare; do
+for tool in ip nsenter setsid named dig etcd etcdctl losetup mkfs.ext4 blkid unshare systemd-nspawn; do
 	command -v "$tool" >/dev/null || fail "$tool is not installed (make e2e-packages installs it)"
 done
 
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
+for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
 	[ -x "$KUBE_BIN/$c" ] || fail "$KUBE_BIN/$c is missing: make kube-binaries builds it (make demo does)"
 done
+[ -e "$RUNTIME_BIN/VERSIONS" ] || fail "the container runtime is missing in $RUNTIME_BIN: make runtime-binaries builds it (make demo does)"
+[ -e "$IMAGES/IMAGES" ] || fail "the images are missing in $IMAGES: make images builds them (make demo does)"
 [ -x "$KUBECTL" ] || fail "$KUBECTL is missing: make kubectl unpacks Debian's (make demo does)"
 
 if [ -e "$DEMO_DIR" ]; then
@@ -134,6 +137,10 @@ wait_for 30 "named to serve $DNS_ZONE" dig +tcp +short +time=1 +tries=1 "@$GATEW
 run dig +short "@$GATEWAY" "$DNS_ZONE" SOA
 
 say "A new cluster: 3 control-plane nodes in zone a, kept in $KUBEUP_STATE_STORE, its DNS records in that BIND"
+# The machines' kubelets and containerd manage cgroups themselves (cgroupfs) on a cgroup v1 host, where the
+# machines' systemd has no controller but its own; with the unified hierarchy, through systemd.
+CGROUP_DRIVER=cgroupfs
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then CGROUP_DRIVER=systemd; fi
 spec=$(kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0 --dry-run -o yaml)
 grep -q '^  cloudProvider: local$' <<<"$spec" || fail "unexpected spec: $spec"
 dns="  cloudProvider: local
@@ -143,7 +150,9 @@ dns="  cloudProvider: local
       server: $GATEWAY:53
       tsigKeyName: kubeup-demo
       tsigAlgorithm: hmac-sha256
-      tsigSecretFile: $SECRET_AT"
+      tsigSecretFile: $SECRET_AT
+  kubelet:
+    cgroupDriver: $CGROUP_DRIVER"
 awk -v dns="$dns" '$0 == "  cloudProvider: local" { print dns; next } { print }' <<<"$spec" >"$DEMO_DIR/spec.yaml"
 kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0
 kubeup replace -f "$DEMO_DIR/spec.yaml"
@@ -165,50 +174,66 @@ kubeup update cluster "$NAME" >"$DEMO_DIR/second.txt"
 grep -q 'No changes need to be applied' "$DEMO_DIR/second.txt" || fail "the second update found changes"
 echo "(applying again: no changes)" >&2
 
-say "nodeup on each node: converge the node's root from its configuration (no systemd there: unit files only), and record the machine for kubeup rolling-update"
+# preinstall NODE: what nodeup does not install on a node yet (WIP, issue 24: its assets and the container
+# runtime's configuration land next): kubelet, protokube, containerd, runc, the CNI plugins and crictl, containerd's
+# configuration and unit (started), and the preloaded images. And the demo's own setting: protokube's rounds every
+# 2s (a drop-in of protokube.service) rather than every minute.
+preinstall() {
+	local root f
+	root=$(machine_root "$1")
+	mkdir -p "$root/usr/local/bin" "$root/usr/local/sbin" "$root/opt/cni/bin" "$root/etc/containerd" "$root/var/lib/kubeup/images" "$root/etc/systemd/system/protokube.service.d"
+	cp "$KUBE_BIN/kubelet" "$BIN/protokube" "$RUNTIME_BIN/containerd" "$RUNTIME_BIN/containerd-shim-runc-v2" "$RUNTIME_BIN/ctr" "$RUNTIME_BIN/crictl" "$root/usr/local/bin/"
+	cp "$RUNTIME_BIN/runc" "$root/usr/local/sbin/"
+	cp "$RUNTIME_BIN"/cni/* "$root/opt/cni/bin/"
+	cat >"$root/etc/containerd/config.toml" <<-TOML
+	version = 3
+	[plugins.'io.containerd.cri.v1.images'.pinned_images]
+	  sandbox = 'registry.k8s.io/pause:3.10.2'
+	[plugins.'io.containerd.cri.v1.runtime']
+	  restrict_oom_score_adj = true
+	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+	  runtime_type = 'io.containerd.runc.v2'
+	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+	  BinaryName = '/usr/local/sbin/runc'
+	  SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
+	TOML
+	printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\n' >"$root/etc/crictl.yaml"
+	printf '[Unit]\nDescription=containerd\n[Service]\nType=notify\nExecStart=/usr/local/bin/containerd\nDelegate=yes\nKillMode=process\n' >"$root/etc/systemd/system/containerd.service"
+	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
+	in_machine "$1" systemctl daemon-reload
+	in_machine "$1" systemctl start containerd.service
+	while read -r f _; do
+		cp "$IMAGES/$f" "$root/var/lib/kubeup/images/"
+		in_machine "$1" ctr -n k8s.io images import "/var/lib/kubeup/images/$f" >/dev/null 2>&1
+	done <"$IMAGES/IMAGES"
+}
+
+say "The machines: each node is Debian 12 booted with systemd in systemd-nspawn, in its network namespace (hack/machine.sh)"
 for n in "${NODES[@]}"; do
-	root=$(root_of "$n")
+	boot_machine "$n"
+	echo "  $n: machine $n, systemd pid $(machine_pid "$n") ($(in_machine "$n" systemctl is-system-running || true)), address $(ip_of "$n")" >&2
+done
+
+say "nodeup on each node, from this host through the machine's root (/proc/PID/root) and its systemd's socket: files, units, containerd, the preloaded images; protokube.service started"
+for n in "${NODES[@]}"; do
+	root=$(machine_root "$n")
 	mkdir -p "$root$(dirname "$SECRET_AT")"
 	(umask 077 && echo "$secret" >"$root$SECRET_AT") # the TSIG secret, as a cloud's secret store would place it
-	run "$BIN/nodeup" --conf="$STATE/$NAME/nodeup/control-plane-a-${n#node}" --root="$root" --node-id="$n" >"$DEMO_DIR/logs/nodeup-$n.out" 2>"$DEMO_DIR/logs/nodeup-$n.log"
-	echo "  $n: $(grep -c '^  created' "$DEMO_DIR/logs/nodeup-$n.out") files and units created (report: $DEMO_DIR/logs/nodeup-$n.out)" >&2
+	preinstall "$n"
+	run "$BIN/nodeup" --conf="$STATE/$NAME/nodeup/control-plane-a-${n#node}" --root="$root" --node-id="$n" >"$DEMO_DIR/logs/nodeup-$n.out" 2>"$DEMO_DIR/logs/nodeup-$n.log" ||
+		{ tail -20 "$DEMO_DIR/logs/nodeup-$n.log" >&2; fail "nodeup failed on $n (log: $DEMO_DIR/logs/nodeup-$n.log)"; }
+	echo "  $n: $(grep -c '^  created' "$DEMO_DIR/logs/nodeup-$n.out") files and units created (report: $DEMO_DIR/logs/nodeup-$n.out); protokube.service $(in_machine "$n" systemctl is-active protokube.service || true)" >&2
 done
 echo "the machines nodeup recorded (<pool>/../machines/<cluster>/<node id>.json):" >&2
 ls "$MACHINES" | sed 's/^/  /' >&2
 [ "$(ls "$MACHINES" | wc -l)" = 3 ] || fail "nodeup should have recorded 3 machines in $MACHINES"
-echo "node1's root:" >&2
-(cd "$(root_of node1)" && find etc -type f | sort | sed 's/^/  /') >&2
+echo "node1's /etc/kubernetes, /etc/kubeup and units:" >&2
+(cd "$(machine_root node1)" && find etc/kubernetes etc/kubeup etc/systemd/system -maxdepth 1 -type f | sort | sed 's/^/  /') >&2
 
-say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl, kubeup validate and the stand-in for kubelet below"
+say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl and kubeup validate"
 KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
 
-say "A stand-in for kubelet on each node (hack/staticpods, not product code): runs etcd and the control plane's static pods (not kube-proxy)"
-echo "It also stands in for kubelet's API half: registers its Node with the labels of the kubelet flags nodeup wrote
-(kubeup.dev/instancegroup), renews its Ready status and posts mirror pods of the pods it runs, through its node's
-kube-apiserver (another's when that fails), with the admin kubeconfig: kubelet client certificates are not issued yet (docs/pki.md)" >&2
-binaries=()
-for c in kube-apiserver kube-controller-manager kube-scheduler; do binaries+=(--binary "/usr/local/bin/$c=$KUBE_BIN/$c"); done
-for n in "${NODES[@]}"; do
-	api=(--api-address "$(ip_of "$n")") # its own kube-apiserver first, then the others' (after a failed round)
-	for o in "${NODES[@]}"; do [ "$o" = "$n" ] || api+=(--api-address "$(ip_of "$o")"); done
-	background "staticpods-$n" "$BIN/staticpods" --netns "$(netns_of "$n")" --root "$(root_of "$n")" \
-		--skip 'kube-proxy*' "${binaries[@]}" --log-dir "$DEMO_DIR/pods/$n" \
-		--kubeconfig "$KUBECONFIG_FILE" --node-name "$n" --node-ip "$(ip_of "$n")" "${api[@]}"
-	echo "  $n: staticpods (pid $(cut -d' ' -f1 "$MADE/pids/staticpods-$n.pid")), pod logs in $DEMO_DIR/pods/$n" >&2
-done
-
-say "protokube on each node, every 2s: claim a volume per etcd cluster, attach, format if blank, mount, write etcd's manifest, publish DNS"
-# start_protokube NODE: in the node's network namespace but the host's mount namespace: its mounts are under the
-# node's root. It reads the node configuration nodeup wrote to the node, as protokube.service does (not the state
-# store's: a change reaches the node when rolling-update runs its nodeup again, not behind the operator's back).
-start_protokube() {
-	background "protokube-$1" nsenter --net="/run/netns/$(netns_of "$1")" -- "$BIN/protokube" \
-		--conf="$(root_of "$1")/etc/kubeup/node.conf" --root="$(root_of "$1")" \
-		--node-id="$1" --internal-ip="$(ip_of "$1")" --interval=2s
-	echo "  $1: protokube (pid $(cut -d' ' -f1 "$MADE/pids/protokube-$1.pid")), log $DEMO_DIR/logs/protokube-$1.log" >&2
-}
-for n in "${NODES[@]}"; do start_protokube "$n"; done
-
+say "protokube on each node (protokube.service, every 2s): claim a volume per etcd cluster, attach, format if blank, mount, write etcd's manifest, publish DNS, keep kubelet running"
 held() { [ "$(find "$POOL" -name '*.claim' | wc -l)" = 6 ]; }
 wait_for 120 "the 6 volumes to be claimed" held
 echo "claims (<pool>/<volume>.claim):" >&2
@@ -216,10 +241,10 @@ field() { sed -n "s/^ *\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$2"; }
 for c in "$POOL"/*.claim; do
 	printf '  %-34s held by %s (%s), attached at %s\n' "$(basename "$c" .claim)" "$(field nodeID "$c")" "$(field internalIP "$c")" "$(field device "$c")"
 done
-manifests() { for n in "${NODES[@]}"; do ls "$(root_of "$n")"/etc/kubernetes/manifests/etcd-main.manifest || return 1; done; }
+manifests() { for n in "${NODES[@]}"; do ls "$(machine_root "$n")"/etc/kubernetes/manifests/etcd-main.manifest || return 1; done; }
 wait_for 120 "an etcd-main manifest on each node" manifests
-echo "mounts:" >&2
-findmnt -rn -o SOURCE,TARGET | awk -v d="$DEMO_DIR/" 'index($2, d) == 1' | sed 's/^/  /'
+echo "the etcd volumes mounted in each machine:" >&2
+for n in "${NODES[@]}"; do in_machine "$n" findmnt -rn -o SOURCE,TARGET | awk -v n="$n" '$1 ~ /^\/dev\/loop/ { print "  " n ": " $0 }'; done
 
 echo "DNS records protokube published (a zone transfer, signed with the TSIG key):" >&2
 records() { dig +noall +answer -y "hmac-sha256:kubeup-demo:$secret" "@$GATEWAY" "$DNS_ZONE" AXFR | awk '$4 == "A" && $1 ~ /internal|^api/'; }
@@ -228,21 +253,21 @@ wait_for 60 "the members' DNS names" published
 records | sort -u | sed 's/^/  /'
 echo "(api.$NAME: $(api_addresses | paste -sd' ' | grep . || echo 'no address'). A node's address goes there only once its own kube-apiserver answers /readyz)" >&2
 
-say "etcd, run from the manifests protokube wrote, healthy through its members' DNS names (TLS, client certificates)"
+say "etcd, run by kubelet in containers from the manifests protokube wrote, healthy through its members' DNS names (TLS, client certificates)"
 deadline=$((SECONDS + 180))
 while :; do
 	if DEMO_STATUS_ETCD_ONLY=1 bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1; then break; fi
 	if ((SECONDS >= deadline)); then
 		cat "$DEMO_DIR/status.txt" >&2
-		fail "waited 180s for etcd to be healthy (logs: $DEMO_DIR/logs, $DEMO_DIR/pods)"
+		fail "waited 180s for etcd to be healthy (in_machine NODE crictl ps -a; journalctl -u kubelet)"
 	fi
 	sleep 1
 done
 sed '/^volumes:/,$d' "$DEMO_DIR/status.txt" # every etcd cluster's section, however many lines etcdctl printed
 
-say "The API: kube-apiserver, kube-controller-manager and kube-scheduler from the manifests nodeup wrote, with the certificates kubeup issued"
+say "The API: kube-apiserver, kube-controller-manager and kube-scheduler, run by kubelet in containers from the manifests nodeup wrote, with the certificates kubeup issued"
 echo "the certificates and keys on node1 (written by protokube from the node configuration; keys 0600):" >&2
-(cd "$(root_of node1)" && find srv/kubernetes var/lib/kube-* -type f -printf '  %m %p\n' | sort -k2) >&2
+(cd "$(machine_root node1)" && find srv/kubernetes var/lib/kube-* -type f -printf '  %m %p\n' | sort -k2) >&2
 kubectl() { printf '$ kubectl %s   (in node1'"'"'s network namespace: its resolver is the BIND)\n' "$*" >&2; ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s "$@"; }
 # every_api_ready: api.<cluster> holds the 3 nodes' addresses (each node's protokube adds its own once its
 # kube-apiserver answers /readyz), and each answers /readyz here too: kubectl, whichever address the name gives
@@ -267,19 +292,15 @@ validate() {
 	printf '$ kubeup validate cluster %s %s   (in node1'"'"'s network namespace)\n' "$NAME" "$*" >&2
 	ip netns exec "$(netns_of node1)" "$BIN/kubeup" validate cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" "$@"
 }
-validate --wait 3m || fail "validate cluster did not pass in 3m (the stand-ins' logs: $DEMO_DIR/logs/staticpods-*.log)"
+validate --wait 3m || fail "validate cluster did not pass in 3m (each node's kubelet: hack/machine.sh's in_machine NODE journalctl -u kubelet)"
 kubectl get nodes -L kubeup.dev/instancegroup
 
 victim=node3
 say "$victim's etcd stopped (its protokube stopped, etcd's manifests removed): validate exits 1, naming $victim's members"
-read -r pid _ <"$MADE/pids/protokube-$victim.pid"
-alive "$MADE/pids/protokube-$victim.pid" || fail "protokube on $victim does not run"
-run kill -TERM "$pid" # as systemctl stop protokube would: it ends between rounds, its claims and mounts stay
-protokube_gone() { ! alive "$MADE/pids/protokube-$victim.pid"; }
-wait_for 30 "protokube on $victim to end" protokube_gone
-run rm "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-main.manifest "$(root_of "$victim")"/etc/kubernetes/manifests/etcd-events.manifest
-etcd_gone() { [ ! -e "$DEMO_DIR/pods/$victim/etcd-main.pid" ] && [ ! -e "$DEMO_DIR/pods/$victim/etcd-events.pid" ]; }
-wait_for 30 "the stand-in for kubelet to stop etcd on $victim" etcd_gone
+run in_machine "$victim" systemctl stop protokube.service # it ends between rounds, its claims and mounts stay
+run rm "$(machine_root "$victim")"/etc/kubernetes/manifests/etcd-main.manifest "$(machine_root "$victim")"/etc/kubernetes/manifests/etcd-events.manifest
+etcd_gone() { [ -z "$(in_machine "$victim" crictl ps -q --label io.kubernetes.pod.namespace=kube-system --name '^etcd$' 2>/dev/null)" ]; }
+wait_for 60 "kubelet to stop etcd's containers on $victim" etcd_gone
 # $victim's kube-apiserver, whose etcd is its own node's, is no longer ready, and its protokube is not there to
 # withdraw its address: its claims lapse unrenewed (--lease, 5 × --interval), and the other nodes' protokube then
 # remove its address from the API's names.
@@ -290,7 +311,7 @@ mirrors_gone() {
 	[ -z "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -n kube-system \
 		"etcd-main-$victim" "etcd-events-$victim" --ignore-not-found -o name)" ]
 }
-wait_for 60 "the stand-in for kubelet's API half to delete etcd's mirror pods of $victim" mirrors_gone
+wait_for 60 "$victim's kubelet to delete etcd's mirror pods" mirrors_gone
 set +e
 out=$(validate)
 code=$?
@@ -308,8 +329,7 @@ for ec in main events; do
 done
 
 say "$victim's protokube started again: it writes etcd's manifests back, etcd rejoins, validate passes again"
-mv "$DEMO_DIR/logs/protokube-$victim.log" "$DEMO_DIR/logs/protokube-$victim.1.log"
-start_protokube "$victim"
+run in_machine "$victim" systemctl start protokube.service
 validate --wait 3m || fail "validate cluster did not pass in 3m after $victim's etcd came back"
 
 say "make demo-status: etcd, the API, the volumes"
@@ -318,16 +338,15 @@ bash hack/demo-status.sh
 say "Day two: a change of the spec, rolled out to the machines one at a time (kubeup rolling-update cluster)"
 kubeup rolling-update cluster "$NAME"
 "$BIN/kubeup" get cluster "$NAME" -o yaml >"$DEMO_DIR/spec-day2.yaml"
-tail -2 "$DEMO_DIR/spec-day2.yaml" | grep -qx '  - a' || fail "the spec does not end with spec.zones: $(tail -3 "$DEMO_DIR/spec-day2.yaml")"
-printf '  kubelet:\n    maxPods: 80\n' >>"$DEMO_DIR/spec-day2.yaml"
+grep -qx '  kubelet:' "$DEMO_DIR/spec-day2.yaml" || fail "the spec has no spec.kubelet: $(cat "$DEMO_DIR/spec-day2.yaml")"
+sed -i 's/^  kubelet:$/&\n    maxPods: 80/' "$DEMO_DIR/spec-day2.yaml"
 echo "spec.kubelet.maxPods: 80 (every group's node configuration changes)" >&2
 kubeup replace -f "$DEMO_DIR/spec-day2.yaml"
 kubeup update cluster "$NAME" --yes | tail -1
 listed=$(kubeup rolling-update cluster "$NAME")
 echo "$listed"
 [ "$(grep -c ' NeedsUpdate  *true  *node configuration ' <<<"$listed")" = 3 ] || fail "rolling-update should list the 3 machines as NeedsUpdate"
-# The checks are validate's, through the API and etcd (the Nodes come from the stand-in for kubelet's API half):
-# from node1's network namespace, whose resolver is the BIND.
+# The checks are validate's, through the API and etcd: from node1's network namespace, whose resolver is the BIND.
 printf '$ kubeup rolling-update cluster %s --yes --interval 1s   (in node1'"'"'s network namespace)\n' "$NAME" >&2
 ip netns exec "$(netns_of node1)" "$BIN/kubeup" rolling-update cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" --yes --interval 1s \
 	2>"$DEMO_DIR/logs/rolling-update.log" || { tail -20 "$DEMO_DIR/logs/rolling-update.log" >&2; fail "rolling-update failed (log: $DEMO_DIR/logs/rolling-update.log)"; }
@@ -337,10 +356,10 @@ grep -E 'msg="(etcd quorum check|the cluster validates: replacing the machine|th
 [ "$(grep -c 'msg="the cluster validates: replacing the machine"' "$DEMO_DIR/logs/rolling-update.log")" = 3 ] ||
 	fail "rolling-update should have validated the cluster before each of the 3 machines"
 for n in "${NODES[@]}"; do
-	grep -q -- '--max-pods=80' "$(root_of "$n")/etc/default/kubelet" || fail "$n's kubelet flags do not have --max-pods=80 after the rolling update"
+	grep -q -- '--max-pods=80' "$(machine_root "$n")/etc/default/kubelet" || fail "$n's kubelet flags do not have --max-pods=80 after the rolling update"
 done
 kubeup rolling-update cluster "$NAME" | grep 'No machine' || fail "a second rolling-update has something to do"
-# The stand-in for kubelet's API half reports --max-pods of the flags nodeup wrote as the Node's pod capacity.
+# Each kubelet, restarted by its protokube when its flags changed, reports --max-pods as its Node's pod capacity.
 capacity() { ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get nodes -o jsonpath='{.items[*].status.capacity.pods}'; }
 at80() { [ "$(capacity)" = "80 80 80" ]; }
 wait_for 30 "the Nodes to report a capacity of 80 pods" at80
@@ -349,9 +368,8 @@ bash hack/demo-status.sh >"$DEMO_DIR/status.txt" 2>&1 || { cat "$DEMO_DIR/status
 echo "(make demo-status: healthy after the rolling update)" >&2
 
 say "A converged node's dry run: protokube --once --dryrun on node1 has nothing to do"
-printf '$ protokube --once --dryrun ... (node1)\n' >&2
-dry=$(nsenter --net="/run/netns/$(netns_of node1)" -- "$BIN/protokube" --conf="$(root_of node1)/etc/kubeup/node.conf" \
-	--root="$(root_of node1)" --node-id=node1 --internal-ip="$(ip_of node1)" --once --dryrun 2>&1)
+printf '$ protokube --conf=/etc/kubeup/node.conf --once --dryrun   (in node1)\n' >&2
+dry=$(in_machine node1 /usr/local/bin/protokube --conf=/etc/kubeup/node.conf --once --dryrun 2>&1)
 grep -v '^time=' <<<"$dry"
 grep -q 'No changes need to be applied' <<<"$dry" || fail "node1's dry run found changes: $dry"
 

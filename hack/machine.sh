@@ -10,7 +10,7 @@
 #     would make them), /etc/hosts, /etc/resolv.conf (the demo's BIND);
 #   - /var/lib/containerd on the host's file system: overlayfs, containerd's snapshotter, cannot take an upper
 #     directory on the machine's own overlay root;
-#   - the volume pool and the machines' records at the same paths as on the host;
+#   - the volume pool at the same path as on the host (protokube claims and attaches its volumes);
 #   - kubelet's kernel settings (MACHINE_SYSCTLS) on the host, put back by demo-clean.
 # Everything is recorded before it is made: MADE/machines (name), MADE/pids/machine-NAME.pid, MADE/cgroups,
 # MADE/sysctls (the former values).
@@ -77,7 +77,7 @@ boot_machine() {
 		systemd-nspawn --register=no --keep-unit --quiet --boot --machine="$n" --directory="$root" \
 		--network-namespace-path="/run/netns/$(netns_of "$n")" --resolv-conf=off --capability=all \
 		--bind=/dev/kmsg --bind="$dir/containerd:/var/lib/containerd" \
-		--bind="$POOL" --bind="$(dirname "$MACHINES")"
+		--bind="$POOL"
 	read -r pid _ <"$MADE/pids/machine-$n.pid"
 	init=
 	for _ in $(seq 300); do
