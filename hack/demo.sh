@@ -200,6 +200,8 @@ preinstall() {
 	printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\n' >"$root/etc/crictl.yaml"
 	printf '[Unit]\nDescription=containerd\n[Service]\nType=notify\nExecStart=/usr/local/bin/containerd\nDelegate=yes\nKillMode=process\n' >"$root/etc/systemd/system/containerd.service"
 	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
+	mkdir -p "$root/var/lib/kubelet" # WIP: kubelet's own credentials are not issued yet
+	cp "$KUBECONFIG_FILE" "$root/var/lib/kubelet/kubeconfig"
 	in_machine "$1" systemctl daemon-reload
 	in_machine "$1" systemctl start containerd.service
 	while read -r f _; do
@@ -207,6 +209,9 @@ preinstall() {
 		in_machine "$1" ctr -n k8s.io images import "/var/lib/kubeup/images/$f" >/dev/null 2>&1
 	done <"$IMAGES/IMAGES"
 }
+
+say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl and kubeup validate"
+KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
 
 say "The machines: each node is Debian 12 booted with systemd in systemd-nspawn, in its network namespace (hack/machine.sh)"
 for n in "${NODES[@]}"; do
@@ -229,9 +234,6 @@ ls "$MACHINES" | sed 's/^/  /' >&2
 [ "$(ls "$MACHINES" | wc -l)" = 3 ] || fail "nodeup should have recorded 3 machines in $MACHINES"
 echo "node1's /etc/kubernetes, /etc/kubeup and units:" >&2
 (cd "$(machine_root node1)" && find etc/kubernetes etc/kubeup etc/systemd/system -maxdepth 1 -type f | sort | sed 's/^/  /') >&2
-
-say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl and kubeup validate"
-KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
 
 say "protokube on each node (protokube.service, every 2s): claim a volume per etcd cluster, attach, format if blank, mount, write etcd's manifest, publish DNS, keep kubelet running"
 held() { [ "$(find "$POOL" -name '*.claim' | wc -l)" = 6 ]; }

@@ -66,7 +66,8 @@ boot_machine() {
 	mkdir -p "$upper" "$work" "$root" "$dir/containerd"
 	record mounts "$root"
 	mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$upper,workdir=$work" "$root"
-	printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$root/etc/hosts"
+	echo "$n" >"$root/etc/hostname" # the node's name: kubelet's and protokube's (the cached rootfs has the host's)
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost\n' "$n" >"$root/etc/hosts"
 	printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$GATEWAY" >"$root/etc/resolv.conf"
 	procs=
 	if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then procs=$(machine_cgroups "$n" | paste -sd' '); fi
