@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # make demo: the main job of kubeup on this machine, as root, on the local provider and a file:// state store: a
-# cluster of 3 control-plane nodes (network namespaces on a bridge), each converged by nodeup and kept by
-# protokube, which claim and mount one etcd volume each and publish DNS to a BIND the demo starts; etcd runs from
-# the manifests protokube writes (hack/staticpods plays kubelet) and ends healthy through its DNS names, over TLS
-# with the certificates kubeup issued; then the real kube-apiserver, kube-controller-manager and kube-scheduler
-# (make kube-binaries builds them) run from the manifests, and kubectl answers through api.<cluster> with the
-# kubeconfig of `kubeup export kubeconfig`; `kubeup validate cluster` passes, fails naming the members of a node whose
-# etcd is stopped, and passes again once it is back (the Nodes and mirror pods it reads come from hack/staticpods
-# standing in for kubelet's API half too). Day two: a change of the spec reaches the machines through
+# cluster of 3 control-plane nodes, each a machine of its own (Debian 12 booted with systemd in systemd-nspawn, in
+# a network namespace on a bridge: hack/machine.sh). nodeup converges each machine; protokube.service there claims
+# and mounts one etcd volume per etcd cluster, writes etcd's manifests, publishes DNS to a BIND the demo starts
+# and keeps kubelet running; kubelet runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+# kube-proxy in containers (containerd, runc) from the images `make images` built, preloaded on the node. etcd ends
+# healthy through its DNS names, over TLS with the certificates kubeup issued; kubectl answers through
+# api.<cluster> with the kubeconfig of `kubeup export kubeconfig`; the kubelets register their Nodes, Ready; a
+# Deployment of the e2e workload runs, and `kubectl logs` and `kubectl exec` reach one of its pods. `kubeup validate
+# cluster` passes, fails naming the members of a node whose etcd is stopped and the node whose kubelet is stopped,
+# and passes again once protokube brings them back. Day two: a change of the spec reaches the machines through
 # `kubeup rolling-update cluster`, which runs each node's nodeup again, one at a time, checking etcd's quorum first.
 # Narration goes to stderr, the programs' own output to stdout. Every step must succeed: the script stops at the
 # first failure, and checks what each step promised. Everything it makes is recorded for hack/demo-clean.sh.
@@ -198,6 +200,8 @@ preinstall() {
 	  SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
 	TOML
 	printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\n' >"$root/etc/crictl.yaml"
+	mkdir -p "$root/etc/cni/net.d"
+	printf '{"cniVersion":"1.0.0","name":"kubeup","plugins":[{"type":"bridge","bridge":"cni0","isGateway":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"100.96.%s.0/24"}]]}},{"type":"portmap","capabilities":{"portMappings":true}}]}\n' "${1#node}" >"$root/etc/cni/net.d/10-kubeup.conflist"
 	printf '[Unit]\nDescription=containerd\n[Service]\nType=notify\nExecStart=/usr/local/bin/containerd\nDelegate=yes\nKillMode=process\n' >"$root/etc/systemd/system/containerd.service"
 	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
 	mkdir -p "$root/var/lib/kubelet" # WIP: kubelet's own credentials are not issued yet
@@ -296,6 +300,50 @@ validate() {
 }
 validate --wait 3m || fail "validate cluster did not pass in 3m (each node's kubelet: hack/machine.sh's in_machine NODE journalctl -u kubelet)"
 kubectl get nodes -L kubeup.dev/instancegroup
+
+say "A workload: a Deployment of 3 replicas of the e2e workload, on the host network (pod networking across nodes is not set up yet), the control plane's taint tolerated"
+kubectl apply -f - <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: hello}}
+  template:
+    metadata: {labels: {app: hello}}
+    spec:
+      hostNetwork: true
+      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: hello
+        image: kubeup.dev/e2e/hello:v1
+        imagePullPolicy: IfNotPresent
+        args: ["-listen=:18080"]
+        ports: [{containerPort: 18080, hostPort: 18080}]
+YAML
+hello_running() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -l app=hello --no-headers 2>/dev/null | awk '$3 == "Running"' | wc -l)" = 3 ]; }
+wait_for 180 "the 3 pods of the Deployment to run" hello_running
+kubectl get pods -l app=hello -o wide
+pod=$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" get pods -l app=hello -o jsonpath='{.items[0].metadata.name}')
+kubectl logs "$pod"
+kubectl exec "$pod" -- /hello get http://127.0.0.1:18080/
+
+kubelet_victim=node2
+say "$kubelet_victim's kubelet stopped (and its protokube, which would start it again within a round): validate exits 1, naming $kubelet_victim"
+run in_machine "$kubelet_victim" systemctl stop protokube.service kubelet.service
+names_victim() {
+	local out
+	out=$(ip netns exec "$(netns_of node1)" "$BIN/kubeup" validate cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" 2>&1) && return 1
+	grep -q "^Node $kubelet_victim: " <<<"$out"
+}
+wait_for 180 "validate to name $kubelet_victim (its Node turns NotReady once the controller-manager misses its kubelet)" names_victim
+set +e
+out=$(validate)
+set -e
+grep "^Node $kubelet_victim: " <<<"$out"
+say "$kubelet_victim's protokube started again: its round starts kubelet, validate passes again"
+run in_machine "$kubelet_victim" systemctl start protokube.service
+validate --wait 3m || fail "validate cluster did not pass in 3m after $kubelet_victim's protokube came back"
 
 victim=node3
 say "$victim's etcd stopped (its protokube stopped, etcd's manifests removed): validate exits 1, naming $victim's members"
