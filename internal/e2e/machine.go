@@ -28,6 +28,14 @@ type MachineOptions struct {
 	Binds, ReadOnly []string
 	// Kubelet prepares the machine for containerd and kubelet (see BootMachine).
 	Kubelet bool
+	// Hostname is the machine's host name (default: its machine name): kubelet's node name, protokube's node id.
+	Hostname string
+	// Nameserver, when set, is the machine's only resolver (/etc/resolv.conf).
+	Nameserver string
+	// LoopDevices makes the nodes of loop devices 0-63 and /dev/loop-control in the machine, as a VM's udev
+	// would: protokube attaches the volumes of the local provider's pool there (losetup takes the first free
+	// device, whose node must exist).
+	LoopDevices bool
 }
 
 // kubeletSysctls are the kernel settings kubelet insists on (it writes them when they differ, and a machine's
@@ -65,7 +73,18 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 		args = append(args, "--bind-ro="+b)
 	}
 	var cgroups []string
-	var before func(c *Container) error
+	var prepare []func(c *Container) error
+	if opts.Hostname != "" {
+		prepare = append(prepare, func(c *Container) error {
+			return os.WriteFile(filepath.Join(c.Dir, "etc/hostname"), []byte(opts.Hostname+"\n"), 0o644)
+		})
+	}
+	if opts.Nameserver != "" {
+		args = append(args, "--resolv-conf=off")
+		prepare = append(prepare, func(c *Container) error {
+			return os.WriteFile(filepath.Join(c.Dir, "etc/resolv.conf"), []byte("nameserver "+opts.Nameserver+"\noptions timeout:1 attempts:2\n"), 0o644)
+		})
+	}
 	if opts.Kubelet {
 		holdSysctls(t)
 		args = append(args, "--capability=all", "--bind=/dev/kmsg")
@@ -74,13 +93,18 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before = func(c *Container) error {
+		prepare = append(prepare, func(c *Container) error {
 			data := filepath.Join(c.tmp, "containerd")
 			if err := os.Mkdir(data, 0o711); err != nil {
 				return err
 			}
 			c.extraArgs = append(c.extraArgs, "--bind="+data+":/var/lib/containerd")
-			if err := os.WriteFile(filepath.Join(c.Dir, "etc/hosts"), []byte("127.0.0.1\tlocalhost\n::1\tlocalhost\n"), 0o644); err != nil {
+			hostname := opts.Hostname
+			if hostname == "" {
+				hostname = c.Name
+			}
+			hosts := "127.0.0.1\tlocalhost\n127.0.1.1\t" + hostname + "\n::1\tlocalhost\n"
+			if err := os.WriteFile(filepath.Join(c.Dir, "etc/hosts"), []byte(hosts), 0o644); err != nil {
 				return err
 			}
 			if v2 {
@@ -88,7 +112,15 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 			}
 			cgroups, err = makeMachineCgroups(t, c.Name)
 			return err
+		})
+	}
+	before := func(c *Container) error {
+		for _, f := range prepare {
+			if err := f(c); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 	c := boot(t, args, env, before, func() []string { return cgroups })
 	if opts.Kubelet {
@@ -100,8 +132,23 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 			}
 		}
 	}
+	if opts.LoopDevices {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if out, err := c.Exec(ctx, "sh", "-c", loopDevices); err != nil {
+			t.Fatalf("making the loop devices' nodes in %s: %v\n%s", c.Name, err, out)
+		}
+	}
 	return c
 }
+
+// loopDevices makes the nodes of /dev/loop-control and loop devices 0-63 in a machine.
+const loopDevices = `[ -e /dev/loop-control ] || mknod /dev/loop-control c 10 237
+i=0
+while [ $i -lt 64 ]; do
+	[ -e /dev/loop$i ] || mknod /dev/loop$i b 7 $i
+	i=$((i + 1))
+done`
 
 // writableCgroups mounts each cgroup v1 hierarchy of the machine again, writable (nspawn mounts them read-only;
 // a remount of those mounts can be refused as busy, a new mount cannot). name=systemd is the machine's systemd's

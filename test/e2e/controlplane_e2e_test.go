@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/internal/e2e"
-	"kubeup.dev/kubeup/internal/staticpods"
 	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
@@ -30,15 +29,29 @@ const (
 	manifests = "/etc/kubernetes/manifests"
 )
 
-// node is one control-plane node: a network namespace, a filesystem root, protokube and the stand-in for kubelet.
+// node is one control-plane node: a machine of its own (systemd in systemd-nspawn) in a network namespace, where
+// nodeup's units run: protokube, containerd and kubelet.
 type node struct {
-	id      string
-	net     *e2e.NetNode
-	root    string
-	conf    string
-	proc    *e2e.Process
-	log     string
-	kubelet *e2e.FakeKubelet
+	id   string
+	net  *e2e.NetNode
+	m    *e2e.Container
+	conf string
+	dead bool // killed by kubectlNodeDead
+}
+
+// journal returns the machine's journal of protokube, containerd and kubelet, and the logs of its pods.
+func (n *node) journal(t *testing.T) string {
+	t.Helper()
+	if n.dead {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := n.m.Exec(ctx, "sh", "-c", "journalctl --no-pager -o cat -u protokube -u containerd -u kubelet; cat /var/log/pods/*/*/*.log")
+	if err != nil {
+		t.Logf("%s's journal: %v", n.id, err)
+	}
+	return out
 }
 
 // TestControlPlane starts one cluster (startControlPlane, which takes most of the test's time) and runs, in this
@@ -57,13 +70,9 @@ type node struct {
 //   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
 func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
-	// The stand-ins for kubelet's API half (staticpods.KubeletAPI, validate_e2e_test.go) register the Nodes and
-	// mirror pods validate checks; they run from the start so they are there by the time validate runs.
-	stand := startKubeletAPIStandIns(t, cp)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
-	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp, stand) })
-	stand.stop()
+	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp) })
 	t.Run("kubectl_node3_dead", func(t *testing.T) { kubectlNodeDead(t, cp) })
 	t.Run("no_private_key_printed", func(t *testing.T) { noPrivateKeyPrinted(t, cp) })
 }
@@ -120,8 +129,9 @@ func kubectlAnswers(t *testing.T, cp *controlPlane) {
 // gone; the API still answers through api.<cluster> and kubectlAnswers' ConfigMap reads back.
 func kubectlNodeDead(t *testing.T, cp *controlPlane) {
 	victim := cp.nodes[2]
-	victim.proc.Kill()
-	victim.kubelet.Stop()
+	cp.printed.WriteString(victim.journal(t)) // for noPrivateKeyPrinted
+	victim.m.Kill(t)
+	victim.dead = true
 	e2e.WaitFor(t, 2*time.Minute, "the ConfigMap to read back through api."+cluster+" with a node dead", func() (string, bool) {
 		out, err := cp.kubectl("get", "configmap", "survivor", "-n", "kubeup-e2e", "-o", "jsonpath={.data.answer}")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "42"
@@ -136,10 +146,7 @@ func noPrivateKeyPrinted(t *testing.T, cp *controlPlane) {
 	var logs strings.Builder
 	logs.WriteString(cp.printed.String())
 	for _, n := range cp.nodes {
-		logs.WriteString(readFile(t, n.log))
-		for _, p := range n.kubelet.Pods() {
-			logs.WriteString(readFile(t, p.Log))
-		}
+		logs.WriteString(n.journal(t))
 	}
 	keys := keystoreKeys(t, cp.state)
 	t.Logf("sentinel: %d private keys searched for in %d bytes of output and logs", len(keys), logs.Len())
@@ -191,17 +198,6 @@ func readKeypair(t *testing.T, state, name string) *pkitasks.Issued {
 	return is
 }
 
-func (n *node) start(t *testing.T, bin string) {
-	t.Helper()
-	// protokube runs in the node's network namespace, where it checks its own kube-apiserver's /readyz on
-	// 127.0.0.1 before it publishes the node's address under api.<cluster>, and in the host's mount namespace
-	// (the node's mounts are under its root); it reaches BIND on the bridge; its node's address is a flag.
-	cmd := n.net.CommandSharingMounts(context.Background(), filepath.Join(bin, "protokube"), "--conf="+n.conf, "--root="+n.root,
-		"--node-id="+n.id, "--internal-ip="+n.net.IP, "--interval=2s", "--lease=10m")
-	n.log = filepath.Join(t.TempDir(), n.id+"-protokube.log")
-	n.proc = n.net.Start(t, cmd, n.log)
-}
-
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -245,12 +241,12 @@ func (cp *controlPlane) mustKubectlT(t *testing.T, args ...string) string {
 
 // startControlPlane makes the cluster of TestControlPlane, up to the API answering /readyz through
 // api.<cluster>: kubeup makes the keystore and node configurations, nodeup converges a scratch root, and on three
-// network namespaces protokube and the stand-in for kubelet run etcd and the real control plane. Everything it
-// starts stops in t.Cleanup.
+// machines (systemd in systemd-nspawn, each in a network namespace) nodeup converges the node, protokube.service
+// claims and mounts its volumes and writes etcd's manifests, and kubelet runs etcd and the real control plane in
+// containers. Everything it starts stops in t.Cleanup.
 func startControlPlane(t *testing.T) *controlPlane {
 	e2e.RequireRoot(t)
-	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
-	kubeBins := e2e.KubeBinaries(t)
+	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "ip", "systemd-nspawn")
 	kubectlBin := e2e.Kubectl(t)
 	ctx := context.Background()
 	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
@@ -304,44 +300,36 @@ func startControlPlane(t *testing.T) *controlPlane {
 		t.Errorf("nodeup wrote kube-apiserver's key with mode %o, want 600", mode)
 	}
 
-	onlyComponents := func(c *staticpods.Config) {
-		c.Only = func(manifest string) bool { return !strings.HasPrefix(manifest, "kube-proxy") } // no kube-proxy here
-	}
+	kubeup("export", "kubeconfig", cluster)
 	var nodes []*node
 	for i := 1; i <= 3; i++ {
-		n := &node{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
+		n := &node{id: "node" + strconv.Itoa(i), conf: filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))}
 		n.net = nw.Node(t, n.id)
 		n.net.SetResolver(nw.Gateway)
-		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(i))
-		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
-		for _, img := range images {
-			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
-		}
+		n.m = e2e.BootMachine(t, e2e.MachineOptions{NetNS: "/run/netns/" + n.net.Name, Binds: []string{pool}, Kubelet: true,
+			Hostname: n.id, Nameserver: nw.Gateway, LoopDevices: true})
 		nodes = append(nodes, n)
 	}
 	client := nw.Node(t, "client")
 	client.SetResolver(nw.Gateway)
-	t.Cleanup(func() { // registered after the processes' own cleanups: runs before them
+	t.Cleanup(func() { // registered after the machines' own cleanups: runs before them
 		if !t.Failed() {
 			return
 		}
 		for _, n := range nodes {
-			if n.proc != nil {
-				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 30))
-			}
-			if n.kubelet != nil {
-				for _, p := range n.kubelet.Pods() {
-					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
-				}
-			}
+			t.Logf("%s: protokube, containerd and kubelet (the last lines):\n%s", n.id, lastLines(n.journal(t), 60))
 		}
 	})
 	for _, n := range nodes {
-		n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests, e2e.WithBinaries(kubeBins), onlyComponents)
-		n.start(t, bin)
+		e2e.WriteFile(t, filepath.Join(n.m.Root(), secretAt), bind.KeySecret+"\n")
+		preinstall(t, n, filepath.Join(dir, "kubeconfig"), bin)
+		out, err := exec.Command(filepath.Join(bin, "nodeup"), "--conf="+n.conf, "--root="+n.m.Root(), "--node-id="+n.id).CombinedOutput()
+		printed.Write(out)
+		if err != nil {
+			t.Fatalf("nodeup on %s: %v\n%s", n.id, err, out)
+		}
 	}
 
-	kubeup("export", "kubeconfig", cluster)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	// kubectl runs kubectl on the client. A TLS handshake that times out (client-go gives it 10 s) is tried again,
 	// twice at most, with the machine's load logged: on a loaded 2-core machine running the whole suite, three
@@ -381,4 +369,10 @@ func startControlPlane(t *testing.T) *controlPlane {
 	})
 	return &controlPlane{dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
 		printed: printed, kubeup: kubeup, kubectl: kubectl, mustKubectl: mustKubectl}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,24 +15,19 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/internal/e2e"
-	"kubeup.dev/kubeup/internal/staticpods"
 )
 
 // validate_healthy and validate_node3_etcd_stopped (TestControlPlane) are the issue's acceptance of `kubeup
 // validate cluster` on the cluster of startControlPlane: three control-plane nodes, etcd over TLS, the real
 // kube-apiserver, kube-controller-manager and kube-scheduler.
 //
-// No real kubelet runs there (the stand-in runs the static pods' processes, and kubelet's own client
-// certificates are not issued yet: docs/pki.md), so no kubelet registers Nodes or posts mirror pods. The test
-// plays that half of kubelet through the API with the admin credentials, with the code the demo uses
-// (staticpods.KubeletAPI, one per node): it registers one Node per network namespace, with the labels of the
-// kubelet flags protokube wrote on the node (its instance group), renews its Ready condition with its address
-// every 2s, and posts a mirror pod per manifest the stand-in runs (Running while its process runs), deleting it
-// when the manifest goes. What validate checks of etcd and DNS is real: each member's
-// /health at its DNS name over TLS with the keystore's client certificate, and BIND's records.
+// Each node's real kubelet registers its Node and posts a mirror pod for each static pod it runs. What validate
+// checks of etcd and DNS is real too: each member's /health at its DNS name over TLS with the keystore's client
+// certificate, and BIND's records.
 //
-// validate exits 0 once healthy (--wait); with one node's etcd stopped (protokube killed, etcd's manifests
-// removed, so the stand-in stops both members) it exits 1, naming the two members that node ran.
+// validate exits 0 once healthy (--wait); with one node's etcd stopped (its protokube stopped, etcd's manifests
+// removed, so kubelet stops both members' containers and deletes their mirror pods) it exits 1, naming the two
+// members that node ran.
 
 // validateCluster runs `kubeup validate cluster` from the client's network namespace and returns its stdout; what
 // it printed goes to the sentinel's record (cp.printed).
@@ -78,22 +72,23 @@ func validateHealthy(t *testing.T, cp *controlPlane) {
 // validateEtcdStopped: node3's etcd stops (protokube, which would write the manifests again, is killed first);
 // validate exits 1 naming the member of etcd-main and of etcd-events whose names point at node3, and their
 // missing pods.
-func validateEtcdStopped(t *testing.T, cp *controlPlane, stand kubeletAPIStandIns) {
+func validateEtcdStopped(t *testing.T, cp *controlPlane) {
 	victim := cp.nodes[2]
-	victim.proc.Kill()
+	victim.m.MustExec(t, "systemctl", "stop", "protokube.service") // it ends between rounds; its claims and mounts stay
 	for _, m := range []string{"etcd-main.manifest", "etcd-events.manifest"} {
-		if err := os.Remove(filepath.Join(victim.root, manifests, m)); err != nil {
+		if err := os.Remove(filepath.Join(victim.m.Root(), manifests, m)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e2e.WaitFor(t, time.Minute, "the stand-in for kubelet to stop etcd on "+victim.id, func() (string, bool) {
-		_, main := victim.kubelet.Pod("etcd-main.manifest")
-		_, events := victim.kubelet.Pod("etcd-events.manifest")
-		return fmt.Sprint(main, events), !main && !events
+	e2e.WaitFor(t, 2*time.Minute, "kubelet to stop etcd's containers on "+victim.id, func() (string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := victim.m.Exec(ctx, "crictl", "ps", "-q", "--name", "^etcd-")
+		return fmt.Sprintf("%q %v", out, err), err == nil && strings.TrimSpace(out) == ""
 	})
-	e2e.WaitFor(t, time.Minute, "the stand-in for kubelet to delete etcd's mirror pods of "+victim.id, func() (string, bool) {
-		api := stand[victim.id]
-		return "", !api.Mirrored("etcd-main-"+victim.id) && !api.Mirrored("etcd-events-"+victim.id)
+	e2e.WaitFor(t, 2*time.Minute, "kubelet to delete etcd's mirror pods of "+victim.id, func() (string, bool) {
+		out, err := cp.kubectl("get", "pods", "-n", "kube-system", "etcd-main-"+victim.id, "etcd-events-"+victim.id, "--ignore-not-found", "-o", "name")
+		return fmt.Sprintf("%q %v", out, err), err == nil && strings.TrimSpace(out) == ""
 	})
 	out, err := validateCluster(t, cp)
 	if code := exitCode(err); code != 1 {
@@ -131,49 +126,4 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
-}
-
-// kubeletAPIStandIns are the stand-ins for kubelet's API half (staticpods.KubeletAPI), one per node, by node id.
-type kubeletAPIStandIns map[string]*staticpods.KubeletAPI
-
-// startKubeletAPIStandIns starts one per node, reporting the pods of the node's stand-in for kubelet, and
-// reaching the API at the node's own address (its kube-apiserver, as a control-plane kubelet does; the other
-// nodes' after a failed round) with the admin kubeconfig. They stop in t.Cleanup, or earlier with stop.
-func startKubeletAPIStandIns(t *testing.T, cp *controlPlane) kubeletAPIStandIns {
-	t.Helper()
-	out := kubeletAPIStandIns{}
-	for _, n := range cp.nodes {
-		logFile := filepath.Join(cp.dir, n.id+"-kubelet-api.log")
-		f, err := os.Create(logFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		servers := []string{n.net.IP}
-		for _, o := range cp.nodes {
-			if o != n {
-				servers = append(servers, o.net.IP)
-			}
-		}
-		api, err := staticpods.StartKubeletAPI(staticpods.KubeletAPIConfig{NodeName: n.id, Address: n.net.IP, Root: n.root,
-			Kubeconfig: cp.kubeconfig, ServerAddresses: servers, Pods: n.kubelet.Pods, Log: slog.New(slog.NewTextHandler(f, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(api.Stop)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s's kubelet API stand-in:\n%s", n.id, e2e.Tail(logFile, 20))
-			}
-		})
-		out[n.id] = api
-	}
-	return out
-}
-
-// stop stops them all (each can stop twice).
-func (s kubeletAPIStandIns) stop() {
-	for _, api := range s {
-		api.Stop()
-	}
 }
