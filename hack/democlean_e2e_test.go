@@ -1,7 +1,7 @@
 //go:build e2e
 
-// Package hack holds the tests of the demo's scripts (demo.sh, demo-clean.sh); the programs under it
-// (perftable, staticpods) have their own.
+// Package hack holds the tests of the demo's scripts (demo.sh, demo-clean.sh); the program under it (perftable)
+// has its own.
 package hack
 
 import (

@@ -1,8 +1,7 @@
-// Package staticpods is a stand-in for kubelet for the demo (hack/staticpods) and the e2e tests (internal/e2e's
-// FakeKubelet, test/e2e), not product code, until the real kubelet comes: Runner plays its pod half (it runs the
-// static pods of one node, each as a process on the host), KubeletAPI its API half (it registers the node, renews
-// its status and posts mirror pods, with the cluster admin's kubeconfig, since kubelet client certificates are not
-// issued yet).
+// Package staticpods is a stand-in for kubelet's pod half, not product code, left to protokube's end-to-end
+// tests (internal/e2e's FakeKubelet): Runner runs the static pods of one node, each as a process on the host. The
+// demo and the control plane's end-to-end tests (test/e2e) run the real kubelet on containerd in machines of their
+// own (internal/e2e.BootMachine); protokube's data-safety tests move there next, and this package goes with them.
 package staticpods
 
 import (
