@@ -55,23 +55,28 @@ func (n *node) journal(t *testing.T) string {
 }
 
 // TestControlPlane starts one cluster (startControlPlane, which takes most of the test's time) and runs, in this
-// order, each later step taking more of node3 away:
+// order, each later step taking more of node2 and node3 away:
 //
 //   - kubectl_answers: kubeup makes the cluster's keystore and writes the node configurations; on three
-//     control-plane nodes (network namespaces) protokube claims the etcd volumes, writes the certificates and keys
-//     their role needs and etcd's manifests (TLS between peers and to clients), publishes DNS to a real BIND, and
-//     the stand-in for kubelet runs etcd and the real kube-apiserver, kube-controller-manager and kube-scheduler
-//     from the manifests and files kubeup wrote. With the kubeconfig of `kubeup export kubeconfig`, kubectl
-//     reaches the API through api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager
-//     and the scheduler hold their leases, a new ServiceAccount's token is accepted and a forged one is not.
-//   - validate_healthy and validate_node3_etcd_stopped: `kubeup validate cluster` (validate_e2e_test.go).
-//   - kubectl_node3_dead: node3 dies (protokube and every static pod); kubectl still works through the name and the
-//     ConfigMap reads back.
+//     control-plane machines (systemd in systemd-nspawn, each in its network namespace) nodeup converges the node,
+//     protokube.service claims the etcd volumes, writes the certificates and keys their role needs and etcd's
+//     manifests (TLS between peers and to clients) and publishes DNS to a real BIND, and the real kubelet runs etcd
+//     and the real kube-apiserver, kube-controller-manager and kube-scheduler in containers from the manifests and
+//     files kubeup wrote. With the kubeconfig of `kubeup export kubeconfig`, kubectl reaches the API through
+//     api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager and the scheduler hold
+//     their leases, a new ServiceAccount's token is accepted and a forged one is not.
+//   - nodes_and_pods: 3 Nodes Ready, registered by their kubelets on containerd; every mirror pod Running; a
+//     Deployment of the e2e workload runs a pod per node, and kubectl logs and exec reach one.
+//   - validate_healthy, validate_node2_kubelet_stopped and validate_node3_etcd_stopped: `kubeup validate
+//     cluster` (validate_e2e_test.go).
+//   - kubectl_node3_dead: node3's machine dies; kubectl still works through the name and the ConfigMap reads back.
 //   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
 func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
+	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
+	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateKubeletStopped(t, cp) })
 	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp) })
 	t.Run("kubectl_node3_dead", func(t *testing.T) { kubectlNodeDead(t, cp) })
 	t.Run("no_private_key_printed", func(t *testing.T) { noPrivateKeyPrinted(t, cp) })
@@ -375,4 +380,81 @@ func startControlPlane(t *testing.T) *controlPlane {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// nodesAndPods: each node registered by its own kubelet, Ready, on containerd; every static pod's mirror pod
+// Running; then a Deployment of 3 replicas of the e2e workload (host network, the control plane's taint
+// tolerated) runs one pod per node, and kubectl logs and exec reach one of them through kube-apiserver and its
+// node's kubelet.
+func nodesAndPods(t *testing.T, cp *controlPlane) {
+	out := e2e.WaitFor(t, 3*time.Minute, "3 Nodes Ready", func() (string, bool) {
+		out, err := cp.kubectl("get", "nodes", "-o", "wide", "--no-headers")
+		ready := 0
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[1] == "Ready" {
+				ready++
+			}
+		}
+		return out, err == nil && ready == 3
+	})
+	t.Logf("kubectl get nodes -o wide:\n%s", out)
+	for _, n := range cp.nodes {
+		if !strings.Contains(out, n.id+" ") {
+			t.Errorf("no Node %s", n.id)
+		}
+	}
+	if strings.Count(out, "containerd://") != 3 || strings.Count(out, " v"+e2e.KubernetesVersion+" ") != 3 {
+		t.Errorf("want 3 kubelets of %s on containerd:\n%s", e2e.KubernetesVersion, out)
+	}
+	pods := e2e.WaitFor(t, 3*time.Minute, "every static pod's mirror pod Running", func() (string, bool) {
+		out, err := cp.kubectl("get", "pods", "-n", "kube-system", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase")
+		running := 0
+		for _, c := range []string{"etcd-main", "etcd-events", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			for _, n := range cp.nodes {
+				if strings.Contains(out, c+"-"+n.id+" ") && strings.Contains(out, c+"-"+n.id+"   Running") {
+					running++
+				}
+			}
+		}
+		return out, err == nil && running == 15
+	})
+	t.Logf("kube-system's pods:\n%s", pods)
+
+	deployment := filepath.Join(cp.dir, "hello.yaml")
+	e2e.WriteFile(t, deployment, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: hello}}
+  template:
+    metadata: {labels: {app: hello}}
+    spec:
+      hostNetwork: true
+      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: hello
+        image: `+e2e.HelloImage+`
+        imagePullPolicy: IfNotPresent
+        args: ["-listen=:18080"]
+        ports: [{containerPort: 18080, hostPort: 18080}]
+`)
+	cp.mustKubectlT(t, "apply", "-f", deployment)
+	out = e2e.WaitFor(t, 3*time.Minute, "the Deployment's 3 pods to run, one per node", func() (string, bool) {
+		out, err := cp.kubectl("get", "pods", "-l", "app=hello", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName")
+		nodes := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[1] == "Running" {
+				nodes[f[2]] = true
+			}
+		}
+		return out, err == nil && len(nodes) == 3
+	})
+	pod := strings.Fields(out)[0]
+	if logs := cp.mustKubectlT(t, "logs", pod); !strings.Contains(logs, "listening on :18080") {
+		t.Errorf("kubectl logs %s: %q, want the workload's first line", pod, logs)
+	}
+	if got := cp.mustKubectlT(t, "exec", pod, "--", "/hello", "get", "http://127.0.0.1:18080/"); !strings.HasPrefix(got, "hello from ") {
+		t.Errorf("kubectl exec %s -- /hello get: %q, want the workload's answer", pod, got)
+	}
 }

@@ -127,3 +127,27 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// validateKubeletStopped: node2's kubelet stopped, with its protokube (whose round would start kubelet again
+// within 2s): validate exits 1 naming node2 once its Node is NotReady; node2's protokube started again starts
+// kubelet, and validate passes.
+func validateKubeletStopped(t *testing.T, cp *controlPlane) {
+	victim := cp.nodes[1]
+	victim.m.MustExec(t, "systemctl", "stop", "protokube.service", "kubelet.service")
+	out := e2e.WaitFor(t, 3*time.Minute, "validate to name "+victim.id+" (its Node NotReady once the controller-manager misses its kubelet)", func() (string, bool) {
+		out, err := validateCluster(t, cp)
+		return out, exitCode(err) == 1 && strings.Contains(out, "\nNode "+victim.id+": ")
+	})
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "Node ") && !strings.HasPrefix(line, "Node "+victim.id+": ") {
+			t.Errorf("validate names another node than %s: %s", victim.id, line)
+		}
+	}
+	victim.m.MustExec(t, "systemctl", "start", "protokube.service")
+	if out, err := validateCluster(t, cp, "--wait", "3m"); err != nil {
+		t.Fatalf("validate after %s's protokube started again: %v\n%s", victim.id, err, out)
+	}
+	if state := victim.m.Show(t, "kubelet.service", "ActiveState"); state != "active" {
+		t.Errorf("kubelet.service on %s is %s after protokube's rounds, want active", victim.id, state)
+	}
+}
