@@ -71,8 +71,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	c, ig := nc.Cluster, nc.InstanceGroup
 	s := &c.Spec
-	if s.Kubelet == nil || s.KubeProxy == nil {
-		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
+	if s.Kubelet == nil || s.KubeProxy == nil || s.Containerd == nil {
+		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet, kubeProxy or containerd)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
 	case RoleControlPlane, RoleNode:
@@ -132,6 +132,12 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
+	// containerd runs, with the images preloaded, before kubelet starts. The images are wired in by the assets
+	// (spec.assets' preloaded images, model.PreloadImages) when they merge: none yet.
+	runtime, err := addRuntimeTasks(g, in, s, nil)
+	if err != nil {
+		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+	}
 	env := engine.AddIn(g, in, &nodetasks.File{
 		Path:     kubeletEnvFile,
 		Contents: ptr(envText),
@@ -143,7 +149,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		Enabled:    ptr(true),
 		Running:    startIf(o.StartKubelet),
 		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
-		DependsOn: []engine.Task{env},
+		// containerd's service and the image imports only order it.
+		DependsOn: append([]engine.Task{env}, runtime.after()...),
 	})
 
 	if controlPlane {
@@ -237,7 +244,7 @@ var (
 [Unit]
 Description=Kubernetes kubelet
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
-Wants=containerd.service
+Requires=containerd.service
 After=containerd.service
 
 [Service]
