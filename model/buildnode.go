@@ -60,7 +60,8 @@ type NodeTasksOptions struct {
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
-// node in(world) of g's world: kubelet's flags and unit, the static-pod manifests (kube-apiserver,
+// node in(world) of g's world: the container runtime's configuration and unit (addRuntimeTasks), kubelet's
+// flags and unit, the static-pod manifests (kube-apiserver,
 // kube-controller-manager and kube-scheduler on the control plane; kube-proxy everywhere) and, on the control
 // plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds

@@ -1,12 +1,14 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"text/template"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -164,4 +166,43 @@ func TestValidateContainerd(t *testing.T) {
 		},
 		want: []wantProblem{{"spec.containerd.sandboxImage", `"pause 3.10" is not a container image reference`}},
 	}})
+}
+
+// TestContainerdRestartsOnConfigChange checks, on a node root without systemd (where the service's inputs are
+// recorded all the same), that a change of containerd's configuration is a change of containerd.service's inputs
+// (the restart the dry run announces), and that a run without one changes nothing.
+func TestContainerdRestartsOnConfigChange(t *testing.T) {
+	ctx := context.Background()
+	c, _ := completeSpec(t, CloudLocal, 1)
+	n, err := nodetasks.NewNode(ctx, t.TempDir(), nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	build := func() *engine.Graph[*nodetasks.Node] {
+		g := engine.NewGraph[*nodetasks.Node]()
+		if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, &c.Spec, nil); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	enginetest.ApplyThenNoChanges(t, ctx, n, build)
+
+	c.Spec.Containerd.RestrictOOMScoreAdj = ptr(true)
+	res, err := engine.Run(ctx, build(), n, engine.Options{Target: engine.DryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := map[engine.Key]bool{}
+	for _, ch := range res.Plan.Changes {
+		changed[ch.Key] = true
+	}
+	for _, k := range []engine.Key{{Type: "File", Name: containerdConfigFile}, {Type: "SystemdService", Name: containerdUnit}} {
+		if !changed[k] {
+			t.Errorf("after a change of spec.containerd, the dry run does not change %s: %+v", k, res.Plan.Changes)
+		}
+	}
+	if len(changed) != 2 {
+		t.Errorf("the dry run changes %v, want the configuration and containerd's restart only", changed)
+	}
 }
