@@ -198,7 +198,15 @@ func StartContainerd(t testing.TB, bin string) *Containerd {
 		t.Fatal(err)
 	}
 	c.proc = p
-	WaitFor(t, 2*time.Minute, "containerd to answer on "+c.Socket, func() (string, bool) {
+	waitContainerd(t, p, c.Socket, func(ctx context.Context) (string, error) { return c.Ctr(ctx, "version") })
+	return c
+}
+
+// waitContainerd waits until ask, a client's call to the containerd p at socket, succeeds; it fails t when
+// containerd exits first.
+func waitContainerd(t testing.TB, p *Process, socket string, ask func(context.Context) (string, error)) {
+	t.Helper()
+	WaitFor(t, 2*time.Minute, "containerd to answer on "+socket, func() (string, bool) {
 		select {
 		case <-p.Done():
 			t.Fatalf("containerd exited: %v\n%s", p.Err(), Tail(p.Log, 30))
@@ -206,10 +214,9 @@ func StartContainerd(t testing.TB, bin string) *Containerd {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		out, err := c.Ctr(ctx, "version")
+		out, err := ask(ctx)
 		return out, err == nil
 	})
-	return c
 }
 
 // config is containerd's configuration, in the version containerd 2.4 writes (`containerd config default`):
@@ -486,16 +493,8 @@ exec chroot "$r" /usr/local/bin/containerd`
 	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	p := StartProcess(t, cmd, filepath.Join(root, "containerd.log"))
 	endpoint := "unix://" + filepath.Join(root, NodeContainerdSocket)
-	WaitFor(t, 2*time.Minute, "containerd to answer on "+endpoint, func() (string, bool) {
-		select {
-		case <-p.Done():
-			t.Fatalf("containerd exited: %v\n%s", p.Err(), Tail(p.Log, 30))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := Run(ctx, filepath.Join(bin, "crictl"), "--runtime-endpoint", endpoint, "version")
-		return out, err == nil
+	waitContainerd(t, p, endpoint, func(ctx context.Context) (string, error) {
+		return Run(ctx, filepath.Join(bin, "crictl"), "--runtime-endpoint", endpoint, "version")
 	})
 	return p
 }
