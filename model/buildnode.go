@@ -133,9 +133,9 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
-	// containerd runs, with the images preloaded, before kubelet starts. The images are wired in by the assets
-	// (spec.assets' preloaded images, model.PreloadImages) when they merge: none yet.
-	runtime, err := addRuntimeTasks(g, in, s, nil)
+	// containerd runs, with the images preloaded, before kubelet starts. Its binaries' tasks and the images are
+	// the assets' (spec.assets, model.PreloadImages), wired in when they merge: none yet.
+	runtime, err := addRuntimeTasks(g, in, s, RuntimeAssets{})
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}

@@ -71,6 +71,14 @@ type RuntimeImage struct {
 	Source  engine.Task
 }
 
+// RuntimeAssets are what the assets install for the container runtime, as the runtime's tasks need them: the
+// tasks that install containerd's binaries (containerd, its shim, runc: containerd restarts when one of them
+// changes, and starts after them), and the images to import.
+type RuntimeAssets struct {
+	Binaries []engine.Task
+	Images   []RuntimeImage
+}
+
 // runtimeTasks are the tasks addRuntimeTasks adds that kubelet must come after: containerd's service and the
 // image imports.
 type runtimeTasks struct {
@@ -84,9 +92,9 @@ func (r runtimeTasks) after() []engine.Task {
 }
 
 // addRuntimeTasks adds to g the container runtime's configuration (containerd's, the CNI template, crictl's),
-// containerd's unit, started and restarted when its configuration changes, and the import of each image into
-// containerd once it runs.
-func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *ClusterSpec, images []RuntimeImage) (runtimeTasks, error) {
+// containerd's unit, started, and restarted when its configuration or a binary of a.Binaries changes, and the
+// import of each image of a.Images into containerd once it runs.
+func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *ClusterSpec, a RuntimeAssets) (runtimeTasks, error) {
 	config, err := ContainerdConfig(s)
 	if err != nil {
 		return runtimeTasks{}, err
@@ -107,10 +115,10 @@ func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *C
 		Definition: ptr(containerdUnitText),
 		Enabled:    ptr(true),
 		Running:    ptr(true),
-		DependsOn:  []engine.Task{conf, template},
+		DependsOn:  append([]engine.Task{conf, template}, a.Binaries...),
 	})
 	sock, _ := strings.CutPrefix(s.Kubelet.ContainerRuntimeEndpoint, "unix://")
-	for _, img := range images {
+	for _, img := range a.Images {
 		after := []engine.Task{r.service}
 		if img.Source != nil {
 			after = append(after, img.Source)

@@ -64,16 +64,16 @@ func TestNodeRuntimeE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	build := func(images []RuntimeImage) func() *engine.Graph[*nodetasks.Node] {
+	build := func(a RuntimeAssets) func() *engine.Graph[*nodetasks.Node] {
 		return func() *engine.Graph[*nodetasks.Node] {
 			g := engine.NewGraph[*nodetasks.Node]()
-			if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, s, images); err != nil {
+			if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, s, a); err != nil {
 				t.Fatal(err)
 			}
 			return g
 		}
 	}
-	enginetest.ApplyThenNoChanges(t, ctx, n, build(nil))
+	enginetest.ApplyThenNoChanges(t, ctx, n, build(RuntimeAssets{}))
 
 	// containerd reads every setting as written: `config dump` prints what it parsed (a misspelt key would show
 	// containerd's default instead).
@@ -98,7 +98,7 @@ func TestNodeRuntimeE2E(t *testing.T) {
 	}
 
 	p := e2e.StartNodeContainerd(t, bin, root)
-	images := []RuntimeImage{{Name: e2e.PauseImage, Archive: archive}}
+	images := RuntimeAssets{Images: []RuntimeImage{{Name: e2e.PauseImage, Archive: archive}}}
 	applied := enginetest.ApplyThenNoChanges(t, ctx, n, build(images))
 	want := engine.Key{Type: "ImageImport", Name: e2e.PauseImage}
 	if len(applied.Changes) != 1 || applied.Changes[0].Key != want {

@@ -118,14 +118,18 @@ func TestCNITemplate(t *testing.T) {
 	}
 }
 
-// TestRuntimeBeforeKubelet checks the order on a node: containerd's configuration, then containerd, then the image
-// imports (each after its archive), then kubelet; and that containerd restarts when its configuration changes.
+// TestRuntimeBeforeKubelet checks the order on a node: containerd's configuration and binaries, then containerd,
+// then the image imports (each after its archive), then kubelet; and that containerd restarts when its
+// configuration or a binary changes.
 func TestRuntimeBeforeKubelet(t *testing.T) {
 	c, _ := completeSpec(t, CloudLocal, 1)
 	g := engine.NewGraph[*nodetasks.Node]()
 	archive := engine.Add(g, &nodetasks.Asset{Path: "/var/lib/kubeup/images/pause.tar", URL: "https://example.com/pause.tar", SHA256: strings.Repeat("a", 64)})
-	r, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, &c.Spec,
-		[]RuntimeImage{{Name: DefaultSandboxImage, Archive: "/var/lib/kubeup/images/pause.tar", Source: archive}})
+	containerd := engine.Add(g, &nodetasks.Asset{Path: containerdBinary, URL: "https://example.com/containerd", SHA256: strings.Repeat("b", 64)})
+	r, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, &c.Spec, RuntimeAssets{
+		Binaries: []engine.Task{containerd},
+		Images:   []RuntimeImage{{Name: DefaultSandboxImage, Archive: "/var/lib/kubeup/images/pause.tar", Source: archive}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +137,9 @@ func TestRuntimeBeforeKubelet(t *testing.T) {
 	for _, d := range r.service.DependsOn {
 		deps[d.Key()] = true
 	}
-	for _, f := range []string{containerdConfigFile, cniConfigTemplate} {
-		if !deps[engine.Key{Type: "File", Name: f}] {
-			t.Errorf("containerd.service does not depend on %s: it would not restart when it changes", f)
+	for _, k := range []engine.Key{{Type: "File", Name: containerdConfigFile}, {Type: "File", Name: cniConfigTemplate}, containerd.Key()} {
+		if !deps[k] {
+			t.Errorf("containerd.service does not depend on %s: it would not restart when it changes", k)
 		}
 	}
 	if len(r.imports) != 1 {
@@ -181,7 +185,7 @@ func TestContainerdRestartsOnConfigChange(t *testing.T) {
 	defer n.Close()
 	build := func() *engine.Graph[*nodetasks.Node] {
 		g := engine.NewGraph[*nodetasks.Node]()
-		if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, &c.Spec, nil); err != nil {
+		if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, &c.Spec, RuntimeAssets{}); err != nil {
 			t.Fatal(err)
 		}
 		return g
