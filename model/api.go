@@ -104,6 +104,8 @@ type ClusterSpec struct {
 	KubeScheduler *KubeSchedulerConfig `json:"kubeScheduler,omitempty"`
 	// KubeProxy configures kube-proxy on every node.
 	KubeProxy *KubeProxyConfig `json:"kubeProxy,omitempty"`
+	// Containerd configures containerd, the container runtime of every node.
+	Containerd *ContainerdSpec `json:"containerd,omitempty"`
 	// Local configures the local cloud provider (cloudProvider: local).
 	Local *LocalSpec `json:"local,omitempty"`
 	// AWS configures the aws cloud provider (cloudProvider: aws): the network and the instance profiles the

@@ -60,7 +60,8 @@ type NodeTasksOptions struct {
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
-// node in(world) of g's world: kubelet's flags and unit, the static-pod manifests (kube-apiserver,
+// node in(world) of g's world: the container runtime's configuration and unit (addRuntimeTasks), kubelet's
+// flags and unit, the static-pod manifests (kube-apiserver,
 // kube-controller-manager and kube-scheduler on the control plane; kube-proxy everywhere) and, on the control
 // plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds
@@ -71,8 +72,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	c, ig := nc.Cluster, nc.InstanceGroup
 	s := &c.Spec
-	if s.Kubelet == nil || s.KubeProxy == nil {
-		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
+	if s.Kubelet == nil || s.KubeProxy == nil || s.Containerd == nil {
+		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet, kubeProxy or containerd)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
 	case RoleControlPlane, RoleNode:
@@ -132,6 +133,12 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
+	// containerd runs, with the images preloaded, before kubelet starts. Its binaries' tasks and the images are
+	// the assets' (spec.assets, model.PreloadImages), wired in when they merge: none yet.
+	runtime, err := addRuntimeTasks(g, in, s, RuntimeAssets{})
+	if err != nil {
+		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+	}
 	env := engine.AddIn(g, in, &nodetasks.File{
 		Path:     kubeletEnvFile,
 		Contents: ptr(envText),
@@ -143,7 +150,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		Enabled:    ptr(true),
 		Running:    startIf(o.StartKubelet),
 		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
-		DependsOn: []engine.Task{env},
+		// containerd's service and the image imports only order it.
+		DependsOn: append([]engine.Task{env}, runtime.after()...),
 	})
 
 	if controlPlane {
@@ -237,7 +245,7 @@ var (
 [Unit]
 Description=Kubernetes kubelet
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
-Wants=containerd.service
+Requires=containerd.service
 After=containerd.service
 
 [Service]

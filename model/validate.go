@@ -158,6 +158,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	validateNetworking(ps, s.Networking)
 	validateEtcd(ps, s, igs, all)
 	validateComponents(ps, c)
+	validateContainerd(ps, s)
 
 	if !all {
 		return

@@ -213,6 +213,9 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if err := checkOwned(src.name, g); err != nil {
 		return err
 	}
+	if err := checkCgroupDriver(src.name, nc, root); err != nil {
+		return err
+	}
 
 	st, err := os.Stat(root)
 	switch {

@@ -34,6 +34,8 @@ func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 			unit = t.Name
 		case *Executable:
 			p = t.Path
+		case *nodetasks.ImageImport:
+			continue // an image in containerd's store: containerd writes it, in its own directories
 		default:
 			if !isFile {
 				bad = append(bad, fmt.Sprintf("%s: a task nodeup does not know what it writes", t.Key()))

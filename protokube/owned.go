@@ -36,6 +36,8 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 			if !slices.Contains(model.NodeupUnits, t.Name) {
 				bad = append(bad, fmt.Sprintf("%s: unit %s is not one of kubeup's (%s)", t.Key(), t.Name, strings.Join(model.NodeupUnits, ", ")))
 			}
+		case *nodetasks.ImageImport:
+			continue // an image in containerd's store: containerd writes it, in its own directories
 		case *volumetasks.Attach[*Round], *volumetasks.Detach[*Round],
 			*dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
 			continue // the cloud's volumes and DNS: nothing on the node's filesystem

@@ -106,6 +106,10 @@ func TestCheckOwned(t *testing.T) {
 		want string // "": accepted
 	}{
 		{"kubeup's paths", func(*engine.Graph[*Round]) {}, ""},
+		{"a preloaded image", func(g *engine.Graph[*Round]) {
+			engine.AddIn(g, (*Round).Node, &nodetasks.ImageImport{Name: "registry.k8s.io/pause:3.10.2", Archive: "/var/lib/kubeup/images/pause.tar",
+				Address: "/run/containerd/containerd.sock", Ctr: "/usr/local/bin/ctr"})
+		}, ""},
 		{"a file", func(g *engine.Graph[*Round]) {
 			engine.AddIn(g, (*Round).Node, &nodetasks.File{Path: "/etc/shadow", Contents: ptr("x")})
 		}, "File//etc/shadow: /etc/shadow is not in a directory kubeup owns"},
