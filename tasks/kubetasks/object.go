@@ -39,7 +39,7 @@ var (
 // ObjectKeyType is the type of an Object's key.
 const ObjectKeyType = "KubeObject"
 
-func (o *Object[C]) Key() engine.Key      { return engine.Key{Type: ObjectKeyType, Name: o.Name} }
+func (o *Object[C]) Key() engine.Key     { return engine.Key{Type: ObjectKeyType, Name: o.Name} }
 func (o *Object[C]) Deps() []engine.Task { return o.After }
 
 // NewObject returns the task of the object manifest describes (apiVersion, kind, metadata.name, and
