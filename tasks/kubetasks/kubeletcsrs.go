@@ -38,7 +38,7 @@ type KubeletCSRs[C ApproverWorld] struct {
 
 var _ engine.Renderer[*KubeletCSRs[ApproverWorld], ApproverWorld] = (*KubeletCSRs[ApproverWorld])(nil)
 
-func (k *KubeletCSRs[C]) Key() engine.Key      { return engine.Key{Type: "KubeletCSRs", Name: k.Name} }
+func (k *KubeletCSRs[C]) Key() engine.Key     { return engine.Key{Type: "KubeletCSRs", Name: k.Name} }
 func (k *KubeletCSRs[C]) Deps() []engine.Task { return k.After }
 
 const (
