@@ -326,7 +326,7 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	// kube-apiserver takes it as the node: the node registers itself, with its address.
 	code, body, err := cc.raw(&nodeCert, "", http.MethodPost, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
 		"metadata": map[string]any{"name": "w-new"},
-		"status": map[string]any{"addresses": []any{map[string]any{"type": "InternalIP", "address": "10.9.9.3"}, map[string]any{"type": "Hostname", "address": "w-new"}}}})
+		"status":   map[string]any{"addresses": []any{map[string]any{"type": "InternalIP", "address": "10.9.9.3"}, map[string]any{"type": "Hostname", "address": "w-new"}}}})
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("node w-new registering itself with its new certificate: %d %v\n%s", code, err, body)
 	}
