@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +27,9 @@ const (
 	// BootstrapTokenLabel marks the bootstrap token Secrets kubeup made.
 	BootstrapTokenLabel = "kubeup.dev/bootstrap-token"
 )
+
+// approverWait is how long the approver waits for its RBAC to be in effect.
+const approverWait = time.Minute
 
 // KubeWorld is the world of the objects' tasks: the API as protokube, and as the CSR approver.
 type KubeWorld interface {
@@ -143,10 +147,13 @@ func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *NodeConfig, proof kubet
 	if s.Networking != nil && s.Networking.ClusterDomain != "" {
 		reserved = append(reserved, "kubernetes.default.svc."+s.Networking.ClusterDomain)
 	}
+	// Until the approver's binding is in effect (it is applied in the same run; RBAC follows within seconds),
+	// listing requests is forbidden and retried: for a minute, not the engine's ten (a dry run before the first
+	// apply would wait for a binding it does not make).
 	engine.Add(g, &kubetasks.KubeletCSRs[C]{
 		Name:     "kubelet",
 		Approver: &kubetasks.Approver{TokenID: id, Reserved: reserved, Proof: proof},
 		After:    []engine.Task{bound},
-	})
+	}, engine.WithDeadline(approverWait))
 	return nil
 }
