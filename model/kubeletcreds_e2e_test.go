@@ -369,6 +369,18 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	}
 	cc.issued(t, s, x509.ExtKeyUsageServerAuth)
 
+	// 5. The node renews its client certificate as itself: approved (kube-controller-manager's built-in approver
+	// through kubeup:kubelet-renewal, or kubeup's: whichever is first), signed for the same name.
+	req, _ = newCSR(t, "w-new", nil, nil)
+	cc.submit(t, &nodeCert, "", "renew-w-new", kubetasks.SignerKubeletClient, req, "digital signature", "client auth")
+	s = cc.decided(t, "renew-w-new")
+	if msg, denied := hasCondition(s, "Denied"); denied {
+		t.Fatalf("a node's renewal of its own certificate was denied: %s", msg)
+	}
+	if crt := cc.issued(t, s, x509.ExtKeyUsageClientAuth); crt.Subject.CommonName != "system:node:w-new" {
+		t.Errorf("the renewed certificate is for %s", crt.Subject.CommonName)
+	}
+
 	// The approver's identity holds what its RBAC gives, nothing more.
 	var secrets map[string]any
 	if err := cc.world.approver.Get(ctx, "/api/v1/namespaces/kube-system/secrets", &secrets); !kubetasks.IsForbidden(err) {
