@@ -61,6 +61,7 @@ func TestControlPlane(t *testing.T) {
 	// mirror pods validate checks; they run from the start so they are there by the time validate runs.
 	stand := startKubeletAPIStandIns(t, cp)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
+	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
 	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp, stand) })
 	stand.stop()
@@ -113,6 +114,28 @@ func kubectlAnswers(t *testing.T, cp *controlPlane) {
 	forged := tr.Status.Token[:strings.LastIndex(tr.Status.Token, ".")+1] + "AAAA"
 	if out, err := asToken(forged); err == nil || !strings.Contains(out, "Unauthorized") {
 		t.Errorf("a token with a forged signature was accepted (or refused for another reason): %v\n%s", err, out)
+	}
+}
+
+// kubeletCredentialObjects: protokube, once its kube-apiserver is ready, applied the objects of kubelets' TLS
+// bootstrap (docs/pki.md): the bootstrap token's Secret (named by the keystore's token id) and the RBAC objects.
+func kubeletCredentialObjects(t *testing.T, cp *controlPlane) {
+	b, err := os.ReadFile(filepath.Join(cp.state, cluster, "pki", "bootstrap-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(b)), ".")
+	for _, obj := range [][]string{
+		{"secret", "-n", "kube-system", "bootstrap-token-" + id},
+		{"clusterrolebinding", "kubeup:kubelet-bootstrap"},
+		{"clusterrolebinding", "kubeup:kubelet-renewal"},
+		{"clusterrole", "kubeup:csr-approver"},
+		{"clusterrolebinding", "kubeup:csr-approver"},
+	} {
+		e2e.WaitFor(t, 3*time.Minute, "protokube to apply "+strings.Join(obj, " "), func() (string, bool) {
+			out, err := cp.kubectl(append([]string{"get", "-o", "name"}, obj...)...)
+			return fmt.Sprintf("%s %v", out, err), err == nil
+		})
 	}
 }
 
