@@ -284,6 +284,16 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	ctx := context.Background()
 	const csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 
+	// A replaced token's Secret (kubeup's label) and someone else's token (no label).
+	for name, labels := range map[string]map[string]any{"bootstrap-token-old000": {BootstrapTokenLabel: "true"}, "bootstrap-token-other0": nil} {
+		b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
+			"metadata": map[string]any{"name": name, "namespace": "kube-system", "labels": labels},
+			"stringData": map[string]any{"token-id": name[len(name)-6:], "token-secret": "0123456789abcdef"}})
+		if err := cc.world.kube.Apply(ctx, "/api/v1/namespaces/kube-system/secrets/"+name, b, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// The objects, then no change.
 	if p := cc.converge(t, engine.Apply); len(p.Changes) < 5 {
 		t.Errorf("the first run made %d changes, want the 5 objects at least", len(p.Changes))
@@ -292,6 +302,13 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 		var b strings.Builder
 		p.WriteText(&b)
 		t.Fatalf("after the apply, a dry run plans changes against the real API:\n%s", b.String())
+	}
+	var sec map[string]any
+	if err := cc.world.kube.Get(ctx, "/api/v1/namespaces/kube-system/secrets/bootstrap-token-old000", &sec); !kubetasks.IsNotFound(err) {
+		t.Errorf("the replaced token's Secret is still there: %v", err)
+	}
+	if err := cc.world.kube.Get(ctx, "/api/v1/namespaces/kube-system/secrets/bootstrap-token-other0", &sec); err != nil {
+		t.Errorf("a token's Secret kubeup did not label was touched: %v", err)
 	}
 	token := cc.ks[KeypairBootstrapToken].Token.Reveal()
 

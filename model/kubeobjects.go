@@ -24,7 +24,8 @@ const (
 	BootstrapGroup = "system:bootstrappers:kubeup:nodes"
 	// FieldManager is kubeup's field manager in server-side apply.
 	FieldManager = "kubeup"
-	// BootstrapTokenLabel marks the bootstrap token Secrets kubeup made.
+	// BootstrapTokenLabel marks the bootstrap token Secrets kubeup made (value "true"): one not of the current
+	// token is deleted.
 	BootstrapTokenLabel = "kubeup.dev/bootstrap-token"
 )
 
@@ -69,7 +70,8 @@ func BootstrapToken(nc *NodeConfig) (*pkitasks.Issued, error) {
 
 // AddKubeObjects adds to g the objects kubelets' credentials need, and the decision of kubelets' certificate
 // requests (kubetasks.KubeletCSRs) once the approver's RBAC is applied:
-//   - the bootstrap token's Secret (kube-system/bootstrap-token-<id>), whose token adds the group BootstrapGroup;
+//   - the bootstrap token's Secret (kube-system/bootstrap-token-<id>), whose token adds the group BootstrapGroup,
+//     and the deletion of the Secrets of tokens kubeup replaced (labelled BootstrapTokenLabel);
 //   - ClusterRoleBinding kubeup:kubelet-bootstrap: BootstrapGroup may create certificate requests
 //     (system:node-bootstrapper). It is not bound to the built-in auto-approval of node client requests: kubeup's
 //     approver decides those;
@@ -92,18 +94,24 @@ func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *NodeConfig, proof kubet
 		o.After = after
 		return engine.Add(g, o), nil
 	}
-	if _, err := add(map[string]any{
+	tokenSecret, err := add(map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
 		"metadata": map[string]any{"name": "bootstrap-token-" + id, "namespace": "kube-system",
-			"labels": map[string]any{BootstrapTokenLabel: nc.Cluster.Metadata.Name}},
+			"labels": map[string]any{BootstrapTokenLabel: "true"}},
 		"data": map[string]any{
 			"token-id": b64(id), "token-secret": b64(secret.Reveal()),
 			"usage-bootstrap-authentication": b64("true"), "auth-extra-groups": b64(BootstrapGroup),
 			"description": b64("kubeup: kubelets of cluster " + nc.Cluster.Metadata.Name + " ask for their certificates with it"),
 		},
-	}, "secrets", true); err != nil {
+	}, "secrets", true)
+	if err != nil {
 		return err
 	}
+	// A replaced token's Secret goes once the new one is there: a token taken out of the keystore stops working.
+	engine.Add(g, &kubetasks.Pruned[C]{
+		Name: "Secret/kube-system/bootstrap-token", ListPath: "/api/v1/namespaces/kube-system/secrets",
+		Selector: BootstrapTokenLabel + "=true", Keep: []string{"bootstrap-token-" + id}, After: []engine.Task{tokenSecret},
+	})
 	binding := func(name, role, kind, subject string) map[string]any {
 		return map[string]any{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

@@ -49,7 +49,7 @@ func TestAddKubeObjects(t *testing.T) {
 	want := []string{
 		"KubeObject/ClusterRole/kubeup:csr-approver", "KubeObject/ClusterRoleBinding/kubeup:csr-approver",
 		"KubeObject/ClusterRoleBinding/kubeup:kubelet-bootstrap", "KubeObject/ClusterRoleBinding/kubeup:kubelet-renewal",
-		"KubeObject/Secret/kube-system/bootstrap-token-" + id, "KubeletCSRs/kubelet",
+		"KubeObject/Secret/kube-system/bootstrap-token-" + id, "KubePruned/Secret/kube-system/bootstrap-token", "KubeletCSRs/kubelet",
 	}
 	if !slices.Equal(keys, want) {
 		t.Errorf("tasks %v, want %v", keys, want)

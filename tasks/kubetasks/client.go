@@ -89,6 +89,14 @@ func (c *Client) Apply(ctx context.Context, path string, body []byte, out any) e
 	return c.do(ctx, http.MethodPatch, path+"?"+q.Encode(), "application/apply-patch+yaml", body, out)
 }
 
+// Delete deletes the object at path; one that is gone already is no error.
+func (c *Client) Delete(ctx context.Context, path string) error {
+	if err := c.do(ctx, http.MethodDelete, path, "", nil, nil); err != nil && !IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
 // Put replaces the object (or subresource) at path with in, as JSON.
 func (c *Client) Put(ctx context.Context, path string, in, out any) error {
 	b, err := json.Marshal(in)

@@ -29,6 +29,7 @@ type fakeAPI struct {
 	// owned is, per object, each manager's top-level fields (a simplification of managedFields).
 	owned   map[string]map[string][]string
 	patches []string // "PATH fieldManager=... force=..." per PATCH
+	deletes []string
 	gets    int
 }
 
@@ -62,8 +63,33 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	path := r.URL.Path
 	switch r.Method {
+	case http.MethodDelete:
+		if _, ok := f.objects[path]; !ok {
+			status(w, 404, "NotFound", "not found")
+			return
+		}
+		delete(f.objects, path)
+		f.deletes = append(f.deletes, path)
+		json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "status": "Success"})
 	case http.MethodGet:
 		f.gets++
+		if sel := r.URL.Query().Get("labelSelector"); sel != "" {
+			// A list: the objects directly under path whose labels hold key=value.
+			k, v, _ := strings.Cut(sel, "=")
+			var items []any
+			for p, obj := range f.objects {
+				rest, ok := strings.CutPrefix(p, path+"/")
+				if !ok || strings.Contains(rest, "/") {
+					continue
+				}
+				labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+				if labels[k] == v {
+					items = append(items, obj)
+				}
+			}
+			json.NewEncoder(w).Encode(map[string]any{"kind": "List", "items": items})
+			return
+		}
 		obj, ok := f.objects[path]
 		if !ok {
 			status(w, 404, "NotFound", fmt.Sprintf("%q not found", path[strings.LastIndex(path, "/")+1:]))
