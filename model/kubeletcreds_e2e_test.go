@@ -287,7 +287,7 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	// A replaced token's Secret (kubeup's label) and someone else's token (no label).
 	for name, labels := range map[string]map[string]any{"bootstrap-token-old000": {BootstrapTokenLabel: "true"}, "bootstrap-token-other0": nil} {
 		b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
-			"metadata": map[string]any{"name": name, "namespace": "kube-system", "labels": labels},
+			"metadata":   map[string]any{"name": name, "namespace": "kube-system", "labels": labels},
 			"stringData": map[string]any{"token-id": name[len(name)-6:], "token-secret": "0123456789abcdef"}})
 		if err := cc.world.kube.Apply(ctx, "/api/v1/namespaces/kube-system/secrets/"+name, b, nil); err != nil {
 			t.Fatal(err)

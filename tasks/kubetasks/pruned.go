@@ -29,7 +29,7 @@ type Pruned[C World] struct {
 
 var _ engine.Renderer[*Pruned[World], World] = (*Pruned[World])(nil)
 
-func (p *Pruned[C]) Key() engine.Key      { return engine.Key{Type: "KubePruned", Name: p.Name} }
+func (p *Pruned[C]) Key() engine.Key     { return engine.Key{Type: "KubePruned", Name: p.Name} }
 func (p *Pruned[C]) Deps() []engine.Task { return p.After }
 
 // Find lists the collection's objects that carry the label and are not kept.
