@@ -366,6 +366,7 @@ type kubeconfigFile struct {
 		User struct {
 			CertData string `json:"client-certificate-data"`
 			KeyData  string `json:"client-key-data"`
+			Token    string `json:"token"`
 		} `json:"user"`
 	} `json:"users"`
 }
@@ -743,17 +744,7 @@ func TestBootstrapKubeconfig(t *testing.T) {
 		if !ok || !f.Sensitive || f.Mode != "0600" {
 			t.Fatalf("%s: bootstrap kubeconfig %+v", ig, f)
 		}
-		var kc struct {
-			Clusters []struct {
-				Cluster struct {
-					Server string `json:"server"`
-					CAData string `json:"certificate-authority-data"`
-				} `json:"cluster"`
-			} `json:"clusters"`
-			Users []struct {
-				User map[string]string `json:"user"`
-			} `json:"users"`
-		}
+		var kc kubeconfigFile
 		if err := yaml.Unmarshal([]byte(f.Contents), &kc); err != nil {
 			t.Fatal(err)
 		}
@@ -761,7 +752,7 @@ func TestBootstrapKubeconfig(t *testing.T) {
 		if kc.Clusters[0].Cluster.Server != server || string(ca) != ks[KeypairKubernetesCA].CertPEM {
 			t.Errorf("%s: server %s (want %s), or the CA is not the Kubernetes CA", ig, kc.Clusters[0].Cluster.Server, server)
 		}
-		if u := kc.Users[0].User; len(u) != 1 || u["token"] != ks[KeypairBootstrapToken].Token.Reveal() {
+		if u := kc.Users[0].User; u.CertData != "" || u.KeyData != "" || u.Token != ks[KeypairBootstrapToken].Token.Reveal() {
 			t.Errorf("%s: the user is not the bootstrap token alone", ig)
 		}
 	}
