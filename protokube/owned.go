@@ -8,6 +8,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
@@ -41,6 +42,8 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 		case *volumetasks.Attach[*Round], *volumetasks.Detach[*Round],
 			*dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
 			continue // the cloud's volumes and DNS: nothing on the node's filesystem
+		case *kubetasks.Object[*Round], *kubetasks.Pruned[*Round], *kubetasks.KubeletCSRs[*Round]:
+			continue // the cluster's API: objects and certificate requests, nothing on the node
 		default:
 			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
 		}

@@ -35,6 +35,10 @@ func newValidateCommand(g *globals) *cobra.Command {
     certificate from the state store's keystore;
   - the API's names and the members' names resolve, only to addresses of Ready control-plane nodes.
 
+Warnings do not fail validation: on aws and gce, that kubelets bootstrap with the cluster's shared bootstrap
+token and no proof of their machine's identity, and a control plane that shares the nodes' cloud identity
+(docs/pki.md).
+
 The API is reached with the kubeconfig of "kubeup export kubeconfig NAME" (its context named after the cluster):
 --kubeconfig, else the first path of $KUBECONFIG, else ~/.kube/config.
 
