@@ -127,6 +127,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	}
 
 	completeComponents(c)
+	completeAssets(s)
 }
 
 // DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates

@@ -1,0 +1,145 @@
+package model
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+var testSHA = strings.Repeat("ab", 32)
+
+func TestCompleteAssets(t *testing.T) {
+	c, _ := completeSpec(t, CloudLocal, 1)
+	a := c.Spec.Assets
+	if got, want := a.Kubelet.URL, "https://dl.k8s.io/release/v1.34.2/bin/linux/amd64/kubelet"; got != want {
+		t.Errorf("kubelet url %q, want %q", got, want)
+	}
+	if a.Images[ImagePause].URL != "" || a.Images[ImagePause].Image != PauseImage {
+		t.Errorf("pause without fileRepository: %+v; want no URL (upstream publishes no archive) and image %s", a.Images[ImagePause], PauseImage)
+	}
+	if a.Kubelet.SHA256 != "" {
+		t.Errorf("a default sha256 %q: kubeup cannot know one", a.Kubelet.SHA256)
+	}
+
+	user, igs := userSpec(t, CloudLocal, 1)
+	user.Spec.Assets = &AssetsSpec{FileRepository: "s3://mirror/kubeup/", Runc: &AssetSpec{URL: "https://elsewhere/runc", SHA256: testSHA}}
+	c, _ = Complete(user, igs)
+	a = c.Spec.Assets
+	for got, want := range map[string]string{
+		a.Kubelet.URL:                  "s3://mirror/kubeup/kubernetes/v1.34.2/bin/linux/amd64/kubelet",
+		a.Containerd.URL:               "s3://mirror/kubeup/containerd/v2.4.2/containerd-2.4.2-linux-amd64.tar.gz",
+		a.Images["kube-apiserver"].URL: "s3://mirror/kubeup/images/kube-apiserver/v1.34.2/kube-apiserver.tar",
+		a.Images[ImageEtcd].URL:        "s3://mirror/kubeup/images/etcd/3.5.21-0/etcd.tar",
+		a.Runc.URL:                     "https://elsewhere/runc",
+	} {
+		if got != want {
+			t.Errorf("url %q, want %q", got, want)
+		}
+	}
+	if again, _ := Complete(c, igs); !cmp.Equal(again, c) {
+		t.Errorf("completing again changes the spec: %s", cmp.Diff(c, again))
+	}
+}
+
+func TestValidateAssets(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	a := c.Spec.Assets
+	a.FileRepository = "ftp://mirror/x"
+	a.Kubelet.SHA256 = "ABC"
+	a.Crictl.URL = ""
+	a.Crictl.SHA256 = testSHA
+	a.Images["coredns"] = &ImageAssetSpec{Image: "x"}
+	a.Images["kube-proxy"].SHA256 = testSHA
+	a.Images["kube-proxy"].URL = "file:///srv/mirror/kube-proxy.tar"
+	a.Images["kube-proxy"].Image = "registry.k8s.io/kube-proxy:v1.33.0"
+	var paths []string
+	for _, p := range problemsOf(t, Validate("test", c, igs)) {
+		paths = append(paths, p.Path)
+	}
+	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.coredns", "spec.assets.images.kube-proxy.image", "spec.assets.kubelet.sha256"}
+	slices.Sort(paths)
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestAssetsWithoutSHA256(t *testing.T) {
+	c, _ := completeSpec(t, CloudLocal, 1)
+	c.Spec.Assets.Kubelet.SHA256 = testSHA
+	ps := AssetsWithoutSHA256(c)
+	var paths []string
+	for _, p := range ps {
+		paths = append(paths, p.Path)
+		if !strings.Contains(p.Message, "kubeup assets mirror "+c.Metadata.Name+" --yes") {
+			t.Errorf("%s: the message does not name the fix: %s", p.Path, p.Message)
+		}
+	}
+	want := []string{"spec.assets.containerd.sha256", "spec.assets.runc.sha256", "spec.assets.cniPlugins.sha256", "spec.assets.crictl.sha256",
+		"spec.assets.protokube.sha256", "spec.assets.images.etcd.sha256", "spec.assets.images.kube-apiserver.sha256",
+		"spec.assets.images.kube-controller-manager.sha256", "spec.assets.images.kube-proxy.sha256", "spec.assets.images.kube-scheduler.sha256",
+		"spec.assets.images.pause.sha256"}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("assets without a sha256 (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeConfigAssets: a node configuration carries the assets with a sha256 only, and those of its role; none
+// at all when nothing has one (the configurations written before spec.assets existed).
+func TestNodeConfigAssets(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	var cp, node *InstanceGroup
+	for _, ig := range igs {
+		if ig.Spec.Role == RoleControlPlane {
+			cp = ig
+		} else {
+			node = ig
+		}
+	}
+	if got := NewNodeConfig(c, node).Cluster.Spec.Assets; got != nil {
+		t.Errorf("nothing mirrored: the node configuration carries assets %+v", got)
+	}
+	a := c.Spec.Assets
+	a.Kubelet.SHA256, a.Protokube.SHA256 = testSHA, testSHA
+	a.Images[ImagePause].URL, a.Images[ImagePause].SHA256 = "file:///m/pause.tar", testSHA
+	a.Images[ImageEtcd].URL, a.Images[ImageEtcd].SHA256 = "file:///m/etcd.tar", testSHA
+
+	worker := NewNodeConfig(c, node)
+	want := &AssetsSpec{Kubelet: &AssetSpec{URL: a.Kubelet.URL, SHA256: testSHA},
+		Images: map[string]*ImageAssetSpec{ImagePause: {Image: PauseImage, URL: "file:///m/pause.tar", SHA256: testSHA}}}
+	if diff := cmp.Diff(want, worker.Cluster.Spec.Assets); diff != "" {
+		t.Errorf("worker's assets (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]PreloadImage{{Name: PauseImage, Archive: "/var/lib/kubeup/images/pause.tar"}}, PreloadImages(worker)); diff != "" {
+		t.Errorf("worker's preloaded images (-want +got):\n%s", diff)
+	}
+	control := NewNodeConfig(c, cp)
+	if control.Cluster.Spec.Assets.Protokube == nil || control.Cluster.Spec.Assets.Images[ImageEtcd] == nil {
+		t.Errorf("control plane's assets lack protokube or etcd: %+v", control.Cluster.Spec.Assets)
+	}
+	if err := ValidateInstanceGroup("test", control.Cluster, control.InstanceGroup); err != nil {
+		t.Errorf("the control plane's configuration is not valid: %v", err)
+	}
+
+	// kubelet.service restarts when kubelet's binary changes; protokube.service with protokube's.
+	g, err := BuildNodeGraph(control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for unit, asset := range map[string]engine.Key{
+		"kubelet.service":   {Type: "Asset", Name: kubeletBinary},
+		"protokube.service": {Type: "Asset", Name: protokubeBinary},
+	} {
+		svc, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: unit})
+		if !ok {
+			t.Fatalf("no %s", unit)
+		}
+		if !slices.ContainsFunc(svc.(*nodetasks.SystemdService).DependsOn, func(d engine.Task) bool { return d.Key() == asset }) {
+			t.Errorf("%s does not depend on %s", unit, asset)
+		}
+	}
+}
