@@ -38,6 +38,9 @@ func TestParentCommands(t *testing.T) {
 			}
 		}
 		typo := first[:1] + first[2:3] + first[1:2] + first[3:] // clsuter for cluster
+		if typo == first {                                      // assets: swap the next two letters instead (asests)
+			typo = first[:2] + first[3:4] + first[2:3] + first[4:]
+		}
 		t.Run(p.CommandPath(), func(t *testing.T) {
 			for _, tc := range []struct {
 				args []string
