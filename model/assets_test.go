@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -140,6 +141,50 @@ func TestNodeConfigAssets(t *testing.T) {
 		}
 		if !slices.ContainsFunc(svc.(*nodetasks.SystemdService).DependsOn, func(d engine.Task) bool { return d.Key() == asset }) {
 			t.Errorf("%s does not depend on %s", unit, asset)
+		}
+	}
+}
+
+// TestLeaveAssets: protokube's rounds (LeaveAssets) neither check nor install the assets, yet its services depend
+// on them as nodeup's do; nodeup's graph installs them.
+func TestLeaveAssets(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	c.Spec.Assets.Kubelet.URL, c.Spec.Assets.Kubelet.SHA256 = "http://unreachable.invalid/kubelet", testSHA
+	c.Spec.Assets.Containerd.URL, c.Spec.Assets.Containerd.SHA256 = "http://unreachable.invalid/c.tar.gz", testSHA
+	var cp *InstanceGroup
+	for _, ig := range igs {
+		if ig.Spec.Role == RoleControlPlane {
+			cp = ig
+		}
+	}
+	nc := NewNodeConfig(c, cp)
+	for _, leave := range []bool{false, true} {
+		n, err := nodetasks.NewNode(context.Background(), t.TempDir(), nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		g := engine.NewGraph[*nodetasks.Node]()
+		if _, err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, NodeTasksOptions{LeaveAssets: leave, LeaveNodeConf: true}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := engine.Run(context.Background(), g, n, engine.Options{Target: engine.DryRun})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var assets []string
+		for _, ch := range res.Plan.Changes {
+			if ch.Key.Type == "Asset" || ch.Key.Type == "Archive" {
+				assets = append(assets, ch.Key.String())
+			}
+		}
+		want := []string{"Archive/containerd", "Asset//usr/local/bin/kubelet"}
+		if leave {
+			want = nil
+		}
+		slices.Sort(assets)
+		if diff := cmp.Diff(want, assets); diff != "" {
+			t.Errorf("LeaveAssets %v: the assets in the plan (-want +got):\n%s", leave, diff)
 		}
 	}
 }
