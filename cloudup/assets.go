@@ -68,14 +68,13 @@ func (cs *Clusters) MirrorAssets(ctx context.Context, name string, o MirrorOptio
 	if err != nil {
 		return err
 	}
-	c, _, err := cs.Complete(s)
+	// What was mirrored for another version (kubernetesVersion or kubeup changed since) pins nothing now: it is
+	// mirrored again, at its new path, as if it had never been. Without it the spec validates again.
+	c, _, err := cs.Complete(&Stored{Cluster: withoutStale(s.Cluster, s.InstanceGroups), InstanceGroups: s.InstanceGroups})
 	if err != nil {
 		return err
 	}
-	var user *model.AssetsSpec
-	if s.Cluster.Spec.Assets != nil {
-		user = s.Cluster.Spec.Assets
-	}
+	user := s.Cluster.Spec.Assets
 	var list []*mirrored
 	for _, n := range model.AssetNames {
 		f := c.Spec.Assets.File(n)
@@ -90,7 +89,7 @@ func (cs *Clusters) MirrorAssets(ctx context.Context, name string, o MirrorOptio
 	for _, m := range list {
 		rel := model.AssetRelPath(&c.Spec, m.name)
 		m.object = path.Join(name, "assets", rel)
-		m.dest = cs.location(m.object)
+		m.dest = model.MirrorURL(&c.Spec, m.name)
 		if err := cs.readAsset(ctx, m, rel, o); err != nil {
 			return err
 		}
@@ -107,6 +106,31 @@ func (cs *Clusters) MirrorAssets(ctx context.Context, name string, o MirrorOptio
 			"give the right file, or remove the sha256 from the spec (kubeup edit cluster %s) to pin the new one", name, strings.Join(mismatch, "; "), name)
 	}
 	return cs.applyMirror(ctx, s, list, o)
+}
+
+// withoutStale is the stored cluster c without the assets recorded for another version than its complete spec's:
+// an image whose reference is not the one the manifests name, a file whose URL is in the cluster's mirror but not
+// at its path for this version.
+func withoutStale(c *model.Cluster, igs []*model.InstanceGroup) *model.Cluster {
+	out := deepCopyCluster(c)
+	a := out.Spec.Assets
+	if a == nil {
+		return out
+	}
+	full, _ := model.Complete(c, igs)
+	refs := model.ImageRefs(&full.Spec)
+	for n, img := range a.Images {
+		if img != nil && img.Image != "" && img.Image != refs[n] {
+			delete(a.Images, n)
+		}
+	}
+	mirror := strings.TrimSuffix(full.Spec.ConfigBase, "/") + "/assets/"
+	for _, n := range model.AssetNames {
+		if f := a.File(n); f != nil && strings.HasPrefix(f.URL, mirror) && f.URL != model.MirrorURL(&full.Spec, n) {
+			a.SetFile(n, nil)
+		}
+	}
+	return out
 }
 
 // readAsset finds m's file: in o.From by base name, else (when the store's object already holds what the spec

@@ -231,6 +231,24 @@ func imageRole(name string) string {
 	return RoleControlPlane
 }
 
+// DefaultAssetURL is the URL an asset gets by default: <fileRepository>/<AssetRelPath> when fileRepository is
+// set, else upstream's download ("" for an image: upstream publishes no image archives). name is one of
+// AssetNames, or "images/<short name>".
+func DefaultAssetURL(s *ClusterSpec, name string) string {
+	if s.Assets != nil && s.Assets.FileRepository != "" {
+		return strings.TrimSuffix(s.Assets.FileRepository, "/") + "/" + AssetRelPath(s, name)
+	}
+	return upstreamURL(s, name)
+}
+
+// MirrorURL is where `kubeup assets mirror` puts an asset: <spec.configBase>/assets/<AssetRelPath>.
+func MirrorURL(s *ClusterSpec, name string) string {
+	return strings.TrimSuffix(s.ConfigBase, "/") + "/assets/" + AssetRelPath(s, name)
+}
+
+// ImageRefs are the images nodes preload, by short name, as the complete spec's manifests name them.
+func ImageRefs(s *ClusterSpec) map[string]string { return defaultImages(s) }
+
 // completeAssets fills in spec.assets: every file's and image's default URL (upstream's, or fileRepository's),
 // and each image's reference from the components' (after completeComponents). A value set is kept; no sha256 is
 // ever defaulted.
@@ -239,13 +257,7 @@ func completeAssets(s *ClusterSpec) {
 		s.Assets = &AssetsSpec{}
 	}
 	a := s.Assets
-	repo := strings.TrimSuffix(a.FileRepository, "/")
-	def := func(name string) string {
-		if repo != "" {
-			return repo + "/" + AssetRelPath(s, name)
-		}
-		return upstreamURL(s, name)
-	}
+	def := func(name string) string { return DefaultAssetURL(s, name) }
 	for _, name := range AssetNames {
 		f := a.file(name)
 		if *f == nil {
@@ -334,12 +346,6 @@ func validateAssets(ps *problems, s *ClusterSpec) {
 		if img == nil {
 			continue
 		}
-		// An archive pinned by its sha256 holds the image it was mirrored for: when the manifests name another
-		// (kubernetesVersion changed), the node would import an image no pod runs.
-		if img.SHA256 != "" && img.Image != want[name] {
-			ps.add(p+".image", "%s, but the manifests name %s: the archive holds the image it was mirrored for; run `kubeup assets mirror` again for the new image",
-				Echo(img.Image), Echo(want[name]))
-		}
 		switch {
 		case img.URL != "":
 			check(ps, p+".url", assetURLProblem(img.URL))
@@ -350,24 +356,41 @@ func validateAssets(ps *problems, s *ClusterSpec) {
 	}
 }
 
-// AssetsWithoutSHA256 lists every file and image of a complete spec's spec.assets that has no sha256, which no
-// node installs: one problem per asset, at its sha256's path, naming the fix. `kubeup update cluster` prints
-// them as warnings.
-func AssetsWithoutSHA256(c *Cluster) []Problem {
-	a := c.Spec.Assets
+// AssetWarnings lists what no node will install as the complete spec's spec.assets means it: every file and image
+// without a sha256 (no node downloads it), at its sha256's path; and every file that `kubeup assets mirror`
+// mirrored for another version than the spec's now (its URL is in the cluster's mirror, <configBase>/assets/,
+// but not at the asset's path for this version), at its url's path. Each names the fix. `kubeup update cluster`
+// and `kubeup validate cluster` print them as warnings.
+func AssetWarnings(c *Cluster) []Problem {
+	s := &c.Spec
+	a := s.Assets
 	if a == nil {
 		return nil
 	}
 	var ps problems
 	fix := "run `kubeup assets mirror " + c.Metadata.Name + " --yes` (with --from DIR for files this machine holds) to copy it into a mirror and record its sha256, or set it"
+	mirror := strings.TrimSuffix(s.ConfigBase, "/") + "/assets/"
 	for _, name := range AssetNames {
-		if f := a.File(name); f != nil && f.SHA256 == "" {
+		f := a.File(name)
+		switch {
+		case f == nil:
+		case f.SHA256 == "":
 			ps.add("spec.assets."+name+".sha256", "empty: no node downloads %s (%s) without one; %s", name, shownURL(f.URL), fix)
+		case s.ConfigBase != "" && strings.HasPrefix(f.URL, mirror) && f.URL != MirrorURL(s, name):
+			ps.add("spec.assets."+name+".url", "%s was mirrored for another version than this spec's (%s): nodes keep installing it; run `kubeup assets mirror %s --yes` again",
+				f.URL, MirrorURL(s, name), c.Metadata.Name)
 		}
 	}
+	refs := defaultImages(s)
 	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
-		if img := a.Images[name]; img != nil && img.SHA256 == "" {
+		img := a.Images[name]
+		switch {
+		case img == nil:
+		case img.SHA256 == "":
 			ps.add("spec.assets.images."+name+".sha256", "empty: no node preloads %s (%s) without one; %s", img.Image, shownURL(img.URL), fix)
+		case img.Image != refs[name]:
+			ps.add("spec.assets.images."+name+".image", "%s, but the manifests name %s: the archive holds the image it was mirrored for, and no node preloads it; run `kubeup assets mirror %s --yes` again",
+				Echo(img.Image), Echo(refs[name]), c.Metadata.Name)
 		}
 	}
 	return ps.list
@@ -380,14 +403,17 @@ func shownURL(u string) string {
 	return u
 }
 
-// NodeConfigAssets is spec.assets as a node configuration carries it: only the files and images that have a
-// sha256 (the others no node downloads), for the role's nodes (protokube and the control plane's images on the
-// control plane only). nil when none is left, so that a cluster with nothing mirrored writes the node
-// configurations it wrote before spec.assets existed.
-func NodeConfigAssets(a *AssetsSpec, role string) *AssetsSpec {
+// NodeConfigAssets is spec.assets of a complete spec as a node configuration carries it: only the files and images
+// that have a sha256 (the others no node downloads), for the role's nodes (protokube and the control plane's
+// images on the control plane only), and only the images whose reference is the one the manifests name (an
+// archive mirrored for another version holds an image no pod runs). nil when none is left, so that a cluster
+// with nothing mirrored writes the node configurations it wrote before spec.assets existed.
+func NodeConfigAssets(s *ClusterSpec, role string) *AssetsSpec {
+	a := s.Assets
 	if a == nil {
 		return nil
 	}
+	refs := defaultImages(s)
 	out := &AssetsSpec{}
 	some := false
 	for _, name := range AssetNames {
@@ -397,7 +423,7 @@ func NodeConfigAssets(a *AssetsSpec, role string) *AssetsSpec {
 		}
 	}
 	for name, img := range a.Images {
-		if img != nil && img.SHA256 != "" && (imageRole(name) == imageNodeAll || role == RoleControlPlane) {
+		if img != nil && img.SHA256 != "" && img.Image == refs[name] && (imageRole(name) == imageNodeAll || role == RoleControlPlane) {
 			if out.Images == nil {
 				out.Images = map[string]*ImageAssetSpec{}
 			}
@@ -418,19 +444,20 @@ type PreloadImage struct {
 	Archive string // node path of the .tar
 }
 
-// PreloadImages are the images a node of nc's instance group preloads: those its configuration carries (with a
-// sha256), sorted by archive path.
+// PreloadImages are the images a node of nc's instance group preloads, sorted by archive path: those its
+// configuration carries that nodeup installs (NodeConfigAssets: a sha256, the node's role, the reference the
+// manifests name).
 func PreloadImages(nc *NodeConfig) []PreloadImage {
-	if nc == nil || nc.Cluster == nil || nc.Cluster.Spec.Assets == nil {
+	if nc == nil || nc.Cluster == nil || nc.InstanceGroup == nil {
+		return nil
+	}
+	a := NodeConfigAssets(&nc.Cluster.Spec, nc.InstanceGroup.Spec.Role)
+	if a == nil {
 		return nil
 	}
 	var out []PreloadImage
-	for _, name := range slices.Sorted(maps.Keys(nc.Cluster.Spec.Assets.Images)) {
-		img := nc.Cluster.Spec.Assets.Images[name]
-		if img == nil || img.SHA256 == "" {
-			continue
-		}
-		out = append(out, PreloadImage{Name: img.Image, Archive: ImagePath(name)})
+	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
+		out = append(out, PreloadImage{Name: a.Images[name].Image, Archive: ImagePath(name)})
 	}
 	return out
 }

@@ -62,27 +62,30 @@ func TestValidateAssets(t *testing.T) {
 	for _, p := range problemsOf(t, Validate("test", c, igs)) {
 		paths = append(paths, p.Path)
 	}
-	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.coredns", "spec.assets.images.kube-proxy.image", "spec.assets.kubelet.sha256"}
+	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.coredns", "spec.assets.kubelet.sha256"}
 	slices.Sort(paths)
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 
-func TestAssetsWithoutSHA256(t *testing.T) {
+func TestAssetWarnings(t *testing.T) {
 	c, _ := completeSpec(t, CloudLocal, 1)
+	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + c.Metadata.Name
 	c.Spec.Assets.Kubelet.SHA256 = testSHA
-	ps := AssetsWithoutSHA256(c)
+	c.Spec.Assets.Kubelet.URL = c.Spec.ConfigBase + "/assets/kubernetes/v1.33.0/bin/linux/amd64/kubelet" // mirrored for another version
+	c.Spec.Assets.Images["kube-proxy"] = &ImageAssetSpec{Image: "registry.k8s.io/kube-proxy:v1.33.0", URL: "file:///m/kube-proxy.tar", SHA256: testSHA}
+	ps := AssetWarnings(c)
 	var paths []string
 	for _, p := range ps {
 		paths = append(paths, p.Path)
-		if !strings.Contains(p.Message, "kubeup assets mirror "+c.Metadata.Name+" --yes") {
+		if !strings.Contains(p.Message, "kubeup assets mirror "+c.Metadata.Name+" --yes") && !strings.Contains(p.Message, "the manifests name") {
 			t.Errorf("%s: the message does not name the fix: %s", p.Path, p.Message)
 		}
 	}
-	want := []string{"spec.assets.containerd.sha256", "spec.assets.runc.sha256", "spec.assets.cniPlugins.sha256", "spec.assets.crictl.sha256",
+	want := []string{"spec.assets.kubelet.url", "spec.assets.containerd.sha256", "spec.assets.runc.sha256", "spec.assets.cniPlugins.sha256", "spec.assets.crictl.sha256",
 		"spec.assets.protokube.sha256", "spec.assets.images.etcd.sha256", "spec.assets.images.kube-apiserver.sha256",
-		"spec.assets.images.kube-controller-manager.sha256", "spec.assets.images.kube-proxy.sha256", "spec.assets.images.kube-scheduler.sha256",
+		"spec.assets.images.kube-controller-manager.sha256", "spec.assets.images.kube-proxy.image", "spec.assets.images.kube-scheduler.sha256",
 		"spec.assets.images.pause.sha256"}
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("assets without a sha256 (-want +got):\n%s", diff)
@@ -118,6 +121,16 @@ func TestNodeConfigAssets(t *testing.T) {
 	if diff := cmp.Diff([]PreloadImage{{Name: PauseImage, Archive: "/var/lib/kubeup/images/pause.tar"}}, PreloadImages(worker)); diff != "" {
 		t.Errorf("worker's preloaded images (-want +got):\n%s", diff)
 	}
+	// An archive mirrored for another image than the manifests name is not carried: no pod runs its image.
+	stale := *c
+	stale.Spec.KubernetesVersion = "1.34.3"
+	stale.Spec.KubeProxy = new(*c.Spec.KubeProxy)
+	stale.Spec.KubeProxy.Image = "registry.k8s.io/kube-proxy:v1.34.3"
+	a.Images["kube-proxy"].URL, a.Images["kube-proxy"].SHA256 = "file:///m/kube-proxy.tar", testSHA
+	if got := NewNodeConfig(&stale, node).Cluster.Spec.Assets.Images["kube-proxy"]; got != nil {
+		t.Errorf("kube-proxy's archive of %s is carried for manifests that name %s", got.Image, stale.Spec.KubeProxy.Image)
+	}
+	a.Images["kube-proxy"].URL, a.Images["kube-proxy"].SHA256 = "", ""
 	control := NewNodeConfig(c, cp)
 	if control.Cluster.Spec.Assets.Protokube == nil || control.Cluster.Spec.Assets.Images[ImageEtcd] == nil {
 		t.Errorf("control plane's assets lack protokube or etcd: %+v", control.Cluster.Spec.Assets)

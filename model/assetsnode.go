@@ -42,7 +42,7 @@ var (
 // they are added with the Ignore lifecycle: neither checked nor installed (protokube's rounds: installing is
 // nodeup's), yet a service that depends on one sees the same sha256 nodeup's run saw, and is not restarted.
 func addAssetTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *NodeConfig, leave bool) map[string]engine.Task {
-	a := NodeConfigAssets(nc.Cluster.Spec.Assets, nc.InstanceGroup.Spec.Role)
+	a := NodeConfigAssets(&nc.Cluster.Spec, nc.InstanceGroup.Spec.Role)
 	if a == nil {
 		return nil
 	}

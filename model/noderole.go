@@ -43,7 +43,7 @@ func NewNodeRoleConfig(c *Cluster, role string, ks Issued) (*NodeRoleConfig, err
 	}
 	// Only what the role's nodes install: the files and images with a sha256 (NodeConfigAssets).
 	cc := *c
-	cc.Spec.Assets = NodeConfigAssets(c.Spec.Assets, role)
+	cc.Spec.Assets = NodeConfigAssets(&c.Spec, role)
 	return &NodeRoleConfig{APIVersion: APIVersion, Kind: KindNodeRoleConfig, Role: role, Cluster: &cc, Files: files}, nil
 }
 

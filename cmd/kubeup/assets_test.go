@@ -96,4 +96,34 @@ func TestAssetsMirror(t *testing.T) {
 	if !sameSums(mirrored, treeSums(t, state)) {
 		t.Error("a refused mirror changed the store")
 	}
+
+	// A version bump: the images recorded for 1.34.2 are no longer the manifests' and kubelet's URL is mirrored for
+	// another version (update warns about both; the nodes no longer get those images), and mirroring again fixes
+	// both, the new kubelet's sha256 no longer held to the old one's.
+	spec = mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")
+	bumped := strings.Replace(spec, "\nspec:\n", "\nspec:\n  kubernetesVersion: 1.34.3\n", 1)
+	if bumped == spec || strings.Contains(spec, "kubernetesVersion") {
+		t.Fatalf("want a spec that leaves kubernetesVersion to its default:\n%s", spec)
+	}
+	specFile := filepath.Join(dir, "bumped.yaml")
+	if err := os.WriteFile(specFile, []byte(bumped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustKubeup(t, state, "replace", "-f", specFile)
+	_, stderr, err = kubeup(t, state, "update", "cluster", name)
+	for _, want := range []string{"spec.assets.images.kube-apiserver.image", "spec.assets.kubelet.url"} {
+		if err != nil || !strings.Contains(stderr, want) {
+			t.Errorf("update of the bumped spec: %v; stderr:\n%s\nwant a warning naming %q", err, stderr, want)
+		}
+	}
+	out = mustKubeup(t, state, "assets", "mirror", name, "--from", from, "--yes")
+	spec = mustKubeup(t, state, "get", "cluster", name, "-o", "yaml")
+	for _, want := range []string{"assets/kubernetes/v1.34.3/bin/linux/amd64/kubelet", "sha256: " + sum("another kubelet"), "image: registry.k8s.io/kube-apiserver:v1.34.3"} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("after mirroring the bumped spec, it does not hold %q:\n%s\nmirror printed:\n%s", want, spec, out)
+		}
+	}
+	if _, stderr, err = kubeup(t, state, "update", "cluster", name); err != nil || strings.Contains(stderr, "spec.assets") {
+		t.Errorf("update after mirroring the bumped spec: %v; stderr:\n%s", err, stderr)
+	}
 }
