@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"kubeup.dev/kubeup/model"
@@ -232,5 +234,82 @@ func TestAssetFromStore(t *testing.T) {
 	r := run(t, Options{Conf: conf, Root: t.TempDir()})
 	if r.runErr == nil || !strings.Contains(r.runErr.Error(), "kubeup assets mirror") {
 		t.Errorf("an asset missing from the store: %v; want an error naming `kubeup assets mirror`", r.runErr)
+	}
+}
+
+// TestKilledMidDownload kills nodeup (the binary) with SIGKILL while it is in the middle of downloading kubelet and
+// containerd's archive (the server has sent half of each and waits): nothing is at kubelet's path, nothing of the
+// archive is installed or recorded, only temporary files. The next run downloads them whole and leaves no
+// temporary file.
+func TestKilledMidDownload(t *testing.T) {
+	bin, err := nodeupBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+	files := workerAssets(t)
+	var mu sync.Mutex
+	block := true
+	reached := map[string]bool{}
+	cond := sync.NewCond(&mu)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		blocking := block && (r.URL.Path == "/kubelet" || r.URL.Path == "/containerd.tar.gz")
+		mu.Unlock()
+		if !blocking {
+			w.Write(data)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.Write(data[:len(data)/2])
+		w.(http.Flusher).Flush()
+		mu.Lock()
+		reached[r.URL.Path] = true
+		cond.Broadcast()
+		mu.Unlock()
+		<-r.Context().Done() // until nodeup is killed
+	}))
+	defer srv.Close()
+
+	k := newKilledApply(t, bin, nodeConfigWith(t, "nodes", withAssets(srv.URL, files, "")))
+	cmd := k.command()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for !reached["/kubelet"] || !reached["/containerd.tar.gz"] {
+		cond.Wait()
+	}
+	block = false
+	mu.Unlock()
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	for p := range readTree(t, k.root) {
+		switch {
+		case tempFile.MatchString(filepath.Base(p)):
+		case p == "usr/local/bin/kubelet", p == "usr/local/bin/containerd", p == "usr/local/bin/containerd-shim-runc-v2", p == "usr/local/bin/ctr",
+			strings.HasPrefix(p, "var/lib/kubeup/assets/containerd"):
+			t.Errorf("after a kill mid-download: %s is there\n%s", p, &out)
+		}
+	}
+
+	k.mustRun(t)
+	for p, e := range readTree(t, k.root) {
+		if tempFile.MatchString(filepath.Base(p)) {
+			t.Errorf("after the run to the end: temporary file %s (%v) is left", p, e)
+		}
+	}
+	for p, want := range map[string]string{"usr/local/bin/kubelet": string(files["/kubelet"]), "usr/local/bin/containerd": "containerd"} {
+		if got, err := os.ReadFile(filepath.Join(k.root, p)); err != nil || string(got) != want {
+			t.Errorf("after the run to the end: /%s = %q, %v", p, got, err)
+		}
 	}
 }
