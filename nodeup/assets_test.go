@@ -242,11 +242,10 @@ func TestAssetFromStore(t *testing.T) {
 // archive is installed or recorded, only temporary files. The next run downloads them whole and leaves no
 // temporary file.
 func TestKilledMidDownload(t *testing.T) {
-	bin, err := nodeupBinary()
+	bin, err := nodeupBinary() // shared with TestKilledNodeup; TestMain removes it
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	files := workerAssets(t)
 	var mu sync.Mutex
 	block := true
