@@ -52,6 +52,9 @@ type NodeTasksOptions struct {
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
+	// LeaveAssets adds the assets' tasks with the Ignore lifecycle: protokube sets it. Installing them is
+	// nodeup's; a round would hash every binary and image again for nothing.
+	LeaveAssets bool
 	// LeaveNodeConf leaves /etc/kubeup/node.conf out of the graph. protokube sets it: node.conf is the
 	// configuration nodeup converged the node to (what a rolling update compares with the group's), written by
 	// nodeup alone; a round that wrote back the configuration it read at its start would undo a nodeup that wrote
@@ -101,6 +104,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		roleConf = string(b)
 	}
 
+	assets := addAssetTasks(g, in, nc, o.LeaveAssets)
+
 	// The keystore's files come first: a component whose manifest is written starts at once, and reads them.
 	for _, f := range nc.Files {
 		mode, err := f.FileMode()
@@ -133,9 +138,9 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
-	// containerd runs, with the images preloaded, before kubelet starts. Its binaries' tasks and the images are
-	// the assets' (spec.assets, model.PreloadImages), wired in when they merge: none yet.
-	runtime, err := addRuntimeTasks(g, in, s, RuntimeAssets{})
+	// containerd runs, with the images preloaded, before kubelet starts: it restarts when one of its binaries
+	// changes, and each image the node preloads is imported once its archive is installed.
+	runtime, err := addRuntimeTasks(g, in, s, runtimeAssets(nc, assets))
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
@@ -149,9 +154,9 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		Definition: ptr(kubeletUnit),
 		Enabled:    ptr(true),
 		Running:    startIf(o.StartKubelet),
-		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
-		// containerd's service and the image imports only order it.
-		DependsOn: append([]engine.Task{env}, runtime.after()...),
+		// kubelet restarts when its flags or its binary change; it picks up changed manifests by itself, without
+		// a restart. containerd's service and the image imports only order it.
+		DependsOn: append(append([]engine.Task{env}, dependsOnAsset(assets, AssetKubelet)...), runtime.after()...),
 	})
 
 	if controlPlane {
@@ -160,7 +165,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// is the cluster's spec.
 		// A configuration that names its role's (NodeConfig.RoleConfig) finds it beside it: that copy is written
 		// first, so that protokube never reads a node.conf whose role's configuration is not there yet.
-		var dependsOn []engine.Task
+		dependsOn := dependsOnAsset(assets, AssetProtokube)
 		if !o.LeaveNodeConf {
 			var after []engine.Task
 			if roleConf != "" {

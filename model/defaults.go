@@ -134,6 +134,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 
 	completeComponents(c)
 	completeContainerd(s)
+	completeAssets(s)
 }
 
 // DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates

@@ -30,9 +30,10 @@ var SpecNodeDirs = []string{
 const KubeupStateDir = "/var/lib/kubeup"
 
 // NodeupFiles are the files nodeup writes outside SpecNodeDirs and KubeupStateDir, whatever the spec says:
-// kubelet's flags, the container runtime's configuration and the units of the services it installs.
-// OwnedNodePath adds them.
-var NodeupFiles = []string{
+// kubelet's flags, the container runtime's configuration, the units of the services it installs, and the
+// binaries of spec.assets (kubelet, containerd, containerd-shim-runc-v2, ctr, crictl and protokube in
+// /usr/local/bin, runc in /usr/local/sbin, the CNI plugins in /opt/cni/bin). OwnedNodePath adds them.
+var NodeupFiles = append([]string{
 	kubeletEnvFile,
 	path.Join(systemdUnitDir, "kubelet.service"),
 	path.Join(systemdUnitDir, "protokube.service"),
@@ -40,7 +41,7 @@ var NodeupFiles = []string{
 	cniConfigTemplate,
 	crictlConfig,
 	path.Join(systemdUnitDir, containerdUnit),
-}
+}, assetFiles...)
 
 // NodeupUnits are the systemd units nodeup installs from a node configuration.
 var NodeupUnits = []string{"kubelet.service", "protokube.service", containerdUnit}

@@ -22,9 +22,11 @@ import (
 func checkOwned(source string, g *engine.Graph[*Round]) error {
 	var bad []string
 	for _, t := range g.Tasks() {
-		if p, ok := nodetasks.WrittenPath(t); ok {
-			if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
-				bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+		if ps, ok := nodetasks.WrittenPaths(t); ok {
+			for _, p := range ps {
+				if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
+					bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+				}
 			}
 			continue
 		}
