@@ -37,6 +37,8 @@ type Validation struct {
 	Cluster  string              `json:"cluster"`
 	Healthy  bool                `json:"healthy"`
 	Failures []ValidationFailure `json:"failures"`
+	// Warnings are what validation names without failing: gaps of the design the cluster runs with.
+	Warnings []ValidationFailure `json:"warnings"`
 	Nodes    []ValidatedNode     `json:"nodes"`
 	Etcd     []MemberHealth      `json:"etcdMembers"`
 }
@@ -113,7 +115,8 @@ func (cs *Clusters) newValidator(ctx context.Context, name string, o ValidateOpt
 }
 
 func (v *validator) validate(ctx context.Context) *Validation {
-	out := &Validation{Cluster: v.c.Metadata.Name, Failures: []ValidationFailure{}, Nodes: []ValidatedNode{}}
+	out := &Validation{Cluster: v.c.Metadata.Name, Failures: []ValidationFailure{}, Nodes: []ValidatedNode{},
+		Warnings: append([]ValidationFailure{}, credentialWarnings(v.c)...)}
 	fail := func(kind, name, format string, args ...any) {
 		out.Failures = append(out.Failures, ValidationFailure{Kind: kind, Name: name, Message: fmt.Sprintf(format, args...)})
 	}
@@ -320,6 +323,13 @@ func (val *Validation) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "etcd member %s: %s\n", m, state)
 	}
 	fmt.Fprintln(w)
+	if len(val.Warnings) > 0 {
+		fmt.Fprintf(w, "WARNINGS (%d)\n", len(val.Warnings))
+		for _, f := range val.Warnings {
+			fmt.Fprintln(w, f.String())
+		}
+		fmt.Fprintln(w)
+	}
 	if val.Healthy {
 		_, err := fmt.Fprintf(w, "Your cluster %s is ready\n", val.Cluster)
 		return err

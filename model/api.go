@@ -104,6 +104,8 @@ type ClusterSpec struct {
 	KubeScheduler *KubeSchedulerConfig `json:"kubeScheduler,omitempty"`
 	// KubeProxy configures kube-proxy on every node.
 	KubeProxy *KubeProxyConfig `json:"kubeProxy,omitempty"`
+	// Containerd configures containerd, the container runtime of every node.
+	Containerd *ContainerdSpec `json:"containerd,omitempty"`
 	// Local configures the local cloud provider (cloudProvider: local).
 	Local *LocalSpec `json:"local,omitempty"`
 	// AWS configures the aws cloud provider (cloudProvider: aws): the network and the instance profiles the
@@ -114,6 +116,9 @@ type ClusterSpec struct {
 	GCE *GCESpec `json:"gce,omitempty"`
 	// Nodeup is the nodeup binary the machines of an aws or gce cluster fetch at boot (their user data).
 	Nodeup *NodeupSpec `json:"nodeup,omitempty"`
+	// Assets names every file a node installs (kubelet, the container runtime, the CNI plugins, crictl,
+	// protokube) and the images it preloads, each by URL and sha256, and the mirror they come from.
+	Assets *AssetsSpec `json:"assets,omitempty"`
 }
 
 // AWSSpec configures the aws cloud provider. The network and the instance profiles are the user's: kubeup checks

@@ -147,8 +147,8 @@ func TestBuildNodeGraph(t *testing.T) {
 	}
 }
 
-// TestNodeFiles pins what the node graph writes: the kube-apiserver manifest, kubelet's flags and unit on a
-// control-plane node of the 3-control-plane cluster.
+// TestNodeFiles pins what the node graph writes: the kube-apiserver manifest, kubelet's flags and unit, and the
+// container runtime's configuration and unit on a control-plane node of the 3-control-plane cluster.
 func TestNodeFiles(t *testing.T) {
 	_, g := nodeGraph(t, 3, "control-plane-b")
 	for _, tt := range []struct {
@@ -159,6 +159,10 @@ func TestNodeFiles(t *testing.T) {
 		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-proxy.manifest"}, "testdata/build-node-kube-proxy.manifest.golden"},
 		{engine.Key{Type: "File", Name: kubeletEnvFile}, "testdata/build-node-kubelet.env.golden"},
 		{engine.Key{Type: "SystemdService", Name: "kubelet.service"}, "testdata/build-node-kubelet.service.golden"},
+		{engine.Key{Type: "File", Name: containerdConfigFile}, "testdata/build-node-containerd-config.toml.golden"},
+		{engine.Key{Type: "File", Name: cniConfigTemplate}, "testdata/build-node-cni-conf.template.golden"},
+		{engine.Key{Type: "File", Name: crictlConfig}, "testdata/build-node-crictl.yaml.golden"},
+		{engine.Key{Type: "SystemdService", Name: containerdUnit}, "testdata/build-node-containerd.service.golden"},
 	} {
 		t.Run(tt.key.String(), func(t *testing.T) {
 			task, ok := g.Lookup(tt.key)

@@ -52,6 +52,9 @@ type NodeTasksOptions struct {
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
+	// LeaveAssets adds the assets' tasks with the Ignore lifecycle: protokube sets it. Installing them is
+	// nodeup's; a round would hash every binary and image again for nothing.
+	LeaveAssets bool
 	// LeaveNodeConf leaves /etc/kubeup/node.conf out of the graph. protokube sets it: node.conf is the
 	// configuration nodeup converged the node to (what a rolling update compares with the group's), written by
 	// nodeup alone; a round that wrote back the configuration it read at its start would undo a nodeup that wrote
@@ -60,7 +63,8 @@ type NodeTasksOptions struct {
 }
 
 // AddNodeTasks adds to g the tasks that converge a node of the configuration's instance group, each run on the
-// node in(world) of g's world: kubelet's flags and unit, the static-pod manifests (kube-apiserver,
+// node in(world) of g's world: the container runtime's configuration and unit (addRuntimeTasks), kubelet's
+// flags and unit, the static-pod manifests (kube-apiserver,
 // kube-controller-manager and kube-scheduler on the control plane; kube-proxy everywhere) and, on the control
 // plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds
@@ -71,8 +75,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	c, ig := nc.Cluster, nc.InstanceGroup
 	s := &c.Spec
-	if s.Kubelet == nil || s.KubeProxy == nil {
-		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet or kubeProxy)", ig.Metadata.Name)
+	if s.Kubelet == nil || s.KubeProxy == nil || s.Containerd == nil {
+		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet, kubeProxy or containerd)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
 	case RoleControlPlane, RoleNode:
@@ -99,6 +103,8 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		}
 		roleConf = string(b)
 	}
+
+	assets := addAssetTasks(g, in, nc, o.LeaveAssets)
 
 	// The keystore's files come first: a component whose manifest is written starts at once, and reads them.
 	for _, f := range nc.Files {
@@ -132,6 +138,12 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
+	// containerd runs, with the images preloaded, before kubelet starts: it restarts when one of its binaries
+	// changes, and each image the node preloads is imported once its archive is installed.
+	runtime, err := addRuntimeTasks(g, in, s, runtimeAssets(nc, assets))
+	if err != nil {
+		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
+	}
 	env := engine.AddIn(g, in, &nodetasks.File{
 		Path:     kubeletEnvFile,
 		Contents: ptr(envText),
@@ -142,8 +154,9 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		Definition: ptr(kubeletUnit),
 		Enabled:    ptr(true),
 		Running:    startIf(o.StartKubelet),
-		// kubelet restarts when its flags change; it picks up changed manifests by itself, without a restart.
-		DependsOn: []engine.Task{env},
+		// kubelet restarts when its flags or its binary change; it picks up changed manifests by itself, without
+		// a restart. containerd's service and the image imports only order it.
+		DependsOn: append(append([]engine.Task{env}, dependsOnAsset(assets, AssetKubelet)...), runtime.after()...),
 	})
 
 	if controlPlane {
@@ -152,7 +165,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// is the cluster's spec.
 		// A configuration that names its role's (NodeConfig.RoleConfig) finds it beside it: that copy is written
 		// first, so that protokube never reads a node.conf whose role's configuration is not there yet.
-		var dependsOn []engine.Task
+		dependsOn := dependsOnAsset(assets, AssetProtokube)
 		if !o.LeaveNodeConf {
 			var after []engine.Task
 			if roleConf != "" {
@@ -237,7 +250,7 @@ var (
 [Unit]
 Description=Kubernetes kubelet
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
-Wants=containerd.service
+Requires=containerd.service
 After=containerd.service
 
 [Service]

@@ -35,6 +35,18 @@ type KubeletConfig struct {
 	RegisterWithTaints []string `json:"registerWithTaints,omitempty" flag:"register-with-taints"`
 	// FeatureGates turns features on or off.
 	FeatureGates map[string]string `json:"featureGates,omitempty" flag:"feature-gates"`
+
+	// Kubelet credentials (docs/pki.md): kubelet bootstraps with kubeup's bootstrap token, then holds a client
+	// certificate of its own node name in CertDir, renews it, and has its serving certificate signed.
+
+	// BootstrapKubeconfig holds kubeup's bootstrap token: kubelet asks for its client certificate with it.
+	BootstrapKubeconfig string `json:"bootstrapKubeconfig,omitempty" flag:"bootstrap-kubeconfig"`
+	// CertDir is where kubelet keeps its client and serving certificates and keys.
+	CertDir string `json:"certDir,omitempty" flag:"cert-dir"`
+	// RotateCertificates renews the client certificate before it ends.
+	RotateCertificates *bool `json:"rotateCertificates,omitempty" flag:"rotate-certificates"`
+	// RotateServerCertificates asks for a serving certificate signed by the cluster (serverTLSBootstrap).
+	RotateServerCertificates *bool `json:"rotateServerCertificates,omitempty" flag:"rotate-server-certificates"`
 }
 
 // KubeAPIServerConfig configures kube-apiserver.
@@ -101,6 +113,10 @@ type KubeAPIServerConfig struct {
 	APIAudiences []string `json:"apiAudiences,omitempty" flag:"api-audiences"`
 	// KubeletPreferredAddressTypes is the order of node address types used to reach kubelets.
 	KubeletPreferredAddressTypes []string `json:"kubeletPreferredAddressTypes,omitempty" flag:"kubelet-preferred-address-types"`
+	// EnableBootstrapTokenAuth accepts bootstrap tokens (kubelets ask for their certificates with one).
+	EnableBootstrapTokenAuth *bool `json:"enableBootstrapTokenAuth,omitempty" flag:"enable-bootstrap-token-auth"`
+	// KubeletCertificateAuthority verifies kubelets' serving certificates (the kubelet CA).
+	KubeletCertificateAuthority string `json:"kubeletCertificateAuthority,omitempty" flag:"kubelet-certificate-authority"`
 	// FeatureGates turns features on or off.
 	FeatureGates map[string]string `json:"featureGates,omitempty" flag:"feature-gates"`
 }
@@ -129,6 +145,13 @@ type KubeControllerManagerConfig struct {
 	ServiceAccountPrivateKeyFile string `json:"serviceAccountPrivateKeyFile,omitempty" flag:"service-account-private-key-file"`
 	// RootCAFile is the cluster CA put in service account secrets.
 	RootCAFile string `json:"rootCAFile,omitempty" flag:"root-ca-file"`
+	// ClusterSigningKubeletClientCertFile and ClusterSigningKubeletClientKeyFile sign kubelets' client
+	// certificates (kubernetes.io/kube-apiserver-client-kubelet); ClusterSigningKubeletServingCertFile and
+	// ClusterSigningKubeletServingKeyFile their serving certificates (kubernetes.io/kubelet-serving): the kubelet CA.
+	ClusterSigningKubeletClientCertFile  string `json:"clusterSigningKubeletClientCertFile,omitempty" flag:"cluster-signing-kubelet-client-cert-file"`
+	ClusterSigningKubeletClientKeyFile   string `json:"clusterSigningKubeletClientKeyFile,omitempty" flag:"cluster-signing-kubelet-client-key-file"`
+	ClusterSigningKubeletServingCertFile string `json:"clusterSigningKubeletServingCertFile,omitempty" flag:"cluster-signing-kubelet-serving-cert-file"`
+	ClusterSigningKubeletServingKeyFile  string `json:"clusterSigningKubeletServingKeyFile,omitempty" flag:"cluster-signing-kubelet-serving-key-file"`
 	// FeatureGates turns features on or off.
 	FeatureGates map[string]string `json:"featureGates,omitempty" flag:"feature-gates"`
 }

@@ -23,6 +23,12 @@ const (
 	apiServerPKI = srvKubernetes + "/kube-apiserver"
 	// etcdPKI holds the etcd members' certificates and keys, and the etcd CAs' certificates (never a CA's key).
 	etcdPKI = srvKubernetes + "/etcd"
+	// controllerManagerPKI holds the kubelet CA's certificate and key, with which kube-controller-manager signs
+	// kubelets' certificates: the one CA key a node holds (docs/pki.md).
+	controllerManagerPKI = srvKubernetes + "/kube-controller-manager"
+	// protokubePKI holds protokube's client certificates: the one that applies kubeup's objects in the cluster,
+	// and the CSR approver's.
+	protokubePKI = srvKubernetes + "/protokube"
 )
 
 // Complete returns the complete spec: a deep copy of cluster and its instance groups with every value the
@@ -127,6 +133,8 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	}
 
 	completeComponents(c)
+	completeContainerd(s)
+	completeAssets(s)
 }
 
 // DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates
@@ -341,6 +349,10 @@ func completeComponents(c *Cluster) {
 	setDefault(&k.AuthorizationMode, "Webhook")
 	setDefault(&k.ClientCAFile, srvKubernetes+"/ca.crt")
 	ptrDefault(&k.MaxPods, 110)
+	setDefault(&k.BootstrapKubeconfig, "/var/lib/kubelet/bootstrap-kubeconfig")
+	setDefault(&k.CertDir, "/var/lib/kubelet/pki")
+	ptrDefault(&k.RotateCertificates, true)
+	ptrDefault(&k.RotateServerCertificates, true)
 
 	if s.KubeAPIServer == nil {
 		s.KubeAPIServer = &KubeAPIServerConfig{}
@@ -370,7 +382,10 @@ func completeComponents(c *Cluster) {
 	if a.EnableAdmissionPlugins == nil {
 		a.EnableAdmissionPlugins = []string{"NodeRestriction"}
 	}
-	setDefault(&a.ClientCAFile, srvKubernetes+"/ca.crt")
+	// The Kubernetes CA and the kubelet CA (kubelets' client certificates): docs/pki.md.
+	setDefault(&a.ClientCAFile, apiServerPKI+"/client-ca.crt")
+	ptrDefault(&a.EnableBootstrapTokenAuth, true)
+	setDefault(&a.KubeletCertificateAuthority, apiServerPKI+"/kubelet-ca.crt")
 	setDefault(&a.TLSCertFile, srvKubernetes+"/server.crt")
 	setDefault(&a.TLSPrivateKeyFile, srvKubernetes+"/server.key")
 	setDefault(&a.ServiceAccountIssuer, "https://"+s.API.InternalName)
@@ -418,6 +433,10 @@ func completeComponents(c *Cluster) {
 	ptrDefault(&m.UseServiceAccountCredentials, true)
 	setDefault(&m.ServiceAccountPrivateKeyFile, srvKubernetes+"/service-account.key")
 	setDefault(&m.RootCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&m.ClusterSigningKubeletClientCertFile, controllerManagerPKI+"/kubelet-ca.crt")
+	setDefault(&m.ClusterSigningKubeletClientKeyFile, controllerManagerPKI+"/kubelet-ca.key")
+	setDefault(&m.ClusterSigningKubeletServingCertFile, controllerManagerPKI+"/kubelet-ca.crt")
+	setDefault(&m.ClusterSigningKubeletServingKeyFile, controllerManagerPKI+"/kubelet-ca.key")
 
 	if s.KubeScheduler == nil {
 		s.KubeScheduler = &KubeSchedulerConfig{}

@@ -145,6 +145,8 @@ func NewNodeConfig(c *Cluster, ig *InstanceGroup) *NodeConfig {
 	// The group's size is the cloud's business, not a node's: left out, a resize changes no node configuration,
 	// so no launch template version, and rolling-update replaces no machine for it (as kops).
 	nc.InstanceGroup.Spec.MinSize, nc.InstanceGroup.Spec.MaxSize = nil, nil
+	// Only what a node of the group installs: the files and images with a sha256 (the others no node downloads).
+	nc.Cluster.Spec.Assets = NodeConfigAssets(&c.Spec, ig.Spec.Role)
 	if ig.Spec.Role == RoleControlPlane {
 		nc.Protokube = newProtokubeConfig(c, ig)
 	}

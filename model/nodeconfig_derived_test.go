@@ -105,19 +105,19 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 			func(nc *NodeConfig) {
 				nc.Files = append(nc.Files, NodeFile{Path: "/etc/sudoers.d/zz", Mode: "0440", Contents: "ALL ALL=(ALL) NOPASSWD: ALL\n"})
 			},
-			[]string{"files[2].path"}},
+			[]string{"files[3].path"}},
 		{"a control plane's file on a worker", "nodes",
 			func(nc *NodeConfig) {
 				nc.Files = append(nc.Files, NodeFile{Path: c.Spec.KubeAPIServer.TLSPrivateKeyFile, Mode: "0600", Contents: "k", Sensitive: true})
 			},
-			[]string{"files[2].path"}},
+			[]string{"files[3].path"}},
 		{"a file given twice, other contents", "nodes",
 			func(nc *NodeConfig) {
 				again := nc.Files[0]
 				again.Contents += "x"
 				nc.Files = append(nc.Files, again)
 			},
-			[]string{"files[2].path"}},
+			[]string{"files[3].path"}},
 		{"a key readable by all", "control-plane-a",
 			func(nc *NodeConfig) { nc.Files[1].Mode = "0644" },
 			[]string{"files[1].mode"}},

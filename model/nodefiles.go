@@ -86,14 +86,29 @@ func nodeFiles(c *Cluster, role string, ks Issued) ([]NodeFile, error) {
 	}
 	internalAPI := "https://" + s.API.InternalName + apiPortSuffix(s)
 
+	// The control plane's kubelets bootstrap through their own node's kube-apiserver, the others through the
+	// internal API name.
+	localAPI := "https://127.0.0.1" + apiPortSuffix(s)
+	bootstrapAPI := internalAPI
+	if role == RoleControlPlane {
+		bootstrapAPI = localAPI
+	}
+
 	cert(s.Kubelet.ClientCAFile, KeypairKubernetesCA)
 	kubeconfig(s.KubeProxy.Kubeconfig, internalAPI, KeypairKubeProxy)
+	if s.Kubelet.BootstrapKubeconfig != "" {
+		add(NodeFile{Path: s.Kubelet.BootstrapKubeconfig, Mode: "0600", Contents: bootstrapKubeconfig(c, bootstrapAPI, ks), Sensitive: true})
+	}
 	if role != RoleControlPlane {
 		return files, nil
 	}
 	a := s.KubeAPIServer
 	if a.ClientCAFile != s.Kubelet.ClientCAFile {
-		cert(a.ClientCAFile, KeypairKubernetesCA)
+		// kube-apiserver trusts the clients of both CAs: every component's, and kubelets' (docs/pki.md).
+		add(NodeFile{Path: a.ClientCAFile, Mode: "0644", Contents: bundlePEM(ks[KeypairKubernetesCA], ks[KeypairKubeletCA])})
+	}
+	if a.KubeletCertificateAuthority != "" {
+		cert(a.KubeletCertificateAuthority, KeypairKubeletCA)
 	}
 	pair(a.TLSCertFile, a.TLSPrivateKeyFile, KeypairKubeAPIServer)
 	pair(a.KubeletClientCertificate, a.KubeletClientKey, KeypairKubeletAPIClient)
@@ -110,8 +125,18 @@ func nodeFiles(c *Cluster, role string, ks Issued) ([]NodeFile, error) {
 	if m.RootCAFile != s.Kubelet.ClientCAFile && m.RootCAFile != a.ClientCAFile {
 		cert(m.RootCAFile, KeypairKubernetesCA)
 	}
+	// kube-controller-manager signs kubelets' certificates with the kubelet CA: the one CA key a node holds.
+	for _, p := range [][2]string{
+		{m.ClusterSigningKubeletClientCertFile, m.ClusterSigningKubeletClientKeyFile},
+		{m.ClusterSigningKubeletServingCertFile, m.ClusterSigningKubeletServingKeyFile},
+	} {
+		if p[0] != "" && p[1] != "" {
+			pair(p[0], p[1], KeypairKubeletCA)
+		}
+	}
+	pair(ProtokubeCertFile, ProtokubeKeyFile, KeypairProtokube)
+	pair(CSRApproverCertFile, CSRApproverKeyFile, KeypairCSRApprover)
 	// The controller-manager and the scheduler talk to the kube-apiserver of their own node.
-	localAPI := "https://127.0.0.1" + apiPortSuffix(s)
 	kubeconfig(m.Kubeconfig, localAPI, KeypairKubeControllerManager)
 	kubeconfig(s.KubeScheduler.Kubeconfig, localAPI, KeypairKubeScheduler)
 
@@ -126,6 +151,15 @@ func nodeFiles(c *Cluster, role string, ks Issued) ([]NodeFile, error) {
 	}
 	return files, nil
 }
+
+// Where protokube's client certificates are on a control-plane node: the one that applies kubeup's objects in
+// the cluster, and the CSR approver's.
+const (
+	ProtokubeCertFile   = protokubePKI + "/protokube.crt"
+	ProtokubeKeyFile    = protokubePKI + "/protokube.key"
+	CSRApproverCertFile = protokubePKI + "/csr-approver.crt"
+	CSRApproverKeyFile  = protokubePKI + "/csr-approver.key"
+)
 
 // Where etcd's CAs' certificates are on a control-plane node.
 const (
@@ -168,6 +202,18 @@ func keyPEM(is *pkitasks.Issued) string {
 	return is.KeyPEM.Reveal()
 }
 
+// bundlePEM is the certificates of several CAs in one file; PendingPEM while one is still to be issued.
+func bundlePEM(cas ...*pkitasks.Issued) string {
+	var b strings.Builder
+	for _, ca := range cas {
+		if ca == nil {
+			return PendingPEM
+		}
+		b.WriteString(ca.CertPEM)
+	}
+	return b.String()
+}
+
 func publicKeyPEM(is *pkitasks.Issued) string {
 	if is == nil {
 		return PendingPEM
@@ -184,9 +230,29 @@ func nodeKubeconfig(c *Cluster, server string, ks Issued, name string) string {
 	return Kubeconfig(c.Metadata.Name, server, certPEM(ks[KeypairKubernetesCA]), name, certPEM(ks[name]), engine.NewSecret(keyPEM(ks[name]))).Reveal()
 }
 
+// BootstrapTokenUser is the user of a bootstrap kubeconfig.
+const BootstrapTokenUser = "kubelet-bootstrap"
+
+// bootstrapKubeconfig is kubelet's bootstrap kubeconfig: the bootstrap token, trusting the Kubernetes CA.
+func bootstrapKubeconfig(c *Cluster, server string, ks Issued) string {
+	token := PendingPEM
+	if is := ks[KeypairBootstrapToken]; is != nil {
+		token = is.Token.Reveal()
+	}
+	return kubeconfigOf(c.Metadata.Name, server, certPEM(ks[KeypairKubernetesCA]), BootstrapTokenUser, map[string]any{"token": token}).Reveal()
+}
+
 // Kubeconfig is a kubeconfig of one cluster, one user and one context, all named after the cluster except the
 // user (named user), with the CA's certificate and the user's certificate and key inline.
 func Kubeconfig(cluster, server, caPEM, user, certPEM string, keyPEM engine.Secret) engine.Secret {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return kubeconfigOf(cluster, server, caPEM, user, map[string]any{
+		"client-certificate-data": b64(certPEM), "client-key-data": b64(keyPEM.Reveal()),
+	})
+}
+
+// kubeconfigOf is a kubeconfig of one cluster, one user (with the credentials creds) and one context.
+func kubeconfigOf(cluster, server, caPEM, user string, creds map[string]any) engine.Secret {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	kc := map[string]any{
 		"apiVersion": "v1",
@@ -194,9 +260,7 @@ func Kubeconfig(cluster, server, caPEM, user, certPEM string, keyPEM engine.Secr
 		"clusters": []any{map[string]any{"name": cluster, "cluster": map[string]any{
 			"server": server, "certificate-authority-data": b64(caPEM),
 		}}},
-		"users": []any{map[string]any{"name": user, "user": map[string]any{
-			"client-certificate-data": b64(certPEM), "client-key-data": b64(keyPEM.Reveal()),
-		}}},
+		"users": []any{map[string]any{"name": user, "user": creds}},
 		"contexts": []any{map[string]any{"name": cluster, "context": map[string]any{
 			"cluster": cluster, "user": user,
 		}}},

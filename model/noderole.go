@@ -41,7 +41,10 @@ func NewNodeRoleConfig(c *Cluster, role string, ks Issued) (*NodeRoleConfig, err
 	if err != nil {
 		return nil, err
 	}
-	return &NodeRoleConfig{APIVersion: APIVersion, Kind: KindNodeRoleConfig, Role: role, Cluster: c, Files: files}, nil
+	// Only what the role's nodes install: the files and images with a sha256 (NodeConfigAssets).
+	cc := *c
+	cc.Spec.Assets = NodeConfigAssets(&c.Spec, role)
+	return &NodeRoleConfig{APIVersion: APIVersion, Kind: KindNodeRoleConfig, Role: role, Cluster: &cc, Files: files}, nil
 }
 
 // Encode renders the role's configuration as kubeup stores it: a first line "# sha256:<hex>" holding the sha256

@@ -30,15 +30,21 @@ var SpecNodeDirs = []string{
 const KubeupStateDir = "/var/lib/kubeup"
 
 // NodeupFiles are the files nodeup writes outside SpecNodeDirs and KubeupStateDir, whatever the spec says:
-// kubelet's flags and the units of the services it installs. OwnedNodePath adds them.
-var NodeupFiles = []string{
+// kubelet's flags, the container runtime's configuration, the units of the services it installs, and the
+// binaries of spec.assets (kubelet, containerd, containerd-shim-runc-v2, ctr, crictl and protokube in
+// /usr/local/bin, runc in /usr/local/sbin, the CNI plugins in /opt/cni/bin). OwnedNodePath adds them.
+var NodeupFiles = append([]string{
 	kubeletEnvFile,
 	path.Join(systemdUnitDir, "kubelet.service"),
 	path.Join(systemdUnitDir, "protokube.service"),
-}
+	containerdConfigFile,
+	cniConfigTemplate,
+	crictlConfig,
+	path.Join(systemdUnitDir, containerdUnit),
+}, assetFiles...)
 
 // NodeupUnits are the systemd units nodeup installs from a node configuration.
-var NodeupUnits = []string{"kubelet.service", "protokube.service"}
+var NodeupUnits = []string{"kubelet.service", "protokube.service", containerdUnit}
 
 // reservedNodePaths are files in SpecNodeDirs that kubeup itself writes, which no spec path may name: the node's
 // configuration and its role's beside it.

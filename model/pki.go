@@ -22,6 +22,8 @@ const (
 	KeypairEtcdClientsCA  = "etcd-clients-ca" // signs the etcd members' serving certificates and their clients'
 	KeypairFrontProxyCA   = "front-proxy-ca"  // signs the front proxy's client certificate (API aggregation)
 	KeypairServiceAccount = "service-account" // signs and verifies service-account tokens: a bare key
+	KeypairKubeletCA      = "kubelet-ca"      // signs kubelets' client and serving certificates (kube-controller-manager)
+	KeypairBootstrapToken = "bootstrap-token" // kubelets ask for their certificates with it: a token
 
 	KeypairKubeAPIServer         = "kube-apiserver"
 	KeypairKubeletAPIClient      = "kube-apiserver-kubelet-client"
@@ -31,6 +33,16 @@ const (
 	KeypairKubeScheduler         = "kube-scheduler"
 	KeypairKubeProxy             = "kube-proxy"
 	KeypairAdmin                 = "admin"
+	KeypairProtokube             = "protokube"    // applies kubeup's objects in the cluster (RBAC, the bootstrap token)
+	KeypairCSRApprover           = "csr-approver" // decides kubelets' certificate requests, in protokube
+)
+
+// Subjects of protokube's client certificates. The approver's identity holds only the RBAC kubeup gives it
+// (ClusterRole kubeup:csr-approver); protokube's applies RBAC objects, which needs every permission they grant:
+// system:masters, as the control plane's kube-apiserver-kubelet-client already is.
+const (
+	ProtokubeUser   = "kubeup:protokube"
+	CSRApproverUser = "kubeup:csr-approver"
 )
 
 // Lifetimes of what kubeup issues. A certificate is issued again within pkitasks.RenewBefore (30 days) of its
@@ -75,7 +87,7 @@ func addKeystore[C storetasks.World](g *engine.Graph[C], c *Cluster) (keystore[C
 		slices.Sort(k.IPAddresses)
 		if k.Usage == pkitasks.UsageCA {
 			k.Lifetime = CALifetime
-		} else if k.Usage != pkitasks.UsageKey {
+		} else if k.Usage != pkitasks.UsageKey && k.Usage != pkitasks.UsageToken {
 			k.Lifetime = CertLifetime
 		}
 		k = engine.Add(g, k)
@@ -87,6 +99,8 @@ func addKeystore[C storetasks.World](g *engine.Graph[C], c *Cluster) (keystore[C
 	}
 	kubeCA, peersCA, clientsCA, proxyCA := ca(KeypairKubernetesCA), ca(KeypairEtcdPeersCA), ca(KeypairEtcdClientsCA), ca(KeypairFrontProxyCA)
 	add(&pkitasks.Keypair[C]{Name: KeypairServiceAccount, Usage: pkitasks.UsageKey})
+	ca(KeypairKubeletCA)
+	add(&pkitasks.Keypair[C]{Name: KeypairBootstrapToken, Usage: pkitasks.UsageToken})
 
 	serviceIP, ok := nthAddress(s.Networking.ServiceClusterIPRange, 1)
 	if !ok {
@@ -112,6 +126,8 @@ func addKeystore[C storetasks.World](g *engine.Graph[C], c *Cluster) (keystore[C
 	client(KeypairKubeScheduler, "system:kube-scheduler", kubeCA)
 	client(KeypairKubeProxy, "system:kube-proxy", kubeCA)
 	client(KeypairAdmin, AdminUser, kubeCA, AdminGroup)
+	client(KeypairProtokube, ProtokubeUser, kubeCA, AdminGroup)
+	client(KeypairCSRApprover, CSRApproverUser, kubeCA)
 
 	for _, e := range s.EtcdClusters {
 		for _, m := range e.Members {

@@ -95,7 +95,11 @@ func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
 		if !ok {
 			continue
 		}
-		is, err := pkitasks.Decode([]byte(obj))
+		decode := pkitasks.Decode
+		if name == KeypairBootstrapToken {
+			decode = pkitasks.DecodeToken
+		}
+		is, err := decode([]byte(obj))
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -139,6 +143,9 @@ func storedNodeConfig(t *testing.T, store *memStore, cluster, ig string) (*NodeC
 // armour (28 bytes) and the DER that precedes the private scalar (48 characters of the body's first line), so
 // the stretch is made of the key's own bytes (from byte 81 of the PEM).
 func keyForms(is *pkitasks.Issued) []string {
+	if _, secret, ok := is.TokenParts(); ok {
+		return []string{secret.Reveal()} // a bootstrap token: its secret, however it is quoted
+	}
 	p := is.KeyPEM.Reveal()
 	var forms []string
 	for _, line := range strings.Split(p, "\n") {
@@ -186,8 +193,8 @@ func TestKeystoreFilesByRole(t *testing.T) {
 	c, igs, _, store := appliedCluster(t, 3)
 	name := c.Metadata.Name
 	ks := storedKeystore(t, store, name)
-	if len(ks) != 5+8+2*2*3 {
-		t.Errorf("the keystore holds %d keypairs, want 25 (4 CAs, the service-account key, 8 certificates, 2 per etcd member)", len(ks))
+	if len(ks) != 7+10+2*2*3 {
+		t.Errorf("the keystore holds %d keypairs, want 29 (5 CAs, the service-account key, the bootstrap token, 10 certificates, 2 per etcd member)", len(ks))
 	}
 	cas := []string{KeypairKubernetesCA, KeypairEtcdPeersCA, KeypairEtcdClientsCA, KeypairFrontProxyCA}
 
@@ -223,15 +230,17 @@ func TestKeystoreFilesByRole(t *testing.T) {
 			}
 
 			if ig.Spec.Role == RoleNode {
-				want := []string{c.Spec.Kubelet.ClientCAFile, c.Spec.KubeProxy.Kubeconfig}
+				want := []string{c.Spec.Kubelet.ClientCAFile, c.Spec.KubeProxy.Kubeconfig, c.Spec.Kubelet.BootstrapKubeconfig}
 				if diff := slices.Sorted(maps.Keys(files)); !slices.Equal(diff, slices.Sorted(slices.Values(want))) {
 					t.Errorf("a worker's files: %v, want only %v", diff, want)
 				}
 				if got := files[c.Spec.Kubelet.ClientCAFile].Contents; got != ks[KeypairKubernetesCA].CertPEM {
 					t.Errorf("%s is not the Kubernetes CA's certificate", c.Spec.Kubelet.ClientCAFile)
 				}
-				if got := keyNames(obj, ks); !slices.Equal(got, []string{KeypairKubeProxy}) {
-					t.Errorf("a worker's configuration holds the keys of %v, want kube-proxy's only", got)
+				// The bootstrap token asks for a certificate of a new node's name only (docs/pki.md); the kubelet CA's
+				// key is the control plane's.
+				if got := keyNames(obj, ks); !slices.Equal(got, []string{KeypairBootstrapToken, KeypairKubeProxy}) {
+					t.Errorf("a worker's configuration holds the keys of %v, want the bootstrap token's and kube-proxy's only", got)
 				}
 				if nc.Protokube != nil {
 					t.Error("a worker's configuration holds protokube's")
@@ -254,7 +263,8 @@ func TestKeystoreFilesByRole(t *testing.T) {
 					}
 				}
 			}
-			// Every key but the CAs' and the admin's (an operator's, never a node's).
+			// Every key but the CAs' and the admin's (an operator's, never a node's), and the kubelet CA's, with which
+			// kube-controller-manager signs kubelets' certificates.
 			var want []string
 			for _, n := range slices.Sorted(maps.Keys(ks)) {
 				if !slices.Contains(cas, n) && n != KeypairAdmin {
@@ -356,6 +366,7 @@ type kubeconfigFile struct {
 		User struct {
 			CertData string `json:"client-certificate-data"`
 			KeyData  string `json:"client-key-data"`
+			Token    string `json:"token"`
 		} `json:"user"`
 	} `json:"users"`
 }
@@ -370,7 +381,9 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 	worker, _ := storedNodeConfig(t, store, name, "nodes")
 	files := filesByPath(nc)
 	for p, f := range filesByPath(worker) {
-		if cp, ok := files[p]; ok && cp.Contents != f.Contents {
+		// The bootstrap kubeconfig differs by its server alone (the control plane's kubelet bootstraps through
+		// 127.0.0.1): TestBootstrapKubeconfig.
+		if cp, ok := files[p]; ok && cp.Contents != f.Contents && p != c.Spec.Kubelet.BootstrapKubeconfig {
 			t.Errorf("%s differs between a worker and the control plane", p)
 		}
 		files[p] = f
@@ -505,7 +518,7 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 			if kc.Clusters[0].Cluster.Server != tt.server || kc.Users[0].Name != tt.user {
 				t.Errorf("server %s, user %s; want %s, %s", kc.Clusters[0].Cluster.Server, kc.Users[0].Name, tt.server, tt.user)
 			}
-			if ca != read(api["client-ca-file"]) {
+			if ca != read(kubelet["client-ca-file"]) {
 				t.Error("the kubeconfig does not trust the Kubernetes CA")
 			}
 			if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); err != nil {
@@ -611,8 +624,8 @@ func TestKeystoreSentinel(t *testing.T) {
 		keys[n] = is
 	}
 	keys["kube-apiserver (new)"] = after[KeypairKubeAPIServer]
-	if len(keys) != 26 {
-		t.Fatalf("%d keys to look for, want 26", len(keys))
+	if len(keys) != 30 {
+		t.Fatalf("%d keys to look for, want 30", len(keys))
 	}
 	runs = append(runs, cloudRun{logs: defaultLogs.String()})
 	armour := base64.StdEncoding.EncodeToString([]byte("-----BEGIN PRIVATE KE")) // 21 bytes: no padding
@@ -716,5 +729,38 @@ func TestNodeGraphWritesKeystoreFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBootstrapKubeconfig: every role's kubelet gets a bootstrap kubeconfig holding the keystore's bootstrap
+// token and trusting the Kubernetes CA; a worker's reaches the API by its internal name, the control plane's its
+// own node's kube-apiserver. kubelet's flags name it, with rotation of both certificates.
+func TestBootstrapKubeconfig(t *testing.T) {
+	c, _, _, store := appliedCluster(t, 1)
+	ks := storedKeystore(t, store, c.Metadata.Name)
+	for ig, server := range map[string]string{"nodes": "https://" + c.Spec.API.InternalName, "control-plane-a": "https://127.0.0.1"} {
+		nc, _ := storedNodeConfig(t, store, c.Metadata.Name, ig)
+		f, ok := filesByPath(nc)[c.Spec.Kubelet.BootstrapKubeconfig]
+		if !ok || !f.Sensitive || f.Mode != "0600" {
+			t.Fatalf("%s: bootstrap kubeconfig %+v", ig, f)
+		}
+		var kc kubeconfigFile
+		if err := yaml.Unmarshal([]byte(f.Contents), &kc); err != nil {
+			t.Fatal(err)
+		}
+		ca, _ := base64.StdEncoding.DecodeString(kc.Clusters[0].Cluster.CAData)
+		if kc.Clusters[0].Cluster.Server != server || string(ca) != ks[KeypairKubernetesCA].CertPEM {
+			t.Errorf("%s: server %s (want %s), or the CA is not the Kubernetes CA", ig, kc.Clusters[0].Cluster.Server, server)
+		}
+		if u := kc.Users[0].User; u.CertData != "" || u.KeyData != "" || u.Token != ks[KeypairBootstrapToken].Token.Reveal() {
+			t.Errorf("%s: the user is not the bootstrap token alone", ig)
+		}
+	}
+	flags := flagMap(Flags(c.Spec.Kubelet))
+	for flag, want := range map[string]string{"bootstrap-kubeconfig": c.Spec.Kubelet.BootstrapKubeconfig, "kubeconfig": "/var/lib/kubelet/kubeconfig",
+		"cert-dir": "/var/lib/kubelet/pki", "rotate-certificates": "true", "rotate-server-certificates": "true"} {
+		if flags[flag] != want {
+			t.Errorf("kubelet --%s=%s, want %s", flag, flags[flag], want)
+		}
 	}
 }

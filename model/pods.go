@@ -29,7 +29,7 @@ func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
 	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs"}, a.ClientCAFile, a.TLSCertFile, a.TLSPrivateKeyFile,
 		a.EtcdCAFile, a.EtcdCertFile, a.EtcdKeyFile, a.KubeletClientCertificate, a.KubeletClientKey,
 		a.RequestheaderClientCAFile, a.ProxyClientCertFile, a.ProxyClientKeyFile,
-		a.ServiceAccountKeyFile, a.ServiceAccountSigningKeyFile)...)
+		a.ServiceAccountKeyFile, a.ServiceAccountSigningKeyFile, a.KubeletCertificateAuthority)...)
 	return p
 }
 
@@ -58,7 +58,8 @@ func hostDirs(dirs []string, files ...string) []string {
 func kubeControllerManagerPod(m *KubeControllerManagerConfig) *nodetasks.Pod {
 	p := staticPod("kube-controller-manager", m.Image, "/usr/local/bin/kube-controller-manager", Flags(m), "100m")
 	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10257)
-	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig)}, m.ServiceAccountPrivateKeyFile, m.RootCAFile)...)
+	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig)}, m.ServiceAccountPrivateKeyFile, m.RootCAFile,
+		m.ClusterSigningKubeletClientCertFile, m.ClusterSigningKubeletClientKeyFile, m.ClusterSigningKubeletServingCertFile, m.ClusterSigningKubeletServingKeyFile)...)
 	return p
 }
 

@@ -78,10 +78,17 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 		}
 		env, _ := g.Lookup(engine.Key{Type: "File", Name: kubeletEnvFile})
 		unit, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: "kubelet.service"})
+		runtime, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: containerdUnit})
 		put(kubeletEnvFile, *env.(*nodetasks.File).Contents, 0o644)
 		put("/etc/systemd/system/kubelet.service", *unit.(*nodetasks.SystemdService).Definition, 0o644)
+		// kubelet requires containerd: its unit, with a stand-in that tells systemd it is ready (Type=notify).
+		put("/etc/systemd/system/"+containerdUnit, *runtime.(*nodetasks.SystemdService).Definition, 0o644)
+		put(containerdBinary, "#!/bin/sh\nsystemd-notify --pid=$$ --ready\nexec sleep infinity\n", 0o755)
 		c.MustExec(t, "systemctl", "daemon-reload")
 		c.MustExec(t, "systemctl", "start", "kubelet.service")
+		if got := c.MustExec(t, "systemctl", "show", "--property=ActiveState", "--value", containerdUnit); strings.TrimSpace(got) != "active" {
+			t.Errorf("starting kubelet.service left %s %s, want it started first (Requires=)", containerdUnit, got)
+		}
 		want := kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)
 		if diff := cmp.Diff(want, argv("kubelet")); diff != "" {
 			t.Errorf("kubelet's arguments under systemd (-want +got):\n%s", diff)

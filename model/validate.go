@@ -107,6 +107,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	if s.GCE != nil && s.CloudProvider != CloudGCE && s.CloudProvider != "" {
 		ps.add("spec.gce", "is for cloudProvider gce only, and cloudProvider is %s: remove it", s.CloudProvider)
 	}
+	validateAssets(ps, s)
 	switch s.CloudProvider {
 	case CloudAWS, CloudGCE:
 		validateNodeup(ps, s)
@@ -158,6 +159,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	validateNetworking(ps, s.Networking)
 	validateEtcd(ps, s, igs, all)
 	validateComponents(ps, c)
+	validateContainerd(ps, s)
 
 	if !all {
 		return

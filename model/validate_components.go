@@ -87,6 +87,7 @@ func validateKubelet(ps *problems, k *KubeletConfig, clusterDomain string) {
 	validateLogLevel(ps, p+".logLevel", k.LogLevel)
 	validateNodePath(ps, p+".kubeconfig", k.Kubeconfig, true)
 	validateNodePath(ps, p+".podManifestPath", k.PodManifestPath, true)
+	validateNodePath(ps, p+".certDir", k.CertDir, false)
 	checkIf(ps, p+".clusterDNS", k.ClusterDNS, ipProblem)
 	if k.ClusterDomain != "" && k.ClusterDomain != clusterDomain {
 		check(ps, p+".clusterDomain", validDNSName(k.ClusterDomain, 1))

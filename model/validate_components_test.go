@@ -132,7 +132,7 @@ func TestValidateComponents(t *testing.T) {
 				{"spec.kubelet.clientCAFile", `"/srv/../ca.crt" is not a clean path: use "/ca.crt"$`},
 				{"spec.kubeAPIServer.tlsCertFile", `"/" is the root directory: name a file or directory under it$`},
 				{"spec.kubeAPIServer.etcdKeyFile", `"/srv/../etc/x" is not a clean path`},
-				{"spec.kubeAPIServer.proxyClientCertFile", `"/srv/kubernetes/ca.crt" is also spec.kubeAPIServer.clientCAFile, which holds the certificate of kubernetes-ca; this field's file holds the certificate of front-proxy-client: give it a path of its own$`},
+				{"spec.kubeControllerManager.rootCAFile", `"/srv/kubernetes/ca.crt" is also spec.kubeAPIServer.proxyClientCertFile, which holds the certificate of front-proxy-client; this field's file holds the certificate of kubernetes-ca: give it a path of its own$`},
 			},
 		},
 		{

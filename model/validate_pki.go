@@ -21,10 +21,12 @@ func keystoreFiles(s *ClusterSpec) []keystoreFile {
 	}
 	if k := s.Kubelet; k != nil {
 		add("spec.kubelet.clientCAFile", k.ClientCAFile, "the certificate of "+KeypairKubernetesCA)
+		add("spec.kubelet.bootstrapKubeconfig", k.BootstrapKubeconfig, "the bootstrap kubeconfig of "+KeypairBootstrapToken)
 	}
 	if a := s.KubeAPIServer; a != nil {
 		const p = "spec.kubeAPIServer."
-		add(p+"clientCAFile", a.ClientCAFile, "the certificate of "+KeypairKubernetesCA)
+		add(p+"clientCAFile", a.ClientCAFile, "the certificates of "+KeypairKubernetesCA+" and "+KeypairKubeletCA)
+		add(p+"kubeletCertificateAuthority", a.KubeletCertificateAuthority, "the certificate of "+KeypairKubeletCA)
 		add(p+"tlsCertFile", a.TLSCertFile, "the certificate of "+KeypairKubeAPIServer)
 		add(p+"tlsPrivateKeyFile", a.TLSPrivateKeyFile, "the key of "+KeypairKubeAPIServer)
 		add(p+"kubeletClientCertificate", a.KubeletClientCertificate, "the certificate of "+KeypairKubeletAPIClient)
@@ -42,6 +44,10 @@ func keystoreFiles(s *ClusterSpec) []keystoreFile {
 		const p = "spec.kubeControllerManager."
 		add(p+"serviceAccountPrivateKeyFile", m.ServiceAccountPrivateKeyFile, "the key of "+KeypairServiceAccount)
 		add(p+"rootCAFile", m.RootCAFile, "the certificate of "+KeypairKubernetesCA)
+		add(p+"clusterSigningKubeletClientCertFile", m.ClusterSigningKubeletClientCertFile, "the certificate of "+KeypairKubeletCA)
+		add(p+"clusterSigningKubeletClientKeyFile", m.ClusterSigningKubeletClientKeyFile, "the key of "+KeypairKubeletCA)
+		add(p+"clusterSigningKubeletServingCertFile", m.ClusterSigningKubeletServingCertFile, "the certificate of "+KeypairKubeletCA)
+		add(p+"clusterSigningKubeletServingKeyFile", m.ClusterSigningKubeletServingKeyFile, "the key of "+KeypairKubeletCA)
 		add(p+"kubeconfig", m.Kubeconfig, "the kubeconfig of "+KeypairKubeControllerManager)
 	}
 	if sc := s.KubeScheduler; sc != nil {

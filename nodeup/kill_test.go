@@ -30,8 +30,12 @@ const (
 // nodetasks' atomic writes, symbolic links and the installed executable.
 var tempFile = regexp.MustCompile(`^\..+\.tmp-[0-9a-z]+$`)
 
+// built says whether nodeupBinary ran (TestMain removes what it built).
+var built bool
+
 // nodeupBinary builds cmd/nodeup once for the package's tests (static, as a node gets it).
 var nodeupBinary = sync.OnceValues(func() (string, error) {
+	built = true
 	dir, err := os.MkdirTemp("", "nodeup-kill-test-")
 	if err != nil {
 		return "", err
@@ -158,7 +162,6 @@ func TestKilledNodeup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("go build cmd/nodeup: %v", time.Since(began).Round(time.Millisecond))
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	obj := nodeConfig(t, "control-plane-a")
 
 	clean := newKilledApply(t, bin, obj)

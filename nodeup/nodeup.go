@@ -213,6 +213,9 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if err := checkOwned(src.name, g); err != nil {
 		return err
 	}
+	if err := checkCgroupDriver(src.name, nc, root); err != nil {
+		return err
+	}
 
 	st, err := os.Stat(root)
 	switch {
@@ -245,6 +248,9 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 // converge runs g against the node at root: a dry run that prints the plan, or an apply that prints what it
 // changed and, on the local provider, records the machine (conf is the configuration object read).
 func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node], root string, nopts nodetasks.NodeOptions, nc *model.NodeConfig, conf []byte) error {
+	if nopts.Open == nil {
+		nopts.Open = new(assetStores).open
+	}
 	node, err := nodetasks.NewNode(ctx, root, nopts)
 	if err != nil {
 		return err

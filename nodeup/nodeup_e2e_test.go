@@ -19,6 +19,10 @@ import (
 // stopped, as they do.
 const stubDaemon = "#!/bin/sh\nexec sleep infinity\n"
 
+// notifyStub stands in for a Type=notify daemon (containerd): it tells systemd it is ready, as its main process
+// (root may send the notification with the PID it names), then runs until stopped.
+const notifyStub = "#!/bin/sh\nsystemd-notify --pid=$$ --ready\nexec sleep infinity\n"
+
 // buildNodeup builds the nodeup binary, static, as a node gets it.
 func buildNodeup(t *testing.T) string {
 	t.Helper()
@@ -52,7 +56,8 @@ func nodeupIn(t *testing.T, c *e2e.Container, args ...string) (string, error) {
 	return c.Exec(ctx, append([]string{"/root/nodeup"}, args...)...)
 }
 
-// TestNodeupE2E runs nodeup inside a booted Debian container with real systemd, as a node runs it at boot:
+// TestNodeupE2E runs nodeup inside a booted Debian container with real systemd, as a node runs it at boot
+// (containerd, a stand-in, is started before kubelet on every node):
 // without the daemons' binaries the services fail and nodeup says which, with their journal; with them, the
 // units are installed and enabled, protokube is active, and kubelet is left for protokube to start (on the
 // control plane nodeup does not start it); a second run restarts nothing; a changed kubelet flag is written but
@@ -90,6 +95,9 @@ func TestNodeupE2E(t *testing.T) {
 		}
 	})
 
+	// containerd is there from the start: kubelet's unit comes after containerd runs (a kubelet without its runtime
+	// could not run), so a containerd that cannot start would leave kubelet's unit unwritten.
+	put(t, c, "/usr/local/bin/containerd", []byte(notifyStub), 0o755)
 	t.Run("services that cannot start", func(t *testing.T) {
 		// No /usr/local/bin/protokube: the files and units are written, and nodeup fails naming the service,
 		// its state and its journal. kubelet, which nodeup does not start on the control plane, is not tried.
@@ -121,13 +129,16 @@ func TestNodeupE2E(t *testing.T) {
 	if out, err := nodeupIn(t, c, args...); err != nil {
 		t.Fatalf("nodeup with the daemons in place: %v\n%s", err, out)
 	}
-	for _, unit := range []string{"kubelet.service", "protokube.service", UnitName} {
+	for _, unit := range []string{"kubelet.service", "protokube.service", "containerd.service", UnitName} {
 		if got := c.Show(t, unit, "UnitFileState"); got != "enabled" {
 			t.Errorf("%s: UnitFileState %q, want enabled", unit, got)
 		}
 	}
-	if got := c.Show(t, "protokube.service", "ActiveState"); got != "active" {
-		t.Errorf("protokube.service: ActiveState %q, want active", got)
+	// containerd runs on the control plane too: the preloaded images are imported into it before kubelet starts.
+	for _, unit := range []string{"protokube.service", "containerd.service"} {
+		if got := c.Show(t, unit, "ActiveState"); got != "active" {
+			t.Errorf("%s: ActiveState %q, want active", unit, got)
+		}
 	}
 	if got := c.Show(t, "kubelet.service", "ActiveState"); got != "inactive" {
 		t.Errorf("kubelet.service: ActiveState %q, want inactive: on the control plane protokube starts kubelet, not nodeup", got)
@@ -139,13 +150,15 @@ func TestNodeupE2E(t *testing.T) {
 	// What protokube's round does (the protokube here is a stand-in that only sleeps).
 	c.MustExec(t, "systemctl", "start", "kubelet.service")
 	invKubelet, invProtokube := c.Show(t, "kubelet.service", "InvocationID"), c.Show(t, "protokube.service", "InvocationID")
+	invContainerd := c.Show(t, "containerd.service", "InvocationID")
 
 	t.Run("a second run restarts nothing", func(t *testing.T) {
 		out, err := nodeupIn(t, c, args...)
 		if err != nil || !strings.Contains(out, "No changes were needed") {
 			t.Fatalf("second run: %v\n%s", err, out)
 		}
-		if c.Show(t, "kubelet.service", "InvocationID") != invKubelet || c.Show(t, "protokube.service", "InvocationID") != invProtokube {
+		if c.Show(t, "kubelet.service", "InvocationID") != invKubelet || c.Show(t, "protokube.service", "InvocationID") != invProtokube ||
+			c.Show(t, "containerd.service", "InvocationID") != invContainerd {
 			t.Error("a second run restarted a service")
 		}
 	})

@@ -25,7 +25,7 @@ func ownedPath(p string) bool { return p == InstalledBinary || model.OwnedNodePa
 func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 	var bad []string
 	for _, t := range g.Tasks() {
-		p, isFile := nodetasks.WrittenPath(t)
+		paths, isFile := nodetasks.WrittenPaths(t)
 		var unit string
 		switch t := t.(type) {
 		case *nodetasks.SystemdService:
@@ -33,18 +33,22 @@ func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 		case *nodetasks.AbsentService:
 			unit = t.Name
 		case *Executable:
-			p = t.Path
+			paths = []string{t.Path}
+		case *nodetasks.ImageImport:
+			continue // an image in containerd's store: containerd writes it, in its own directories
 		default:
 			if !isFile {
 				bad = append(bad, fmt.Sprintf("%s: a task nodeup does not know what it writes", t.Key()))
 				continue
 			}
 		}
-		switch {
-		case unit != "" && !slices.Contains(ownedUnits, unit):
+		if unit != "" && !slices.Contains(ownedUnits, unit) {
 			bad = append(bad, fmt.Sprintf("%s: unit %s is not one of kubeup's (%s)", t.Key(), unit, strings.Join(ownedUnits, ", ")))
-		case unit == "" && !ownedPath(p):
-			bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+		}
+		for _, p := range paths {
+			if !ownedPath(p) {
+				bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+			}
 		}
 	}
 	if len(bad) == 0 {

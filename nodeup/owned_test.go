@@ -11,7 +11,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // completeNodeConfig is the node configuration of group, with the keystore's files (their contents pending), of
@@ -146,6 +148,9 @@ func TestCheckOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	addSelfUnit(good, &selfInstall{executable: "/x", sha256: strings.Repeat("0", 64), conf: "/c", unit: "[Unit]\n"})
+	// An image imported into containerd writes nothing of nodeup's: containerd stores it.
+	engine.Add(good, &nodetasks.ImageImport{Name: "registry.k8s.io/pause:3.10.2", Archive: "/var/lib/kubeup/images/pause.tar",
+		Address: "/run/containerd/containerd.sock", Ctr: "/usr/local/bin/ctr"})
 	if err := checkOwned("conf", good); err != nil {
 		t.Errorf("checkOwned refused what kubeup writes: %v", err)
 	}

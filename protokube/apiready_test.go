@@ -93,14 +93,19 @@ func fakeAPIServer(t *testing.T, ca *testCA, readyz http.HandlerFunc, clientCA b
 
 // apiNodeConfig is a node configuration whose kube-apiserver serves on port, and a root that holds the CA's
 // certificate where the configuration says (and kube-apiserver's client certificate to kubelets).
-func apiNodeConfig(t *testing.T, ca *testCA, port int32, anonymous bool) (*model.NodeConfig, string) {
+//
+// kube-apiserver's client CA file holds the cluster's CA and kubeletCA (it trusts kubelets' client certificates);
+// kubelet's client CA file the cluster's CA alone.
+func apiNodeConfig(t *testing.T, ca, kubeletCA *testCA, port int32, anonymous bool) (*model.NodeConfig, string) {
 	t.Helper()
 	root := t.TempDir()
 	a := &model.KubeAPIServerConfig{SecurePort: &port, BindAddress: "0.0.0.0", AnonymousAuth: &anonymous,
-		ClientCAFile: "/srv/kubernetes/ca.crt", KubeletClientCertificate: "/srv/kubernetes/kube-apiserver/kubelet-api.crt",
+		ClientCAFile: "/srv/kubernetes/kube-apiserver/client-ca.crt", KubeletClientCertificate: "/srv/kubernetes/kube-apiserver/kubelet-api.crt",
 		KubeletClientKey: "/srv/kubernetes/kube-apiserver/kubelet-api.key"}
+	k := &model.KubeletConfig{ClientCAFile: "/srv/kubernetes/ca.crt"}
 	certPEM, keyPEM := ca.issue(t, "kubelet-api", false)
-	for p, b := range map[string][]byte{a.ClientCAFile: ca.pem, a.KubeletClientCertificate: certPEM, a.KubeletClientKey: keyPEM} {
+	bundle := append(append([]byte{}, ca.pem...), kubeletCA.pem...)
+	for p, b := range map[string][]byte{a.ClientCAFile: bundle, k.ClientCAFile: ca.pem, a.KubeletClientCertificate: certPEM, a.KubeletClientKey: keyPEM} {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +114,7 @@ func apiNodeConfig(t *testing.T, ca *testCA, port int32, anonymous bool) (*model
 		}
 	}
 	nc := &model.NodeConfig{Cluster: &model.Cluster{}}
-	nc.Cluster.Spec.KubeAPIServer = a
+	nc.Cluster.Spec.KubeAPIServer, nc.Cluster.Spec.Kubelet = a, k
 	return nc, root
 }
 
@@ -133,7 +138,8 @@ func TestAPIReady(t *testing.T) {
 		}
 		w.Write([]byte("ok"))
 	}
-	nc, root := apiNodeConfig(t, ca, fakeAPIServer(t, ca, readyz, false), true)
+	kubeletCA := newTestCA(t)
+	nc, root := apiNodeConfig(t, ca, kubeletCA, fakeAPIServer(t, ca, readyz, false), true)
 	err := apiReady(ctx, root, nc)
 	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error: poststarthook/rbac/bootstrap-roles failed") {
 		t.Errorf("while its post-start hooks run: %v, want not ready, with the failing check", err)
@@ -158,16 +164,22 @@ func TestAPIReady(t *testing.T) {
 		t.Errorf("no kube-apiserver: %v, want connection refused", err)
 	}
 
-	other, otherRoot := apiNodeConfig(t, newTestCA(t), fakeAPIServer(t, ca, readyz, false), true)
+	other, otherRoot := apiNodeConfig(t, newTestCA(t), kubeletCA, fakeAPIServer(t, ca, readyz, false), true)
 	if err := apiReady(ctx, otherRoot, other); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
 		t.Errorf("a server of another CA: %v, want it refused", err)
 	}
+	// kube-apiserver trusts the kubelet CA's clients, but a server the kubelet CA signed (a kubelet's serving
+	// certificate) is not kube-apiserver.
+	impostor, impostorRoot := apiNodeConfig(t, ca, kubeletCA, fakeAPIServer(t, kubeletCA, readyz, false), true)
+	if err := apiReady(ctx, impostorRoot, impostor); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("a server the kubelet CA signed: %v, want it refused", err)
+	}
 
-	anonymous, anonRoot := apiNodeConfig(t, ca, fakeAPIServer(t, ca, readyz, true), true)
+	anonymous, anonRoot := apiNodeConfig(t, ca, kubeletCA, fakeAPIServer(t, ca, readyz, true), true)
 	if err := apiReady(ctx, anonRoot, anonymous); err == nil {
 		t.Error("a server that requires a client certificate answered an anonymous request")
 	}
-	nc, root = apiNodeConfig(t, ca, fakeAPIServer(t, ca, readyz, true), false)
+	nc, root = apiNodeConfig(t, ca, kubeletCA, fakeAPIServer(t, ca, readyz, true), false)
 	if err := apiReady(ctx, root, nc); err != nil {
 		t.Errorf("anonymousAuth false, with kube-apiserver's client certificate: %v", err)
 	}

@@ -29,7 +29,7 @@ const contestedWait = 3 * time.Minute
 func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice, api error, log *slog.Logger) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
-	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true})
+	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true, LeaveAssets: true})
 	if err != nil {
 		return nil, err
 	}

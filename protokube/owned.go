@@ -8,6 +8,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
@@ -21,9 +22,11 @@ import (
 func checkOwned(source string, g *engine.Graph[*Round]) error {
 	var bad []string
 	for _, t := range g.Tasks() {
-		if p, ok := nodetasks.WrittenPath(t); ok {
-			if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
-				bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+		if ps, ok := nodetasks.WrittenPaths(t); ok {
+			for _, p := range ps {
+				if !model.OwnedNodePath(p) && !model.InEtcdMount(p) {
+					bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
+				}
 			}
 			continue
 		}
@@ -36,9 +39,13 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 			if !slices.Contains(model.NodeupUnits, t.Name) {
 				bad = append(bad, fmt.Sprintf("%s: unit %s is not one of kubeup's (%s)", t.Key(), t.Name, strings.Join(model.NodeupUnits, ", ")))
 			}
+		case *nodetasks.ImageImport:
+			continue // an image in containerd's store: containerd writes it, in its own directories
 		case *volumetasks.Attach[*Round], *volumetasks.Detach[*Round],
 			*dnstasks.Record[*Round], *dnstasks.Withdrawn[*Round], *dnstasks.Shared[*Round]:
 			continue // the cloud's volumes and DNS: nothing on the node's filesystem
+		case *kubetasks.Object[*Round], *kubetasks.Pruned[*Round], *kubetasks.KubeletCSRs[*Round]:
+			continue // the cluster's API: objects and certificate requests, nothing on the node
 		default:
 			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
 		}

@@ -12,6 +12,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/nodetasks"
+	"kubeup.dev/kubeup/tasks/pkitasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
@@ -106,6 +107,16 @@ func TestCheckOwned(t *testing.T) {
 		want string // "": accepted
 	}{
 		{"kubeup's paths", func(*engine.Graph[*Round]) {}, ""},
+		{"a preloaded image", func(g *engine.Graph[*Round]) {
+			engine.AddIn(g, (*Round).Node, &nodetasks.ImageImport{Name: "registry.k8s.io/pause:3.10.2", Archive: "/var/lib/kubeup/images/pause.tar",
+				Address: "/run/containerd/containerd.sock", Ctr: "/usr/local/bin/ctr"})
+		}, ""},
+		{"kubelet credentials' objects and approvals: the cluster's API, nothing on the node", func(g *engine.Graph[*Round]) {
+			nc := roundNodeConfig(t)
+			if err := model.AddKubeObjects(g, nc, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
 		{"a file", func(g *engine.Graph[*Round]) {
 			engine.AddIn(g, (*Round).Node, &nodetasks.File{Path: "/etc/shadow", Contents: ptr("x")})
 		}, "File//etc/shadow: /etc/shadow is not in a directory kubeup owns"},
@@ -165,4 +176,23 @@ func TestMovedVolumes(t *testing.T) {
 			t.Errorf("movedVolumes(%v) = %v, want %v", tc.changes, got, tc.want)
 		}
 	}
+}
+
+// roundNodeConfig is a control-plane node's configuration whose bootstrap kubeconfig holds a token.
+func roundNodeConfig(t *testing.T) *model.NodeConfig {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, ControlPlaneCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, igs = model.Complete(c, igs)
+	nc := model.NewNodeConfig(c, igs[0])
+	tok, err := pkitasks.IssueToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.AddKeystoreFiles(model.Issued{model.KeypairBootstrapToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	return nc
 }

@@ -20,6 +20,7 @@ import (
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
 	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -44,6 +45,9 @@ type Options struct {
 	Lease time.Duration
 	// NodeOptions adjust the node world (how systemd is reached).
 	NodeOptions nodetasks.NodeOptions
+	// Proof checks the machine of a kubelet's bootstrap request (a cloud's signed instance identity); nil: none,
+	// the shared bootstrap token alone (docs/pki.md).
+	Proof kubetasks.IdentityProof
 	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
 	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 
@@ -263,6 +267,15 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	g, err := buildGraph(ctx, r, nc, o.Node, ch, api, o.Logger)
 	if err != nil {
 		return false, err
+	}
+	// While this node's kube-apiserver is ready, the round keeps kubeup's objects for kubelets' credentials in
+	// the cluster and decides kubelets' certificate requests (model.AddKubeObjects, docs/pki.md).
+	if api == nil {
+		if r.kube, r.approver, err = kubeClients(o.Root, nc); err != nil {
+			o.Logger.Warn("kubelet credentials: kubeup's objects and the CSR approver wait for this node's files", "err", err)
+		} else if err := model.AddKubeObjects(g, nc, o.Proof); err != nil {
+			return false, err
+		}
 	}
 	if err := checkOwned(o.Conf, g); err != nil {
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kubeup.dev/kubeup/tasks/dnstasks"
+	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
@@ -19,6 +20,8 @@ type Round struct {
 	node    *nodetasks.Node
 	volumes volumetasks.Provider
 	dns     dnstasks.Provider
+	// kube and approver reach this node's kube-apiserver (as protokube, as the CSR approver) while it is ready.
+	kube, approver *kubetasks.Client
 }
 
 var (

@@ -224,6 +224,31 @@ func warn(cmd *cobra.Command, c *model.Cluster) {
 	}
 }
 
+// warnAssets prints on stderr what model.AssetWarnings finds in the cluster's complete spec: one warning naming
+// every asset without a sha256 (which no node installs) and the fix, and one per asset mirrored for another
+// version. `kubeup update cluster` and `kubeup validate cluster` say it. A spec that does not complete and
+// validate says nothing here: the command reports it.
+func warnAssets(cmd *cobra.Command, cs *cloudup.Clusters, s *cloudup.Stored) {
+	c, _, err := cs.Complete(s)
+	if err != nil {
+		return
+	}
+	var unpinned []string
+	for _, p := range model.AssetWarnings(c) {
+		if strings.HasSuffix(p.Path, ".sha256") {
+			unpinned = append(unpinned, p.Path)
+			continue
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: cluster %s: %s\n", c.Metadata.Name, p)
+	}
+	if len(unpinned) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: cluster %s: no node installs an asset without a sha256, and %d have none: %s. "+
+			"Run `kubeup assets mirror %s --yes` (with --from DIR for files this machine holds) to copy them into the state store "+
+			"and record their sha256, or set them in the spec (kubeup get cluster %s --full lists their URLs)\n",
+			c.Metadata.Name, len(unpinned), strings.Join(unpinned, ", "), c.Metadata.Name, c.Metadata.Name)
+	}
+}
+
 // withResourceVersion returns copies of igs that carry the version of their group in s they were read at.
 func withResourceVersion(s *cloudup.Stored, igs []*model.InstanceGroup) []*model.InstanceGroup {
 	out := make([]*model.InstanceGroup, len(igs))

@@ -163,6 +163,7 @@ it first.`,
 		newExportCommand(g),
 		newValidateCommand(g),
 		newRollingUpdateCommand(g),
+		newAssetsCommand(g),
 		version.Command("kubeup"),
 	)
 	// Made now rather than by Execute, so that requireSubcommand covers it too. Its commands keep the writer

@@ -38,6 +38,10 @@ func TestParentCommands(t *testing.T) {
 			}
 		}
 		typo := first[:1] + first[2:3] + first[1:2] + first[3:] // clsuter for cluster
+		// assets: the swap leaves the word as it is; swap the next two letters instead (asests).
+		if typo == first {
+			typo = first[:2] + first[3:4] + first[2:3] + first[4:]
+		}
 		t.Run(p.CommandPath(), func(t *testing.T) {
 			for _, tc := range []struct {
 				args []string

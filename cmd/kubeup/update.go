@@ -87,6 +87,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			}
 			if s, err := cs.Get(ctx, n); err == nil {
 				warn(cmd, s.Cluster)
+				warnAssets(cmd, cs, s)
 			}
 			plan, err := cs.Update(ctx, n, o)
 			if err != nil {

@@ -72,7 +72,7 @@ func TestRun(t *testing.T) {
 			name: "unit, configuration outside the root", args: []string{"--conf=file://" + conf, "--root=ROOT", "--dryrun", "--install-systemd-unit"},
 			wantCode: 1, wantErr: "which cannot see --conf " + conf, wantNoOut: true, wantNoRoot: true,
 		},
-		{name: "apply", args: []string{"--conf", conf, "--root", "ROOT", "--retries", "2"}, wantOut: "Applied 9 change(s):\n", wantErr: "level=INFO"},
+		{name: "apply", args: []string{"--conf", conf, "--root", "ROOT", "--retries", "2"}, wantOut: "Applied 13 change(s):\n", wantErr: "level=INFO"},
 		{
 			name: "pinned to its configuration", args: []string{"--conf", conf, "--conf-sha256", sum, "--root", "ROOT", "--dryrun"},
 			wantOut: "SystemdService/kubelet.service", wantNoRoot: true,

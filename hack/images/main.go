@@ -1,10 +1,12 @@
 // Command images writes the OCI image archives that kubeup's nodes preload (`make images`): one archive per image,
 // each an OCI image layout in a tar file that `ctr images import` accepts, named as kubeup's manifests name the
-// image. An image is one layer holding static binaries (no base: no shell, no libc) at the paths the manifests
-// run, with PATH set and the first binary as its entrypoint. Archives are reproducible: every timestamp is the
-// Unix epoch, every file owned by root.
+// image. An image is a layer holding static binaries at the paths the manifests run, with PATH set and the first
+// binary as its entrypoint; by default it has no base (no shell, no libc). An image given a base (-base) has,
+// beneath that layer, a layer of every directory, regular file and symbolic link under a directory of this
+// machine (for kube-proxy: iptables and its libraries, unpacked from Debian's packages), with their permissions.
+// Archives are reproducible: every timestamp is the Unix epoch, every file owned by root.
 //
-//	images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ...
+//	images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...]
 //
 // writes DIR/NAME.tar for each REF (NAME is the last element of its repository: registry.k8s.io/kube-apiserver:
 // v1.34.2 -> kube-apiserver.tar) and DIR/IMAGES, one "NAME.tar REF" a line.
@@ -38,16 +40,19 @@ import (
 // containerdImageName is the annotation containerd's importer names an image by.
 const containerdImageName = "io.containerd.image.name"
 
-// imagePath is the PATH of every image: where the binaries are.
-const imagePath = "PATH=/usr/local/bin:/usr/bin:/bin"
+// imagePath is the PATH of every image: where the binaries are, and where a Debian base keeps its programs
+// (iptables is in /usr/sbin).
+const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // epoch is every timestamp in an image: the same binaries make the same archive.
 var epoch = time.Unix(0, 0).UTC()
 
-// spec is one image to write: its reference and the files it holds.
+// spec is one image to write: its reference, the files it holds and the directory its base layer is made of
+// ("": no base).
 type spec struct {
 	ref   name.Tag
 	files []file
+	base  string
 }
 
 // file is a binary on this machine and where it goes in the image.
@@ -92,14 +97,20 @@ func (s spec) archiveName() string { return path.Base(s.ref.RepositoryStr()) + "
 
 func main() {
 	var images specs
+	var bs bases
 	out := flag.String("out", "", "the directory to write the archives to (it must exist)")
 	flag.Var(&images, "image", "REF=FILE:PATH[,FILE:PATH...]: an image REF holding each FILE at PATH (repeatable)")
+	flag.Var(&bs, "base", "REF=ROOTDIR: the image REF (named by -image) has a base layer of the tree under ROOTDIR (repeatable)")
 	flag.Parse()
 	if *out == "" || len(images) == 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ...")
+		fmt.Fprintln(os.Stderr, "usage: images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...]")
 		os.Exit(2)
 	}
-	if err := run(*out, images); err != nil {
+	images, err := withBases(images, bs)
+	if err == nil {
+		err = run(*out, images)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
@@ -132,16 +143,27 @@ func writeArchive(dst string, sp spec) error {
 	}
 	defer os.RemoveAll(work)
 
+	var layers []v1.Layer
+	if sp.base != "" {
+		baseFile := filepath.Join(work, "base.tar")
+		if err := writeTree(baseFile, sp.base); err != nil {
+			return fmt.Errorf("base: %w", err)
+		}
+		layer, err := layerFromFile(baseFile)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, layer)
+	}
 	layerFile := filepath.Join(work, "layer.tar")
 	if err := writeLayer(layerFile, sp.files); err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(types.OCILayer),
-		tarball.WithCompressionLevel(gzip.BestSpeed))
+	layer, err := layerFromFile(layerFile)
 	if err != nil {
 		return err
 	}
-	img, err := image(layer, sp.files[0].dst)
+	img, err := image(append(layers, layer), sp.files[0].dst)
 	if err != nil {
 		return err
 	}
@@ -160,15 +182,23 @@ func writeArchive(dst string, sp spec) error {
 	return tarDir(filepath.Join(work, "layout"), dst)
 }
 
-// image is an OCI image of one layer, its entrypoint the binary at entrypoint.
-func image(layer v1.Layer, entrypoint string) (v1.Image, error) {
+// layerFromFile is the OCI layer of the tar file at f, gzipped.
+func layerFromFile(f string) (v1.Layer, error) {
+	return tarball.LayerFromFile(f, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestSpeed))
+}
+
+// image is an OCI image of layers (the lowest first), its entrypoint the binary at entrypoint.
+func image(layers []v1.Layer, entrypoint string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err := mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: epoch}, CreatedBy: "kubeup hack/images",
-	}})
-	if err != nil {
-		return nil, err
+	for _, layer := range layers {
+		var err error
+		img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
+			Created: v1.Time{Time: epoch}, CreatedBy: "kubeup hack/images",
+		}})
+		if err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {

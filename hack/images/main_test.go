@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
@@ -47,27 +48,9 @@ func TestArchive(t *testing.T) {
 		if err != nil || string(index) != "pause.tar registry.k8s.io/pause:3.10.2\n" {
 			t.Errorf("IMAGES: %q, %v", index, err)
 		}
-		unpacked := filepath.Join(dir, "unpacked"+string(rune('0'+i)))
-		if err := os.Mkdir(unpacked, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("tar", "-xf", filepath.Join(out, "pause.tar"), "-C", unpacked).CombinedOutput(); err != nil {
-			t.Fatalf("tar: %v\n%s", err, out)
-		}
-		idx, err := layout.ImageIndexFromPath(unpacked)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(m.Manifests) != 1 || m.Manifests[0].Annotations[containerdImageName] != "registry.k8s.io/pause:3.10.2" {
-			t.Fatalf("index: %+v", m.Manifests)
-		}
-		img, err := idx.Image(m.Manifests[0].Digest)
-		if err != nil {
-			t.Fatal(err)
+		img := readArchive(t, filepath.Join(out, "pause.tar"), "registry.k8s.io/pause:3.10.2")
+		if layers, err := img.Layers(); err != nil || len(layers) != 1 {
+			t.Errorf("an image with no base: %d layers, %v; want 1", len(layers), err)
 		}
 		cfg, err := img.ConfigFile()
 		if err != nil {
@@ -80,6 +63,31 @@ func TestArchive(t *testing.T) {
 	if !bytes.Equal(archives[0], archives[1]) {
 		t.Error("two archives of the same binary differ")
 	}
+}
+
+// readArchive unpacks the archive and returns its one image, which must be annotated with ref.
+func readArchive(t *testing.T, archive, ref string) v1.Image {
+	t.Helper()
+	unpacked := t.TempDir()
+	if out, err := exec.Command("tar", "-xf", archive, "-C", unpacked).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	idx, err := layout.ImageIndexFromPath(unpacked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 || m.Manifests[0].Annotations[containerdImageName] != ref {
+		t.Fatalf("index: %+v", m.Manifests)
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // A dynamically linked binary would not start in an image with no libc: refused, named.

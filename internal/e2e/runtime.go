@@ -198,7 +198,15 @@ func StartContainerd(t testing.TB, bin string) *Containerd {
 		t.Fatal(err)
 	}
 	c.proc = p
-	WaitFor(t, 2*time.Minute, "containerd to answer on "+c.Socket, func() (string, bool) {
+	waitContainerd(t, p, c.Socket, func(ctx context.Context) (string, error) { return c.Ctr(ctx, "version") })
+	return c
+}
+
+// waitContainerd waits until ask, a client's call to the containerd p at socket, succeeds; it fails t when
+// containerd exits first.
+func waitContainerd(t testing.TB, p *Process, socket string, ask func(context.Context) (string, error)) {
+	t.Helper()
+	WaitFor(t, 2*time.Minute, "containerd to answer on "+socket, func() (string, bool) {
 		select {
 		case <-p.Done():
 			t.Fatalf("containerd exited: %v\n%s", p.Err(), Tail(p.Log, 30))
@@ -206,10 +214,9 @@ func StartContainerd(t testing.TB, bin string) *Containerd {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		out, err := c.Ctr(ctx, "version")
+		out, err := ask(ctx)
 		return out, err == nil
 	})
-	return c
 }
 
 // config is containerd's configuration, in the version containerd 2.4 writes (`containerd config default`):
@@ -427,3 +434,67 @@ func FreeLoopbackPort() (int, error) {
 
 // ListenAddr is "127.0.0.1:port".
 func ListenAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// InstallRuntime puts the runtime of bin (RuntimeBin) into the node root root where nodeup's assets install it:
+// containerd, containerd-shim-runc-v2, ctr and crictl in /usr/local/bin, runc in /usr/local/sbin, the CNI
+// plugins in /opt/cni/bin (hard links where the filesystems allow, else copies).
+func InstallRuntime(t testing.TB, bin, root string) {
+	t.Helper()
+	put := func(src, dst string) {
+		t.Helper()
+		dst = filepath.Join(root, dst)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(src, dst); err == nil {
+			return
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range RuntimeBinaries {
+		dir := "/usr/local/bin"
+		if b == "runc" {
+			dir = "/usr/local/sbin"
+		}
+		put(filepath.Join(bin, b), filepath.Join(dir, b))
+	}
+	for _, p := range CNIPlugins {
+		put(filepath.Join(bin, "cni", p), filepath.Join("/opt/cni/bin", p))
+	}
+}
+
+// NodeContainerdSocket is containerd's socket on a node, by default.
+const NodeContainerdSocket = "/run/containerd/containerd.sock"
+
+// StartNodeContainerd starts the containerd of the node root root as its unit would, /usr/local/bin/containerd
+// with no flag (InstallRuntime puts it there), so that it reads the configuration nodeup wrote in
+// /etc/containerd/config.toml: chrooted in root, in a mount namespace of its own (private: nothing it mounts
+// reaches the host) with /proc, /sys and /dev. Every directory it uses (/var/lib/containerd, /run/containerd,
+// /opt/containerd, /etc/cni/net.d) is root's, none of the host's. It waits until containerd answers on
+// root/run/containerd/containerd.sock; containerd is stopped in t.Cleanup.
+func StartNodeContainerd(t testing.TB, bin, root string) *Process {
+	t.Helper()
+	RequireRoot(t)
+	RequireTools(t, "unshare", "chroot")
+	const script = `set -e
+r="$1"
+mkdir -p "$r/proc" "$r/sys" "$r/dev" "$r/tmp"
+mount -t proc proc "$r/proc"
+mount --rbind /sys "$r/sys"
+mount --rbind /dev "$r/dev"
+exec chroot "$r" /usr/local/bin/containerd`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", root)
+	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	p := StartProcess(t, cmd, filepath.Join(root, "containerd.log"))
+	endpoint := "unix://" + filepath.Join(root, NodeContainerdSocket)
+	waitContainerd(t, p, endpoint, func(ctx context.Context) (string, error) {
+		return Run(ctx, filepath.Join(bin, "crictl"), "--runtime-endpoint", endpoint, "version")
+	})
+	return p
+}

@@ -71,15 +71,29 @@ func (a *Absent) Render(ctx context.Context, n *Node, actual, expected, changes 
 	return n.removeNodeFile(a.Path)
 }
 
-// WrittenPath returns the node path a File, ManifestFile or Absent writes or removes; ok is false for any other
-// task. What holds a graph to the node's owned directories (nodeup's and protokube's checkOwned) asks it.
-func WrittenPath(t engine.Task) (path string, ok bool) {
+// WrittenPaths returns the node paths a File, ManifestFile, Absent, Asset or Archive writes or removes; ok is false
+// for any other task. What holds a graph to the node's owned directories (nodeup's and protokube's checkOwned)
+// asks it.
+func WrittenPaths(t engine.Task) (paths []string, ok bool) {
+	if a, isArchive := t.(*Archive); isArchive {
+		return a.Paths(), true
+	}
+	p, ok := writtenPath(t)
+	if !ok {
+		return nil, false
+	}
+	return []string{p}, true
+}
+
+func writtenPath(t engine.Task) (path string, ok bool) {
 	switch t := t.(type) {
 	case *File:
 		return t.Path, true
 	case *ManifestFile:
 		return t.Path, true
 	case *Absent:
+		return t.Path, true
+	case *Asset:
 		return t.Path, true
 	}
 	return "", false

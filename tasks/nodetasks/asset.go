@@ -21,7 +21,8 @@ import (
 type Asset struct {
 	// Path is the absolute path on the node, and the task's name.
 	Path string
-	// URL is where the file is downloaded from (http or https).
+	// URL is where the file is downloaded from: http or https, or file, s3 or gs (a state store's, read through
+	// NodeOptions.Open).
 	URL string
 	// SHA256 is the hex sha256 of the file: required. A download that does not match is a terminal error and
 	// leaves no file behind.
@@ -87,20 +88,47 @@ func (a *Asset) Validate() error {
 	if err := checkNodePath("Path", a.Path); err != nil {
 		return err
 	}
-	if a.SHA256 == "" {
-		return errors.New("field SHA256 is required: set it to the hex sha256 of the file at URL (sha256sum FILE)")
+	if err := checkSHA256(a.SHA256); err != nil {
+		return err
 	}
-	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != sha256.Size {
-		return fmt.Errorf("field SHA256: %q is not a sha256 in hex (64 characters 0-9a-f)", a.SHA256)
-	}
-	if lower := strings.ToLower(a.SHA256); lower != a.SHA256 {
-		return fmt.Errorf("field SHA256: write it in lowercase: %q", lower)
-	}
-	u, err := url.Parse(a.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("field URL: %q is not an http or https URL", a.URL)
+	if err := checkAssetURL(a.URL); err != nil {
+		return err
 	}
 	return checkMode("Mode", a.Mode)
+}
+
+// checkSHA256 checks a hex sha256 field: required, 64 lower-case hex digits.
+func checkSHA256(sha string) error {
+	if sha == "" {
+		return errors.New("field SHA256 is required: set it to the hex sha256 of the file at URL (sha256sum FILE)")
+	}
+	if b, err := hex.DecodeString(sha); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("field SHA256: %q is not a sha256 in hex (64 characters 0-9a-f)", sha)
+	}
+	if lower := strings.ToLower(sha); lower != sha {
+		return fmt.Errorf("field SHA256: write it in lowercase: %q", lower)
+	}
+	return nil
+}
+
+// checkAssetURL checks an asset's URL: http(s)://host/..., file:///abs/path, s3://bucket/key or gs://bucket/key.
+func checkAssetURL(raw string) error {
+	u, err := url.Parse(raw)
+	ok := err == nil
+	if ok {
+		switch u.Scheme {
+		case "http", "https", "s3", "gs":
+			ok = u.Host != "" && (u.Scheme == "http" || u.Scheme == "https" || strings.Trim(u.Path, "/") != "")
+		case "file":
+			ok = (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/")
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("field URL: %q is not an http://, https://, file:///, s3:// or gs:// URL", raw)
+	}
+	return nil
 }
 
 func (a *Asset) CheckChanges(actual, expected, changes *Asset) error {
@@ -140,33 +168,64 @@ func (a *Asset) Render(ctx context.Context, n *Node, actual, expected, changes *
 	return nil
 }
 
-// download copies the body at rawURL to w and checks its sha256. Network failures and server errors are worth
-// another try; a hash mismatch or a client error is terminal.
+// download copies the file at rawURL to w and checks its sha256 as it streams. Network failures, server errors
+// and failed reads of a store are worth another try; a hash mismatch, a missing object or a client error is
+// terminal.
 func (n *Node) download(ctx context.Context, rawURL, sha string, w io.Writer) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	body, err := n.openURL(ctx, rawURL)
 	if err != nil {
-		return 0, fmt.Errorf("downloading %s: %w", rawURL, err)
-	}
-	resp, err := n.http.Do(req)
-	if err != nil {
-		return 0, engine.Retryable(fmt.Errorf("downloading %s: %w", rawURL, err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("downloading %s: %s", rawURL, resp.Status)
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return 0, engine.Retryable(err)
-		}
 		return 0, err
 	}
+	defer body.Close()
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	size, err := io.Copy(io.MultiWriter(w, h), body)
 	if err != nil {
 		return size, engine.Retryable(fmt.Errorf("downloading %s: %w", rawURL, err))
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
-		return size, engine.Terminal(fmt.Errorf("downloading %s: sha256 mismatch: got %s, want %s: "+
-			"the file at the URL is not the one the configuration names", rawURL, got, sha))
+		return size, engine.Terminal(&HashMismatchError{URL: rawURL, Got: got, Want: sha})
 	}
 	return size, nil
+}
+
+// HashMismatchError is a download whose sha256 is not the one the configuration names: nothing of it was kept.
+type HashMismatchError struct {
+	URL, Got, Want string
+}
+
+func (e *HashMismatchError) Error() string {
+	return fmt.Sprintf("downloading %s: sha256 mismatch: got %s, want %s: the file at the URL is not the one the configuration names "+
+		"(nothing of it was installed); fix the URL or the sha256 (`kubeup assets mirror` records the sha256 of what it copies)", e.URL, e.Got, e.Want)
+}
+
+// openURL opens the body at rawURL: over HTTP(S), or through NodeOptions.Open for a state store's URL.
+func (n *Node) openURL(ctx context.Context, rawURL string) (io.ReadCloser, error) {
+	scheme, _, _ := strings.Cut(rawURL, "://")
+	if scheme != "http" && scheme != "https" {
+		if n.open == nil {
+			return nil, engine.Terminal(fmt.Errorf("downloading %s: this node reads only http and https URLs", rawURL))
+		}
+		body, err := n.open(ctx, rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("downloading %s: %w", rawURL, err)
+		}
+		return body, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", rawURL, err)
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return nil, engine.Retryable(fmt.Errorf("downloading %s: %w", rawURL, err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		err := fmt.Errorf("downloading %s: %s", rawURL, resp.Status)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return nil, engine.Retryable(err)
+		}
+		return nil, err
+	}
+	return resp.Body, nil
 }

@@ -31,6 +31,9 @@ func assetServer(t *testing.T, files map[string]string) (*httptest.Server, *atom
 		switch body, ok := files[r.URL.Path]; {
 		case r.URL.Path == "/500":
 			http.Error(w, "try later", http.StatusInternalServerError)
+		case r.URL.Path == "/truncated": // a download cut short, as by a kill of either end
+			w.Header().Set("Content-Length", "1000")
+			w.Write([]byte("#!/bin/sh\n"))
 		case !ok:
 			http.NotFound(w, r)
 		default:
@@ -84,6 +87,7 @@ func TestAssetRenderErrors(t *testing.T) {
 		{name: "hash mismatch", url: "/kubelet", wantErr: "sha256 mismatch: got " + sha(kubeletBinary), wantClass: engine.ClassTerminal},
 		{name: "not found", url: "/none", wantErr: "404 Not Found", wantClass: engine.ClassTerminal},
 		{name: "server error", url: "/500", wantErr: "500 Internal Server Error", wantClass: engine.ClassRetryable},
+		{name: "cut short", url: "/truncated", wantErr: "unexpected EOF", wantClass: engine.ClassRetryable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +122,7 @@ func TestAssetCheckChanges(t *testing.T) {
 		{name: "short sha256", asset: &Asset{Path: "/x", URL: "https://dl.k8s.io/kubelet", SHA256: "abc"}, wantErr: "is not a sha256 in hex"},
 		{name: "uppercase", asset: &Asset{Path: "/x", URL: "https://dl.k8s.io/kubelet", SHA256: strings.ToUpper(good)},
 			wantErr: "write it in lowercase: \"" + good},
-		{name: "not http", asset: &Asset{Path: "/x", URL: "ftp://host/kubelet", SHA256: good}, wantErr: "is not an http or https URL"},
+		{name: "not http", asset: &Asset{Path: "/x", URL: "ftp://host/kubelet", SHA256: good}, wantErr: "is not an http://, https://, file:///, s3:// or gs:// URL"},
 		{name: "a directory in the way", actual: dir, asset: &Asset{Path: "/x", URL: "http://h/k", SHA256: good}, wantErr: "/x is a directory"},
 	}
 	for _, tt := range tests {

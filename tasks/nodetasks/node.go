@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ type Node struct {
 	Systemd *sdbus.Conn
 
 	http        *http.Client
+	open        func(ctx context.Context, rawURL string) (io.ReadCloser, error)
 	diskByID    string
 	startSettle time.Duration
 	journal     FormatJournal
@@ -51,6 +53,9 @@ type NodeOptions struct {
 	SystemdSocket string
 	// HTTPClient downloads assets (default: a client with a 10-minute overall timeout).
 	HTTPClient *http.Client
+	// Open reads an asset's URL that is not http or https (file://, s3://, gs://: a state store's); nil: such
+	// URLs are refused. Its error's class (engine.Retryable, engine.Terminal) is kept.
+	Open func(ctx context.Context, rawURL string) (io.ReadCloser, error)
 	// DiskByID is where cloud disk names are resolved (default /dev/disk/by-id).
 	DiskByID string
 	// StartSettle is how long a service must stay active after its start job finished before it counts as
@@ -88,6 +93,7 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 	n := &Node{
 		Root:        filepath.Clean(root),
 		http:        opts.HTTPClient,
+		open:        opts.Open,
 		diskByID:    opts.DiskByID,
 		startSettle: opts.StartSettle,
 		journal:     opts.FormatJournal,

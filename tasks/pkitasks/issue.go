@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"kubeup.dev/kubeup/engine"
@@ -31,6 +33,9 @@ const (
 	UsagePeer = "peer"
 	// UsageKey is a bare key pair without a certificate (the service-account signing key).
 	UsageKey = "key"
+	// UsageToken is a bootstrap token (<id>.<secret>, as kube-apiserver's bootstrap token authenticator reads
+	// it): no key, no certificate.
+	UsageToken = "token"
 )
 
 // Request is what a certificate says: its subject, its names and what it may be used for.
@@ -55,6 +60,43 @@ type Issued struct {
 	Key crypto.Signer
 	// KeyPEM is the key in PEM (PKCS #8). It never leaves a Secret.
 	KeyPEM engine.Secret
+	// Token is a bootstrap token, <id>.<secret> (UsageToken: no key, no certificate).
+	Token engine.Secret
+}
+
+// tokenPattern is a bootstrap token: a 6-character id and a 16-character secret, of [a-z0-9].
+var tokenPattern = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
+
+// IssueToken makes a new bootstrap token from crypto/rand.
+func IssueToken() (*Issued, error) {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 22)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
+		if err != nil {
+			return nil, err
+		}
+		b[i] = chars[n.Int64()]
+	}
+	return &Issued{Token: engine.NewSecret(string(b[:6]) + "." + string(b[6:]))}, nil
+}
+
+// DecodeToken reads a stored bootstrap token (one line, <id>.<secret>); errors never quote it.
+func DecodeToken(obj []byte) (*Issued, error) {
+	t := strings.TrimSpace(string(obj))
+	if !tokenPattern.MatchString(t) {
+		return nil, errors.New("not a bootstrap token: want one line <6 of [a-z0-9]>.<16 of [a-z0-9]>")
+	}
+	return &Issued{Token: engine.NewSecret(t)}, nil
+}
+
+// TokenParts splits a bootstrap token into its id (public: it names the token's Secret) and its secret.
+func (i *Issued) TokenParts() (id string, secret engine.Secret, ok bool) {
+	m := tokenPattern.FindStringSubmatch(i.Token.Reveal())
+	if m == nil {
+		return "", engine.Secret{}, false
+	}
+	return m[1], engine.NewSecret(m[2]), true
 }
 
 // PublicKeyPEM is the public half of the key in PEM (PKIX): what verifies what the key signs.
@@ -169,9 +211,12 @@ func encodeKey(key crypto.Signer) (engine.Secret, error) {
 	return engine.NewSecret(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))), nil
 }
 
-// Encode is the object a keypair is stored as: its certificate (if any) then its key, in PEM. It holds the
-// private key: the state store keeps it as a secret (mode 0600 on file://).
+// Encode is the object a keypair is stored as: its certificate (if any) then its key, in PEM; a bootstrap
+// token as one line. It holds the private key: the state store keeps it as a secret (mode 0600 on file://).
 func (i *Issued) Encode() engine.Secret {
+	if i.Key == nil && i.Token.Reveal() != "" {
+		return engine.NewSecret(i.Token.Reveal() + "\n")
+	}
 	return engine.NewSecret(i.CertPEM + i.KeyPEM.Reveal())
 }
 

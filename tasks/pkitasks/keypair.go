@@ -86,7 +86,7 @@ func (k *Keypair[C]) now() time.Time {
 // Validate checks what the task asks: a usage it knows, a signer where one is needed and none where none is.
 func (k *Keypair[C]) Validate() error {
 	switch k.Usage {
-	case UsageCA, UsageKey:
+	case UsageCA, UsageKey, UsageToken:
 		if k.Signer != nil {
 			return fmt.Errorf("keypair %s: a %s has no signer", k.Name, k.Usage)
 		}
@@ -98,14 +98,14 @@ func (k *Keypair[C]) Validate() error {
 			return fmt.Errorf("keypair %s: CommonName is required", k.Name)
 		}
 	default:
-		return fmt.Errorf("keypair %s: usage %q: want %s, %s, %s, %s or %s", k.Name, k.Usage, UsageCA, UsageServer, UsageClient, UsagePeer, UsageKey)
+		return fmt.Errorf("keypair %s: usage %q: want %s, %s, %s, %s, %s or %s", k.Name, k.Usage, UsageCA, UsageServer, UsageClient, UsagePeer, UsageKey, UsageToken)
 	}
 	for _, ip := range k.IPAddresses {
 		if parsed := net.ParseIP(ip); parsed == nil || parsed.String() != ip {
 			return fmt.Errorf("keypair %s: IP address %q is not in canonical form (as Go prints it): it would differ from the certificate on every run", k.Name, ip)
 		}
 	}
-	if k.Usage != UsageKey && k.Lifetime <= RenewBefore {
+	if k.Usage != UsageKey && k.Usage != UsageToken && k.Lifetime <= RenewBefore {
 		return fmt.Errorf("keypair %s: a lifetime of %s is not longer than the renewal window (%s): it would be issued again on every run", k.Name, k.Lifetime, RenewBefore)
 	}
 	return nil
@@ -121,6 +121,14 @@ func (k *Keypair[C]) Find(ctx context.Context, world C) (*Keypair[C], error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if k.Usage == UsageToken {
+		is, err := DecodeToken(obj)
+		if err != nil {
+			return nil, engine.Terminal(fmt.Errorf("bootstrap token %s in the state store (%s) cannot be read: %v; kubeup leaves it as it is: "+
+				"move it away to have a new one issued (docs/pki.md)", k.Name, k.Path(), err))
+		}
+		return &Keypair[C]{Name: k.Name, Dir: k.Dir, Usage: UsageToken, Status: Valid, Issued: is}, nil
 	}
 	is, err := Decode(obj)
 	if err != nil {
@@ -232,9 +240,12 @@ func changedFields[C storetasks.World](c *Keypair[C]) string {
 func (k *Keypair[C]) Render(ctx context.Context, world C, actual, expected, changes *Keypair[C]) error {
 	var is *Issued
 	var err error
-	if expected.Usage == UsageKey {
+	switch expected.Usage {
+	case UsageKey:
 		is, err = IssueKey()
-	} else {
+	case UsageToken:
+		is, err = IssueToken()
+	default:
 		var signer *Issued
 		if expected.Signer != nil {
 			if signer = expected.Signer.Issued; signer == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,9 +21,11 @@ import (
 
 // TestRuntimeRunsImages starts the built containerd with a node's configuration (its own root, state and socket),
 // imports every archive of `make images` with ctr, and runs them with runc: each image's binary at the path
-// kubeup's manifests run (--version of etcd and the Kubernetes components: static, with no base), the pause
-// image (it holds until SIGTERM, then exits 0) and the e2e workload, which answers over the host network from a
-// cgroup of its own. Everything is stopped and removed by the harness, by PID and path.
+// kubeup's manifests run (--version of etcd and the Kubernetes components: static, with no base), kube-proxy's
+// iptables (its base layer: Debian's iptables on the nf_tables backend) and kube-proxy's own --cleanup, which
+// lists and rewrites the rules with them, the pause image (it holds until SIGTERM, then exits 0) and the e2e
+// workload, which answers over the host network from a cgroup of its own, and whose `hello get` fetches from it
+// in a container of its own. Everything is stopped and removed by the harness, by PID and path.
 func TestRuntimeRunsImages(t *testing.T) {
 	e2e.RequireRoot(t)
 	bin := e2e.RuntimeBin(t)
@@ -103,6 +106,48 @@ func TestRuntimeRunsImages(t *testing.T) {
 		}
 	})
 
+	// kube-proxy runs iptables, iptables-save and iptables-restore (and the ip6 ones) by name: its image holds them,
+	// on the nf_tables backend, with the libraries they link. Each container has a network namespace of its own
+	// (no --net-host), so nothing here touches this machine's rules.
+	t.Run("kube-proxy", func(t *testing.T) {
+		ref := "registry.k8s.io/kube-proxy:v" + e2e.KubernetesVersion
+		if !refs[ref] {
+			t.Fatalf("the images cache has no %s", ref)
+		}
+		for i, tc := range []struct {
+			argv []string
+			want string
+		}{
+			{[]string{"iptables", "--version"}, "iptables v1.8.9 (nf_tables)"},
+			{[]string{"ip6tables", "--version"}, "ip6tables v1.8.9 (nf_tables)"},
+			{[]string{"iptables-restore", "--version"}, "iptables-restore v1.8.9 (nf_tables)"},
+			{[]string{"nft", "--version"}, "nftables v1.0.6"},
+			// The nat table of the container's own namespace: empty chains, read through the kernel's nf_tables.
+			{[]string{"iptables", "-t", "nat", "-S"}, "-P POSTROUTING ACCEPT"},
+		} {
+			out, err := ctrOutput(ctx, c, append([]string{"run", "--rm", "--cap-add", "CAP_NET_ADMIN", ref, fmt.Sprintf("iptables-%d", i)}, tc.argv...)...)
+			if err != nil || !strings.Contains(out, tc.want) {
+				t.Errorf("%s in %s: %v\n%s\nwant %q in it", strings.Join(tc.argv, " "), ref, err, out, tc.want)
+			}
+		}
+		// kube-proxy's --cleanup removes the rules of every mode it knows: it lists the nat and filter tables of
+		// both families with iptables-save and rewrites them with iptables-restore (and asks nft of its nftables
+		// table). It exits 0 only when each of them ran.
+		out, err := ctrOutput(ctx, c, "run", "--rm", "--cap-add", "CAP_NET_ADMIN", ref, "kube-proxy-cleanup",
+			"/usr/local/bin/kube-proxy", "--cleanup", "-v=4")
+		if err != nil {
+			t.Fatalf("kube-proxy --cleanup: %v\n%s", err, out)
+		}
+		for _, want := range []string{`command="iptables-save"`, `command="iptables-restore"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kube-proxy --cleanup did not log running %s:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "executable file not found") {
+			t.Errorf("kube-proxy --cleanup missed a program:\n%s", out)
+		}
+	})
+
 	t.Run("pause", func(t *testing.T) {
 		run := c.StartCtr(t, "pause", "run", "--rm", e2e.PauseImage, "pause")
 		e2e.WaitFor(t, 2*time.Minute, "the pause container to run", func() (error, bool) {
@@ -145,6 +190,20 @@ func TestRuntimeRunsImages(t *testing.T) {
 		}
 		if body, err := get(url + "/"); err != nil || body != "hello from "+host+"\n" {
 			t.Errorf("GET /: %q, %v; want %q", body, err, "hello from "+host+"\n")
+		}
+		// `hello get` in a container of the workload's image (no shell, no curl) fetches from the server; a port
+		// nothing listens on fails it. Each must exit by itself: a hello that took `get` for the server would not.
+		getCtx, cancelGet := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancelGet()
+		if out, err := c.Ctr(getCtx, "run", "--rm", "--net-host", e2e.HelloImage, "hello-get", "/hello", "get", url+"/healthz"); err != nil || out != "ok\n" {
+			t.Errorf("hello get %s/healthz: %q, %v; want %q", url, out, err, "ok\n")
+		}
+		closed, err := e2e.FreeLoopbackPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := ctrOutput(getCtx, c, "run", "--rm", "--net-host", e2e.HelloImage, "hello-get-refused", "/hello", "get", "http://"+e2e.ListenAddr(closed)+"/"); err == nil || !strings.Contains(out, "connection refused") {
+			t.Errorf("hello get of a port nothing listens on: %v\n%s\nwant it to fail, refused", err, out)
 		}
 		pid, err := c.TaskPID(t, "hello")
 		if err != nil {
@@ -210,6 +269,14 @@ func waitExit(t *testing.T, p *e2e.Process, what string) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("%s did not exit 2 minutes after SIGTERM\n%s", what, e2e.Tail(p.Log, 20))
 	}
+}
+
+// ctrOutput runs ctr against c and returns what it wrote to stdout and stderr together (a container's logs go
+// to stderr).
+func ctrOutput(ctx context.Context, c *e2e.Containerd, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "ctr"), append([]string{"--address", c.Socket, "--namespace", c.Namespace}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // get is the body of a GET of url.

@@ -74,6 +74,7 @@ func (n *node) journal(t *testing.T) string {
 func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
+	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
 	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateKubeletStopped(t, cp) })
@@ -130,6 +131,28 @@ func kubectlAnswers(t *testing.T, cp *controlPlane) {
 	}
 }
 
+// kubeletCredentialObjects: protokube, once its kube-apiserver is ready, applied the objects of kubelets' TLS
+// bootstrap (docs/pki.md): the bootstrap token's Secret (named by the keystore's token id) and the RBAC objects.
+func kubeletCredentialObjects(t *testing.T, cp *controlPlane) {
+	b, err := os.ReadFile(filepath.Join(cp.state, cluster, "pki", "bootstrap-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(b)), ".")
+	for _, obj := range [][]string{
+		{"secret", "-n", "kube-system", "bootstrap-token-" + id},
+		{"clusterrolebinding", "kubeup:kubelet-bootstrap"},
+		{"clusterrolebinding", "kubeup:kubelet-renewal"},
+		{"clusterrole", "kubeup:csr-approver"},
+		{"clusterrolebinding", "kubeup:csr-approver"},
+	} {
+		e2e.WaitFor(t, 3*time.Minute, "protokube to apply "+strings.Join(obj, " "), func() (string, bool) {
+			out, err := cp.kubectl(append([]string{"get", "-o", "name"}, obj...)...)
+			return fmt.Sprintf("%s %v", out, err), err == nil
+		})
+	}
+}
+
 // kubectlNodeDead: node3 dies, its protokube (already killed by validateEtcdStopped), etcd members and components
 // gone; the API still answers through api.<cluster> and kubectlAnswers' ConfigMap reads back.
 func kubectlNodeDead(t *testing.T, cp *controlPlane) {
@@ -177,6 +200,13 @@ func keystoreKeys(t *testing.T, state string) map[string][]string {
 	}
 	out := map[string][]string{}
 	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			if tok, err := pkitasks.DecodeToken(b); err == nil {
+				_, secret, _ := tok.TokenParts()
+				out[filepath.Base(f)] = []string{secret.Reveal()} // the bootstrap token's secret
+				continue
+			}
+		}
 		is := readKeypair(t, state, filepath.Base(f))
 		keyPEM := is.KeyPEM.Reveal()
 		b, _ := pem.Decode([]byte(keyPEM))

@@ -1,0 +1,68 @@
+package model
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/tasks/kubetasks"
+	"kubeup.dev/kubeup/tasks/pkitasks"
+)
+
+type kubeObjectsWorld struct{}
+
+func (kubeObjectsWorld) KubeAPI() *kubetasks.Client     { return nil }
+func (kubeObjectsWorld) ApproverAPI() *kubetasks.Client { return nil }
+
+// TestAddKubeObjects: the objects of kubelet credentials, by key, the token's Secret named by its id and kept out
+// of plans, and the approver after its binding; a configuration without its bootstrap kubeconfig, or with one
+// that holds no token, is refused, naming the file.
+func TestAddKubeObjects(t *testing.T) {
+	c, igs := completeSpec(t, CloudLocal, 1)
+	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-a"))
+	tok, err := pkitasks.IssueToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.AddKeystoreFiles(Issued{KeypairBootstrapToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	id, secret, _ := tok.TokenParts()
+	g := engine.NewGraph[kubeObjectsWorld]()
+	if err := AddKubeObjects(g, nc, nil); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, task := range g.Tasks() {
+		keys = append(keys, task.Key().String())
+		if o, ok := task.(*kubetasks.Object[kubeObjectsWorld]); ok && o.Manifest != nil && strings.Contains(*o.Manifest, secret.Reveal()) {
+			t.Errorf("%s shows the token's secret", task.Key())
+		}
+		if a, ok := task.(*kubetasks.KubeletCSRs[kubeObjectsWorld]); ok {
+			if a.Approver.TokenID != id || len(a.After) != 1 || a.After[0].Key().Name != "ClusterRoleBinding/kubeup:csr-approver" {
+				t.Errorf("the approver: token %q (want %q), after %v", a.Approver.TokenID, id, a.After)
+			}
+		}
+	}
+	slices.Sort(keys)
+	want := []string{
+		"KubeObject/ClusterRole/kubeup:csr-approver", "KubeObject/ClusterRoleBinding/kubeup:csr-approver",
+		"KubeObject/ClusterRoleBinding/kubeup:kubelet-bootstrap", "KubeObject/ClusterRoleBinding/kubeup:kubelet-renewal",
+		"KubeObject/Secret/kube-system/bootstrap-token-" + id, "KubePruned/Secret/kube-system/bootstrap-token", "KubeletCSRs/kubelet",
+	}
+	if !slices.Equal(keys, want) {
+		t.Errorf("tasks %v, want %v", keys, want)
+	}
+
+	if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), c.Spec.Kubelet.BootstrapKubeconfig) {
+		t.Errorf("a bootstrap kubeconfig without a token: %v", err)
+	}
+	nc.Files = nil
+	if err := AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), "carries no bootstrap kubeconfig") {
+		t.Errorf("no bootstrap kubeconfig: %v", err)
+	}
+}

@@ -1,0 +1,143 @@
+//go:build e2e
+
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
+	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/tasks/nodetasks"
+)
+
+// TestNodeRuntimeE2E has the real containerd (2.4, `make runtime-binaries`) read the configuration the node graph
+// writes, and the node graph import the pause image (`make images`) into it: a node root with the runtime where
+// the assets put it, the runtime's tasks applied there (nodeup without systemd: the unit is a file), containerd
+// started from that root as its unit starts it, then the import, a real engine run; crictl lists the image,
+// pinned as the sandbox image, and a second run changes nothing.
+func TestNodeRuntimeE2E(t *testing.T) {
+	bin := e2e.RuntimeBin(t)
+	var pause e2e.Image
+	for _, img := range e2e.Images(t) {
+		if img.Ref == e2e.PauseImage {
+			pause = img
+		}
+	}
+	if pause.Archive == "" {
+		e2e.CannotRun(t, "(e2e) `make images` wrote no %s", e2e.PauseImage)
+	}
+	e2e.RequireRoot(t)
+	ctx := context.Background()
+
+	c, _ := completeSpec(t, CloudLocal, 1)
+	s := &c.Spec
+	if !e2e.SystemdBooted() {
+		s.Kubelet.CgroupDriver = "cgroupfs" // the rule of docs/cluster-spec.md: no systemd, no systemd driver
+	}
+	s.Containerd.RestrictOOMScoreAdj = ptr(true) // this machine's containers cannot lower their oom_score_adj
+	if s.Containerd.SandboxImage != e2e.PauseImage {
+		t.Fatalf("the default sandbox image %s is not the one `make images` builds (%s)", s.Containerd.SandboxImage, e2e.PauseImage)
+	}
+
+	root, err := os.MkdirTemp("", "kubeup-node-") // short: containerd's socket address is below it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) }) // runs after containerd's stop, registered later
+	e2e.InstallRuntime(t, bin, root)
+	archive := "/var/lib/kubeup/images/pause.tar"
+	b, err := os.ReadFile(pause.Archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2e.WriteFile(t, filepath.Join(root, archive), string(b))
+
+	n, err := nodetasks.NewNode(ctx, root, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	build := func(a RuntimeAssets) func() *engine.Graph[*nodetasks.Node] {
+		return func() *engine.Graph[*nodetasks.Node] {
+			g := engine.NewGraph[*nodetasks.Node]()
+			if _, err := addRuntimeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, s, a); err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+	}
+	enginetest.ApplyThenNoChanges(t, ctx, n, build(RuntimeAssets{}))
+
+	// containerd reads every setting as written: `config dump` prints what it parsed (a misspelt key would show
+	// containerd's default instead).
+	dump := e2e.MustRun(t, filepath.Join(bin, "containerd"), "--config", filepath.Join(root, containerdConfigFile), "config", "dump")
+	systemdCgroup := "SystemdCgroup = false"
+	if s.Kubelet.CgroupDriver == "systemd" {
+		systemdCgroup = "SystemdCgroup = true"
+	}
+	for _, want := range []string{
+		systemdCgroup,
+		"restrict_oom_score_adj = true",
+		"BinaryName = '" + runcBinary + "'",
+		"sandbox = '" + e2e.PauseImage + "'",
+		"bin_dirs = ['" + cniBinDir + "']",
+		"conf_dir = '" + cniConfDir + "'",
+		"conf_template = '" + cniConfigTemplate + "'",
+		"address = '" + e2e.NodeContainerdSocket + "'",
+	} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("containerd config dump lacks %q:\n%s", want, dump)
+		}
+	}
+
+	p := e2e.StartNodeContainerd(t, bin, root)
+	images := RuntimeAssets{Images: []RuntimeImage{{Name: e2e.PauseImage, Archive: archive}}}
+	applied := enginetest.ApplyThenNoChanges(t, ctx, n, build(images))
+	want := engine.Key{Type: "ImageImport", Name: e2e.PauseImage}
+	if len(applied.Changes) != 1 || applied.Changes[0].Key != want {
+		t.Errorf("the run with containerd up changed %+v, want the import of %s alone", applied.Changes, e2e.PauseImage)
+	}
+
+	endpoint := "unix://" + filepath.Join(root, e2e.NodeContainerdSocket)
+	crictl := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		// crictl reads the configuration nodeup wrote (its endpoints are the node's path: the flags give the host's).
+		out, err := e2e.Run(ctx, filepath.Join(bin, "crictl"), append([]string{"--config", filepath.Join(root, crictlConfig),
+			"--runtime-endpoint", endpoint, "--image-endpoint", endpoint}, args...)...)
+		if err != nil {
+			t.Fatalf("crictl %v: %v\ncontainerd's log:\n%s", args, err, e2e.Tail(p.Log, 30))
+		}
+		return out
+	}
+	ref, tag, _ := strings.Cut(e2e.PauseImage, ":")
+	listed := e2e.WaitFor(t, time.Minute, "crictl images to list "+e2e.PauseImage, func() (string, bool) {
+		out := crictl("images")
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == ref && f[1] == tag {
+				return out, true
+			}
+		}
+		return out, false
+	})
+	t.Logf("crictl images:\n%s", listed)
+	var inspect struct {
+		Status struct {
+			Pinned bool `json:"pinned"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(crictl("inspecti", "-o", "json", e2e.PauseImage)), &inspect); err != nil {
+		t.Fatal(err)
+	}
+	if !inspect.Status.Pinned {
+		t.Errorf("%s is not pinned: kubelet's image garbage collection could remove the sandbox image", e2e.PauseImage)
+	}
+}
