@@ -143,6 +143,10 @@ say "A new cluster: 3 control-plane nodes in zone a, kept in $KUBEUP_STATE_STORE
 # machines' systemd has no controller but its own; with the unified hierarchy, through systemd.
 CGROUP_DRIVER=cgroupfs
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then CGROUP_DRIVER=systemd; fi
+# A machine without CAP_SYS_RESOURCE (this VM's) cannot give a pod sandbox the negative oom_score_adj kubelet asks
+# for: containerd clamps it (spec.containerd.restrictOOMScoreAdj).
+RESTRICT_OOM=false
+if (( ((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)) >> 24 & 1) == 0 )); then RESTRICT_OOM=true; fi
 spec=$(kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0 --dry-run -o yaml)
 grep -q '^  cloudProvider: local$' <<<"$spec" || fail "unexpected spec: $spec"
 dns="  cloudProvider: local
@@ -154,13 +158,25 @@ dns="  cloudProvider: local
       tsigAlgorithm: hmac-sha256
       tsigSecretFile: $SECRET_AT
   kubelet:
-    cgroupDriver: $CGROUP_DRIVER"
+    cgroupDriver: $CGROUP_DRIVER
+  containerd:
+    restrictOOMScoreAdj: $RESTRICT_OOM"
 awk -v dns="$dns" '$0 == "  cloudProvider: local" { print dns; next } { print }' <<<"$spec" >"$DEMO_DIR/spec.yaml"
 kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0
 kubeup replace -f "$DEMO_DIR/spec.yaml"
 echo "spec.local.dns, as replace stored it:" >&2
 "$BIN/kubeup" get cluster "$NAME" -o yaml | grep -A6 '^  local:'
 kubeup get instancegroups --name "$NAME"
+
+say "The assets the nodes install (kubelet, containerd, runc, the CNI plugins, crictl, protokube, the images they preload), mirrored into the state store with their sha256 (no release server is reachable here: from this machine's builds)"
+assets_from "$DEMO_DIR/assets"
+kubeup assets mirror "$NAME" --from "$DEMO_DIR/assets" | tail -3
+kubeup assets mirror "$NAME" --from "$DEMO_DIR/assets" --yes | tail -1
+kubeup assets mirror "$NAME" --from "$DEMO_DIR/assets" >"$DEMO_DIR/mirror-again.txt"
+grep -q 'no changes$' "$DEMO_DIR/mirror-again.txt" || fail "a second mirror has changes: $(cat "$DEMO_DIR/mirror-again.txt")"
+echo "(mirroring again: no changes)" >&2
+echo "spec.assets, as the mirror recorded them:" >&2
+"$BIN/kubeup" get cluster "$NAME" -o yaml | awk '/^  assets:/ { on = 1; print; next } on && /^  [a-z]/ { on = 0 } on' | grep -E '^  assets:|^    [a-z]|sha256' | head -40
 
 say "Dry run: what update would do (the report is long; its summary)"
 plan=$(kubeup update cluster "$NAME")
@@ -176,42 +192,31 @@ kubeup update cluster "$NAME" >"$DEMO_DIR/second.txt"
 grep -q 'No changes need to be applied' "$DEMO_DIR/second.txt" || fail "the second update found changes"
 echo "(applying again: no changes)" >&2
 
-# preinstall NODE: what nodeup does not install on a node yet (WIP, issue 24: its assets and the container
-# runtime's configuration land next): kubelet, protokube, containerd, runc, the CNI plugins and crictl, containerd's
-# configuration and unit (started), and the preloaded images. And the demo's own setting: protokube's rounds every
-# 2s (a drop-in of protokube.service) rather than every minute.
-preinstall() {
-	local root f
+# assets_from DIR: the files of this machine's builds that the nodes install, named and packed as upstream
+# publishes them, for `kubeup assets mirror --from` (no release server is reachable here): kubelet (make
+# kube-binaries), protokube (make build), containerd's and crictl's release archives, runc, the CNI plugins'
+# archive (make runtime-binaries) and the images' archives (make images).
+assets_from() {
+	local d=$1 v
+	v() { awk -v c="$1" '$1 == c { sub(/^v/, "", $2); print $2 }' "$RUNTIME_BIN/VERSIONS"; }
+	mkdir -p "$d/pack/bin"
+	cp "$KUBE_BIN/kubelet" "$BIN/protokube" "$d/"
+	cp "$RUNTIME_BIN/runc" "$d/runc.amd64"
+	cp "$RUNTIME_BIN/containerd" "$RUNTIME_BIN/containerd-shim-runc-v2" "$RUNTIME_BIN/ctr" "$d/pack/bin/"
+	tar -C "$d/pack" -czf "$d/containerd-$(v containerd)-linux-amd64.tar.gz" bin
+	tar -C "$RUNTIME_BIN/cni" -czf "$d/cni-plugins-linux-amd64-v$(v cni-plugins).tgz" .
+	tar -C "$RUNTIME_BIN" -czf "$d/crictl-v$(v crictl)-linux-amd64.tar.gz" crictl
+	rm -r "$d/pack"
+	cp "$IMAGES"/*.tar "$d/"
+}
+
+# demo_dropins NODE: the demo's own setting of a node: protokube's rounds every 2s (a drop-in of
+# protokube.service) rather than every minute.
+demo_dropins() {
+	local root
 	root=$(machine_root "$1")
-	mkdir -p "$root/usr/local/bin" "$root/usr/local/sbin" "$root/opt/cni/bin" "$root/etc/containerd" "$root/var/lib/kubeup/images" "$root/etc/systemd/system/protokube.service.d"
-	cp "$KUBE_BIN/kubelet" "$BIN/protokube" "$RUNTIME_BIN/containerd" "$RUNTIME_BIN/containerd-shim-runc-v2" "$RUNTIME_BIN/ctr" "$RUNTIME_BIN/crictl" "$root/usr/local/bin/"
-	cp "$RUNTIME_BIN/runc" "$root/usr/local/sbin/"
-	cp "$RUNTIME_BIN"/cni/* "$root/opt/cni/bin/"
-	cat >"$root/etc/containerd/config.toml" <<-TOML
-	version = 3
-	[plugins.'io.containerd.cri.v1.images'.pinned_images]
-	  sandbox = 'registry.k8s.io/pause:3.10.2'
-	[plugins.'io.containerd.cri.v1.runtime']
-	  restrict_oom_score_adj = true
-	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-	  runtime_type = 'io.containerd.runc.v2'
-	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-	  BinaryName = '/usr/local/sbin/runc'
-	  SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
-	TOML
-	printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\n' >"$root/etc/crictl.yaml"
-	mkdir -p "$root/etc/cni/net.d"
-	printf '{"cniVersion":"1.0.0","name":"kubeup","plugins":[{"type":"bridge","bridge":"cni0","isGateway":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"100.96.%s.0/24"}]]}},{"type":"portmap","capabilities":{"portMappings":true}}]}\n' "${1#node}" >"$root/etc/cni/net.d/10-kubeup.conflist"
-	printf '[Unit]\nDescription=containerd\n[Service]\nType=notify\nExecStart=/usr/local/bin/containerd\nDelegate=yes\nKillMode=process\n' >"$root/etc/systemd/system/containerd.service"
+	mkdir -p "$root/etc/systemd/system/protokube.service.d"
 	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
-	mkdir -p "$root/var/lib/kubelet" # WIP: kubelet's own credentials are not issued yet
-	cp "$KUBECONFIG_FILE" "$root/var/lib/kubelet/kubeconfig"
-	in_machine "$1" systemctl daemon-reload
-	in_machine "$1" systemctl start containerd.service
-	while read -r f _; do
-		cp "$IMAGES/$f" "$root/var/lib/kubeup/images/"
-		in_machine "$1" ctr -n k8s.io images import "/var/lib/kubeup/images/$f" >/dev/null 2>&1
-	done <"$IMAGES/IMAGES"
 }
 
 say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl and kubeup validate"
@@ -228,7 +233,7 @@ for n in "${NODES[@]}"; do
 	root=$(machine_root "$n")
 	mkdir -p "$root$(dirname "$SECRET_AT")"
 	(umask 077 && echo "$secret" >"$root$SECRET_AT") # the TSIG secret, as a cloud's secret store would place it
-	preinstall "$n"
+	demo_dropins "$n"
 	run "$BIN/nodeup" --conf="$STATE/$NAME/nodeup/control-plane-a-${n#node}" --root="$root" --node-id="$n" >"$DEMO_DIR/logs/nodeup-$n.out" 2>"$DEMO_DIR/logs/nodeup-$n.log" ||
 		{ tail -20 "$DEMO_DIR/logs/nodeup-$n.log" >&2; fail "nodeup failed on $n (log: $DEMO_DIR/logs/nodeup-$n.log)"; }
 	echo "  $n: $(grep -c '^  created' "$DEMO_DIR/logs/nodeup-$n.out") files and units created (report: $DEMO_DIR/logs/nodeup-$n.out); protokube.service $(in_machine "$n" systemctl is-active protokube.service || true)" >&2
@@ -300,6 +305,12 @@ validate() {
 }
 validate --wait 3m || fail "validate cluster did not pass in 3m (each node's kubelet: hack/machine.sh's in_machine NODE journalctl -u kubelet)"
 kubectl get nodes -L kubeup.dev/instancegroup
+
+say "The workload's image, which no registry here serves and no spec names: imported into each node's containerd by hand, as an operator would"
+for n in "${NODES[@]}"; do
+	printf '$ ctr -n k8s.io images import - <%s   (in %s)\n' "$IMAGES/hello.tar" "$n" >&2
+	in_machine "$n" ctr -n k8s.io images import - <"$IMAGES/hello.tar" >/dev/null
+done
 
 say "A workload: a Deployment of 3 replicas of the e2e workload, on the host network (pod networking across nodes is not set up yet), the control plane's taint tolerated"
 kubectl apply -f - <<YAML
