@@ -304,9 +304,11 @@ func startControlPlane(t *testing.T) *controlPlane {
 	}
 	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
 	specFile := filepath.Join(dir, "spec.yaml")
-	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
+	e2e.WriteFile(t, specFile, e2e.WithMachines(t, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt)))
 	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
 	kubeup("replace", "-f", specFile)
+	// What the nodes install, from this machine's builds, mirrored into the state store with their sha256.
+	kubeup("assets", "mirror", cluster, "--from", e2e.AssetsDir(t, filepath.Join(bin, "protokube")), "--yes")
 	kubeup("update", "cluster", cluster, "-o", "json")
 	kubeup("update", "cluster", cluster, "--yes")
 	if out := kubeup("update", "cluster", cluster); !strings.Contains(out, "No changes") {
@@ -357,7 +359,9 @@ func startControlPlane(t *testing.T) *controlPlane {
 	})
 	for _, n := range nodes {
 		e2e.WriteFile(t, filepath.Join(n.m.Root(), secretAt), bind.KeySecret+"\n")
-		preinstall(t, n, filepath.Join(dir, "kubeconfig"), bin)
+		// The test's own setting: protokube's rounds every 2s with a 10-minute lease.
+		e2e.WriteFile(t, filepath.Join(n.m.Root(), "/etc/systemd/system/protokube.service.d/10-e2e.conf"),
+			"[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s --lease=10m\n")
 		out, err := exec.Command(filepath.Join(bin, "nodeup"), "--conf="+n.conf, "--root="+n.m.Root(), "--node-id="+n.id).CombinedOutput()
 		printed.Write(out)
 		if err != nil {
@@ -469,6 +473,20 @@ spec:
         args: ["-listen=:18080"]
         ports: [{containerPort: 18080, hostPort: 18080}]
 `)
+	// The workload's image, which no registry here serves and no spec names, imported by hand.
+	for _, img := range e2e.Images(t) {
+		if img.Ref != e2e.HelloImage {
+			continue
+		}
+		b, err := os.ReadFile(img.Archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cp.nodes {
+			e2e.WriteFile(t, filepath.Join(n.m.Root(), "/root/hello.tar"), string(b))
+			n.m.MustExec(t, "/usr/local/bin/ctr", "-n", "k8s.io", "images", "import", "/root/hello.tar")
+		}
+	}
 	cp.mustKubectlT(t, "apply", "-f", deployment)
 	out = e2e.WaitFor(t, 3*time.Minute, "the Deployment's 3 pods to run, one per node", func() (string, bool) {
 		out, err := cp.kubectl("get", "pods", "-l", "app=hello", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName")
