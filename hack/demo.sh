@@ -46,6 +46,33 @@ wait_for() {
 	done
 }
 
+# assets_from DIR: the files of this machine's builds that the nodes install, named and packed as upstream
+# publishes them, for `kubeup assets mirror --from` (no release server is reachable here): kubelet (make
+# kube-binaries), protokube (make build), containerd's and crictl's release archives, runc, the CNI plugins'
+# archive (make runtime-binaries) and the images' archives (make images).
+assets_from() {
+	local d=$1 v
+	v() { awk -v c="$1" '$1 == c { sub(/^v/, "", $2); print $2 }' "$RUNTIME_BIN/VERSIONS"; }
+	mkdir -p "$d/pack/bin"
+	cp "$KUBE_BIN/kubelet" "$BIN/protokube" "$d/"
+	cp "$RUNTIME_BIN/runc" "$d/runc.amd64"
+	cp "$RUNTIME_BIN/containerd" "$RUNTIME_BIN/containerd-shim-runc-v2" "$RUNTIME_BIN/ctr" "$d/pack/bin/"
+	tar -C "$d/pack" -czf "$d/containerd-$(v containerd)-linux-amd64.tar.gz" bin
+	tar -C "$RUNTIME_BIN/cni" -czf "$d/cni-plugins-linux-amd64-v$(v cni-plugins).tgz" .
+	tar -C "$RUNTIME_BIN" -czf "$d/crictl-v$(v crictl)-linux-amd64.tar.gz" crictl
+	rm -r "$d/pack"
+	cp "$IMAGES"/*.tar "$d/"
+}
+
+# demo_dropins NODE: the demo's own setting of a node: protokube's rounds every 2s (a drop-in of
+# protokube.service) rather than every minute.
+demo_dropins() {
+	local root
+	root=$(machine_root "$1")
+	mkdir -p "$root/etc/systemd/system/protokube.service.d"
+	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
+}
+
 [ "$(id -u)" = 0 ] || fail "make demo runs as root: it creates network namespaces, loop devices and mounts"
 for tool in ip nsenter setsid named dig etcd etcdctl losetup mkfs.ext4 blkid unshare systemd-nspawn; do
 	command -v "$tool" >/dev/null || fail "$tool is not installed (make e2e-packages installs it)"
@@ -191,33 +218,6 @@ ls -ls "$POOL"/*.img >&2
 kubeup update cluster "$NAME" >"$DEMO_DIR/second.txt"
 grep -q 'No changes need to be applied' "$DEMO_DIR/second.txt" || fail "the second update found changes"
 echo "(applying again: no changes)" >&2
-
-# assets_from DIR: the files of this machine's builds that the nodes install, named and packed as upstream
-# publishes them, for `kubeup assets mirror --from` (no release server is reachable here): kubelet (make
-# kube-binaries), protokube (make build), containerd's and crictl's release archives, runc, the CNI plugins'
-# archive (make runtime-binaries) and the images' archives (make images).
-assets_from() {
-	local d=$1 v
-	v() { awk -v c="$1" '$1 == c { sub(/^v/, "", $2); print $2 }' "$RUNTIME_BIN/VERSIONS"; }
-	mkdir -p "$d/pack/bin"
-	cp "$KUBE_BIN/kubelet" "$BIN/protokube" "$d/"
-	cp "$RUNTIME_BIN/runc" "$d/runc.amd64"
-	cp "$RUNTIME_BIN/containerd" "$RUNTIME_BIN/containerd-shim-runc-v2" "$RUNTIME_BIN/ctr" "$d/pack/bin/"
-	tar -C "$d/pack" -czf "$d/containerd-$(v containerd)-linux-amd64.tar.gz" bin
-	tar -C "$RUNTIME_BIN/cni" -czf "$d/cni-plugins-linux-amd64-v$(v cni-plugins).tgz" .
-	tar -C "$RUNTIME_BIN" -czf "$d/crictl-v$(v crictl)-linux-amd64.tar.gz" crictl
-	rm -r "$d/pack"
-	cp "$IMAGES"/*.tar "$d/"
-}
-
-# demo_dropins NODE: the demo's own setting of a node: protokube's rounds every 2s (a drop-in of
-# protokube.service) rather than every minute.
-demo_dropins() {
-	local root
-	root=$(machine_root "$1")
-	mkdir -p "$root/etc/systemd/system/protokube.service.d"
-	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/protokube --conf=/etc/kubeup/node.conf --interval=2s\n' >"$root/etc/systemd/system/protokube.service.d/10-demo.conf"
-}
 
 say "The cluster admin's kubeconfig (kubeup export kubeconfig), for kubectl and kubeup validate"
 KUBECONFIG=$KUBECONFIG_FILE kubeup export kubeconfig "$NAME"
