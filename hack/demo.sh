@@ -203,7 +203,7 @@ kubeup assets mirror "$NAME" --from "$DEMO_DIR/assets" >"$DEMO_DIR/mirror-again.
 grep -q 'no changes$' "$DEMO_DIR/mirror-again.txt" || fail "a second mirror has changes: $(cat "$DEMO_DIR/mirror-again.txt")"
 echo "(mirroring again: no changes)" >&2
 echo "spec.assets, as the mirror recorded them:" >&2
-"$BIN/kubeup" get cluster "$NAME" -o yaml | awk '/^  assets:/ { on = 1; print; next } on && /^  [a-z]/ { on = 0 } on' | grep -E '^  assets:|^    [a-z]|sha256' | head -40
+"$BIN/kubeup" get cluster "$NAME" -o yaml | awk '/^  assets:/ { on = 1; print; next } on && /^  [a-z]/ { on = 0 } on' | grep -vE '^ *(url|image):' | head -40
 
 say "Dry run: what update would do (the report is long; its summary)"
 plan=$(kubeup update cluster "$NAME")
@@ -309,7 +309,7 @@ kubectl get nodes -L kubeup.dev/instancegroup
 say "The workload's image, which no registry here serves and no spec names: imported into each node's containerd by hand, as an operator would"
 for n in "${NODES[@]}"; do
 	printf '$ ctr -n k8s.io images import - <%s   (in %s)\n' "$IMAGES/hello.tar" "$n" >&2
-	in_machine "$n" ctr -n k8s.io images import - <"$IMAGES/hello.tar" >/dev/null
+	in_machine "$n" ctr -n k8s.io images import - <"$IMAGES/hello.tar" >/dev/null 2>&1 || fail "importing the workload's image on $n"
 done
 
 say "A workload: a Deployment of 3 replicas of the e2e workload, on the host network (pod networking across nodes is not set up yet), the control plane's taint tolerated"
@@ -368,11 +368,9 @@ wait_for 60 "kubelet to stop etcd's containers on $victim" etcd_gone
 api_without_victim() { ! grep -qxF "$(ip_of "$victim")" <<<"$(api_addresses)"; }
 wait_for 60 "api.$NAME to drop $victim's address once its claims lapse" api_without_victim
 echo "api.$NAME: $(api_addresses | paste -sd' ')" >&2
-mirrors_gone() {
-	[ -z "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -n kube-system \
-		"etcd-main-$victim" "etcd-events-$victim" --ignore-not-found -o name)" ]
-}
-wait_for 60 "$victim's kubelet to delete etcd's mirror pods" mirrors_gone
+# $victim's kubelet reaches the API through its own kube-apiserver (127.0.0.1), which has no etcd now: it can
+# neither delete etcd's mirror pods nor post its status, so what validate says of $victim's Node and pods follows
+# the controller-manager (NotReady after its grace period); the members it names are what matters here.
 set +e
 out=$(validate)
 code=$?
@@ -385,8 +383,6 @@ for ec in main events; do
 	addr=$(dig +short "@$GATEWAY" "$member.etcd-$ec.internal.$NAME" A)
 	[ "$addr" = "$(ip_of "$victim")" ] || fail "validate names member $member of etcd-$ec, whose name points at $addr, not at $victim"
 	echo "  validate names member $member of etcd-$ec: $member.etcd-$ec.internal.$NAME is $addr, $victim's address" >&2
-	grep -q "^Pod kube-system/etcd-$ec-$victim: etcd-$ec does not run on control-plane node $victim" <<<"$out" ||
-		fail "validate does not say that etcd-$ec does not run on $victim"
 done
 
 say "$victim's protokube started again: it writes etcd's manifests back, etcd rejoins, validate passes again"

@@ -26,8 +26,7 @@ import (
 // certificate, and BIND's records.
 //
 // validate exits 0 once healthy (--wait); with one node's etcd stopped (its protokube stopped, etcd's manifests
-// removed, so kubelet stops both members' containers and deletes their mirror pods) it exits 1, naming the two
-// members that node ran.
+// removed, so kubelet stops both members' containers) it exits 1, naming the two members that node ran.
 
 // validateCluster runs `kubeup validate cluster` from the client's network namespace and returns its stdout; what
 // it printed goes to the sentinel's record (cp.printed).
@@ -86,10 +85,8 @@ func validateEtcdStopped(t *testing.T, cp *controlPlane) {
 		out, err := victim.m.Exec(ctx, "crictl", "ps", "-q", "--name", "^etcd-")
 		return fmt.Sprintf("%q %v", out, err), err == nil && strings.TrimSpace(out) == ""
 	})
-	e2e.WaitFor(t, 2*time.Minute, "kubelet to delete etcd's mirror pods of "+victim.id, func() (string, bool) {
-		out, err := cp.kubectl("get", "pods", "-n", "kube-system", "etcd-main-"+victim.id, "etcd-events-"+victim.id, "--ignore-not-found", "-o", "name")
-		return fmt.Sprintf("%q %v", out, err), err == nil && strings.TrimSpace(out) == ""
-	})
+	// The victim's kubelet reaches the API through its own kube-apiserver (127.0.0.1), which has no etcd now: it
+	// can neither delete etcd's mirror pods nor post its status. The members validate names are what this checks.
 	out, err := validateCluster(t, cp)
 	if code := exitCode(err); code != 1 {
 		t.Fatalf("validate with %s's etcd stopped exits %d (%v), want 1", victim.id, code, err)
@@ -110,9 +107,6 @@ func validateEtcdStopped(t *testing.T, cp *controlPlane) {
 		name := member + ".etcd-" + ec + ".internal." + cluster
 		if addr, err := cp.client.Run(context.Background(), "dig", "+short", name, "A"); err != nil || strings.TrimSpace(addr) != victim.net.IP {
 			t.Errorf("validate names member %s of etcd-%s, whose name %s points at %q (%v), not at %s (%s)", member, ec, name, addr, err, victim.id, victim.net.IP)
-		}
-		if !strings.Contains(out, "Pod kube-system/etcd-"+ec+"-"+victim.id+": etcd-"+ec+" does not run on control-plane node "+victim.id) {
-			t.Errorf("validate does not say that etcd-%s does not run on %s", ec, victim.id)
 		}
 	}
 }
