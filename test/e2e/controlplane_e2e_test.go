@@ -39,7 +39,7 @@ type node struct {
 	dead bool // killed by kubectlNodeDead
 }
 
-// journal returns the machine's journal of protokube, containerd and kubelet, and the logs of its pods.
+// journal returns the logs of the machine's pods, then its journal of protokube, containerd and kubelet.
 func (n *node) journal(t *testing.T) string {
 	t.Helper()
 	if n.dead {
@@ -47,7 +47,7 @@ func (n *node) journal(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := n.m.Exec(ctx, "sh", "-c", "journalctl --no-pager -o cat -u protokube -u containerd -u kubelet; cat /var/log/pods/*/*/*.log")
+	out, err := n.m.Exec(ctx, "sh", "-c", "cat /var/log/pods/*/*/*.log; journalctl --no-pager -o short-precise -u protokube -u containerd -u kubelet")
 	if err != nil {
 		t.Logf("%s's journal: %v", n.id, err)
 	}
@@ -442,15 +442,21 @@ func nodesAndPods(t *testing.T, cp *controlPlane) {
 	}
 	pods := e2e.WaitFor(t, 3*time.Minute, "every static pod's mirror pod Running", func() (string, bool) {
 		out, err := cp.kubectl("get", "pods", "-n", "kube-system", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase")
+		phase := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				phase[f[0]] = f[1]
+			}
+		}
 		running := 0
-		for _, c := range []string{"etcd-main", "etcd-events", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		for _, c := range []string{"etcd-main", "etcd-events", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
 			for _, n := range cp.nodes {
-				if strings.Contains(out, c+"-"+n.id+" ") && strings.Contains(out, c+"-"+n.id+"   Running") {
+				if phase[c+"-"+n.id] == "Running" {
 					running++
 				}
 			}
 		}
-		return out, err == nil && running == 15
+		return out, err == nil && running == 18
 	})
 	t.Logf("kube-system's pods:\n%s", pods)
 
