@@ -128,7 +128,7 @@ func exitCode(err error) int {
 func validateKubeletStopped(t *testing.T, cp *controlPlane) {
 	victim := cp.nodes[1]
 	victim.m.MustExec(t, "systemctl", "stop", "protokube.service", "kubelet.service")
-	out := e2e.WaitFor(t, 3*time.Minute, "validate to name "+victim.id+" (its Node NotReady once the controller-manager misses its kubelet)", func() (string, bool) {
+	out := e2e.WaitFor(t, 5*time.Minute, "validate to name "+victim.id+" (its Node NotReady once the controller-manager misses its kubelet)", func() (string, bool) {
 		out, err := validateCluster(t, cp)
 		return out, exitCode(err) == 1 && strings.Contains(out, "\nNode "+victim.id+": ")
 	})
@@ -138,7 +138,8 @@ func validateKubeletStopped(t *testing.T, cp *controlPlane) {
 		}
 	}
 	victim.m.MustExec(t, "systemctl", "start", "protokube.service")
-	if out, err := validateCluster(t, cp, "--wait", "3m"); err != nil {
+	// kubelet's back-off of the pods that failed while it was away can hold them for up to 5 minutes.
+	if out, err := validateCluster(t, cp, "--wait", "6m"); err != nil {
 		t.Fatalf("validate after %s's protokube started again: %v\n%s", victim.id, err, out)
 	}
 	if state := victim.m.Show(t, "kubelet.service", "ActiveState"); state != "active" {
