@@ -313,25 +313,8 @@ for n in "${NODES[@]}"; do
 done
 
 say "A workload: a Deployment of 3 replicas of the e2e workload, on the host network (pod networking across nodes is not set up yet), the control plane's taint tolerated"
-kubectl apply -f - <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hello, namespace: default}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: hello}}
-  template:
-    metadata: {labels: {app: hello}}
-    spec:
-      hostNetwork: true
-      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: hello
-        image: kubeup.dev/e2e/hello:v1
-        imagePullPolicy: IfNotPresent
-        args: ["-listen=:18080"]
-        ports: [{containerPort: 18080, hostPort: 18080}]
-YAML
+printf '$ kubectl apply -f hack/hello-deployment.yaml   (in node1'"'"'s network namespace)\n' >&2
+ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s apply -f - <hack/hello-deployment.yaml
 hello_running() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -l app=hello --no-headers 2>/dev/null | awk '$3 == "Running"' | wc -l)" = 3 ]; }
 wait_for 180 "the 3 pods of the Deployment to run" hello_running
 kubectl get pods -l app=hello -o wide

@@ -460,25 +460,10 @@ func nodesAndPods(t *testing.T, cp *controlPlane) {
 	})
 	t.Logf("kube-system's pods:\n%s", pods)
 
-	deployment := filepath.Join(cp.dir, "hello.yaml")
-	e2e.WriteFile(t, deployment, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hello, namespace: default}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: hello}}
-  template:
-    metadata: {labels: {app: hello}}
-    spec:
-      hostNetwork: true
-      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: hello
-        image: `+e2e.HelloImage+`
-        imagePullPolicy: IfNotPresent
-        args: ["-listen=:18080"]
-        ports: [{containerPort: 18080, hostPort: 18080}]
-`)
+	deployment, err := filepath.Abs("../../hack/hello-deployment.yaml") // the demo's too
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The workload's image, which no registry here serves and no spec names, imported by hand.
 	for _, img := range e2e.Images(t) {
 		if img.Ref != e2e.HelloImage {
