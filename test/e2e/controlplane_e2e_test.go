@@ -233,15 +233,6 @@ func readKeypair(t *testing.T, state, name string) *pkitasks.Issued {
 	return is
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func fileMode(t *testing.T, path string) os.FileMode {
 	t.Helper()
 	st, err := os.Stat(path)
