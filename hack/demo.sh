@@ -324,7 +324,9 @@ kubectl exec "$pod" -- /hello get http://127.0.0.1:18080/
 
 kubelet_victim=node2
 say "$kubelet_victim's kubelet stopped (and its protokube, which would start it again within a round): validate exits 1, naming $kubelet_victim"
-run in_machine "$kubelet_victim" systemctl stop protokube.service kubelet.service
+# protokube first, and alone: a round it is in may start kubelet, and that job would cancel a stop of both at once.
+run in_machine "$kubelet_victim" systemctl stop protokube.service
+run in_machine "$kubelet_victim" systemctl stop kubelet.service
 names_victim() {
 	local out
 	out=$(ip netns exec "$(netns_of node1)" "$BIN/kubeup" validate cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" 2>&1) && return 1

@@ -67,8 +67,8 @@ func (n *node) journal(t *testing.T) string {
 //     their leases, a new ServiceAccount's token is accepted and a forged one is not.
 //   - nodes_and_pods: 3 Nodes Ready, registered by their kubelets on containerd; every mirror pod Running; a
 //     Deployment of the e2e workload runs a pod per node, and kubectl logs and exec reach one.
-//   - validate_healthy, validate_node2_kubelet_stopped and validate_node3_etcd_stopped: `kubeup validate
-//     cluster` (validate_e2e_test.go).
+//   - validate_healthy, validate_node2_kubelet_stopped, validate_node2_containerd_stopped and
+//     validate_node3_etcd_stopped: `kubeup validate cluster` (validate_e2e_test.go).
 //   - kubectl_node3_dead: node3's machine dies; kubectl still works through the name and the ConfigMap reads back.
 //   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
 func TestControlPlane(t *testing.T) {
@@ -77,7 +77,8 @@ func TestControlPlane(t *testing.T) {
 	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
-	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateKubeletStopped(t, cp) })
+	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "kubelet.service") })
+	t.Run("validate_node2_containerd_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "containerd.service") })
 	t.Run("validate_node3_etcd_stopped", func(t *testing.T) { validateEtcdStopped(t, cp) })
 	t.Run("kubectl_node3_dead", func(t *testing.T) { kubectlNodeDead(t, cp) })
 	t.Run("no_private_key_printed", func(t *testing.T) { noPrivateKeyPrinted(t, cp) })
