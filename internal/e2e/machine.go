@@ -110,7 +110,7 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 			if v2 {
 				return nil // nspawn delegates a cgroup v2 subtree to the machine itself
 			}
-			cgroups, err = makeMachineCgroups(t, c.Name)
+			cgroups, err = makeMachineCgroups(t, c)
 			return err
 		})
 	}
@@ -166,8 +166,9 @@ done
 // makeMachineCgroups makes the cgroup name below this process's own in every cgroup v1 hierarchy but
 // name=systemd (the machine's systemd makes its own there), cpuset's cpus and mems copied from its parent, and
 // returns the files nspawn writes its process id to before it starts. The cgroups are registered: a cleanup
-// removes them, depth first, once the machine is gone.
-func makeMachineCgroups(t testing.TB, name string) ([]string, error) {
+// removes them, depth first, once the machine is gone, and crosses them out of the registry.
+func makeMachineCgroups(t testing.TB, c *Container) ([]string, error) {
+	name := c.Name
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func makeMachineCgroups(t testing.TB, name string) ([]string, error) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, err
 		}
-		register(t, record{Kind: kindCgroup, Path: dir})
+		c.unreg = append(c.unreg, register(t, record{Kind: kindCgroup, Path: dir}))
 		if strings.Contains(","+parts[1]+",", ",cpuset,") {
 			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
 				b, err := os.ReadFile(filepath.Join(filepath.Dir(dir), file))
