@@ -29,6 +29,11 @@ in_machine() { local n=$1; shift; nsenter -t "$(machine_pid "$n")" -a -- "$@"; }
 # hold_sysctls: set kubelet's kernel settings on the host, recording the former values first (once).
 hold_sysctls() {
 	local kv k
+	# The end-to-end tests hold the same settings through their own record: two holders would each take the
+	# other's values for the host's and put the wrong ones back.
+	if [ ! -e "$MADE/sysctls" ] && [ -e /run/kubeup-e2e.sysctl.json ]; then
+		fail "an end-to-end test holds kubelet's kernel settings on this host (/run/kubeup-e2e.sysctl.json): run make demo once it has ended (a test killed before its end leaves the file: the next e2e run's reap puts the settings back and removes it)"
+	fi
 	if [ ! -e "$MADE/sysctls" ]; then
 		mkdir -p "$MADE"
 		for kv in "${MACHINE_SYSCTLS[@]}"; do k=${kv%%=*}; echo "$k=$(cat "/proc/sys/$k")"; done >"$MADE/sysctls.tmp"
