@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -323,10 +322,7 @@ func releaseSysctls() (msg string, err error) {
 func liveSysctlHolder() bool {
 	entries, _ := os.ReadDir(registryDir())
 	for _, e := range entries {
-		pidStr, startStr, ok := strings.Cut(e.Name(), "-")
-		pid, err1 := strconv.Atoi(pidStr)
-		start, err2 := strconv.ParseUint(startStr, 10, 64)
-		if !e.IsDir() || !ok || err1 != nil || err2 != nil || !alive(pid, start) {
+		if pid, start, ok := registryOwner(e); !ok || !alive(pid, start) {
 			continue
 		}
 		if held, _ := filepath.Glob(filepath.Join(registryDir(), e.Name(), "*-"+kindSysctl+".json")); len(held) > 0 {

@@ -143,10 +143,8 @@ func Reap() []string {
 	}
 	var report []string
 	for _, e := range entries {
-		pidStr, startStr, ok := strings.Cut(e.Name(), "-")
-		pid, err1 := strconv.Atoi(pidStr)
-		start, err2 := strconv.ParseUint(startStr, 10, 64)
-		if !e.IsDir() || !ok || err1 != nil || err2 != nil {
+		pid, start, ok := registryOwner(e)
+		if !ok {
 			continue
 		}
 		if alive(pid, start) {
@@ -173,6 +171,14 @@ func Reap() []string {
 		}
 	}
 	return report
+}
+
+// registryOwner returns the process id and start time a registry directory is named after ("PID-START").
+func registryOwner(e fs.DirEntry) (pid int, start uint64, ok bool) {
+	pidStr, startStr, ok := strings.Cut(e.Name(), "-")
+	pid, err1 := strconv.Atoi(pidStr)
+	start, err2 := strconv.ParseUint(startStr, 10, 64)
+	return pid, start, e.IsDir() && ok && err1 == nil && err2 == nil
 }
 
 func readRecords(dir string) ([]record, error) {
