@@ -102,12 +102,7 @@ func WithMachines(t testing.TB, spec string) string {
 	if !strings.Contains(spec, local) {
 		t.Fatalf("not a spec of the local cloud:\n%s", spec)
 	}
-	driver := "cgroupfs"
-	if v2, err := CgroupV2(); err != nil {
-		t.Fatal(err)
-	} else if v2 {
-		driver = "systemd"
-	}
+	driver := MachineCgroupDriver(t)
 	restrict := "false"
 	if !hasCapSysResource() {
 		restrict = "true"

@@ -46,12 +46,14 @@ func (c *Container) Root() string { return "/proc/" + strconv.Itoa(c.PID) + "/ro
 // systemd is running. The container is stopped and its files removed in t.Cleanup.
 func Boot(t testing.TB) *Container {
 	t.Helper()
-	return boot(t, nil, nil, nil, nil)
+	return boot(t, "", nil, nil, nil, nil)
 }
 
-// boot is Boot with more arguments of systemd-nspawn, more environment, a function that prepares the root
-// directory before nspawn starts, and one that returns the cgroup.procs files nspawn joins before it starts.
-func boot(t testing.TB, args, env []string, before func(*Container) error, cgroupProcs func() []string) *Container {
+// boot is Boot with the directory that keeps the machine's disk across boots ("": a new one, removed with the
+// machine; see MachineOptions.Disk), more arguments of systemd-nspawn, more environment, a function that
+// prepares the root directory before nspawn starts, and one that returns the cgroup.procs files nspawn joins
+// before it starts.
+func boot(t testing.TB, disk string, args, env []string, before func(*Container) error, cgroupProcs func() []string) *Container {
 	t.Helper()
 	RequireRoot(t)
 	RequireTools(t, "systemd-nspawn", "nsenter")
@@ -66,7 +68,7 @@ func boot(t testing.TB, args, env []string, before func(*Container) error, cgrou
 		Console: filepath.Join(tmp, "console.log"), tmp: tmp, waited: make(chan error, 1)}
 	c.unreg = append(c.unreg, register(t, record{Kind: kindDir, Path: tmp}), register(t, record{Kind: kindMount, Path: c.Dir}))
 	t.Cleanup(func() { c.cleanup(t) })
-	if err := c.prepare(rootfs); err != nil {
+	if err := c.prepare(rootfs, disk); err != nil {
 		t.Fatal(err)
 	}
 	if before != nil {
@@ -114,12 +116,18 @@ func boot(t testing.TB, args, env []string, before func(*Container) error, cgrou
 	return c
 }
 
-// prepare makes the root directory: an overlay whose lower layer is the cache, or a copy when overlayfs is not
-// available.
-func (c *Container) prepare(rootfs string) error {
-	upper, work := filepath.Join(c.tmp, "upper"), filepath.Join(c.tmp, "work")
-	for _, d := range []string{c.Dir, upper, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+// prepare makes the root directory: an overlay whose lower layer is the cache and whose upper layer is in disk
+// (or in the container's own directory when disk is ""), or a copy when overlayfs is not available.
+func (c *Container) prepare(rootfs, disk string) error {
+	if disk == "" {
+		disk = c.tmp
+	}
+	upper, work := filepath.Join(disk, "upper"), filepath.Join(disk, "work")
+	if err := os.Mkdir(c.Dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -127,6 +135,8 @@ func (c *Container) prepare(rootfs string) error {
 	if err := syscall.Mount("overlay", c.Dir, "overlay", 0, opts); err == nil {
 		c.overlay = true
 		return nil
+	} else if disk != c.tmp {
+		return fmt.Errorf("a machine's disk kept across boots (%s) needs overlayfs: %w", disk, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

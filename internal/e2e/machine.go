@@ -35,6 +35,10 @@ type MachineOptions struct {
 	// would: protokube attaches the volumes of the local provider's pool there (losetup takes the first free
 	// device, whose node must exist).
 	LoopDevices bool
+	// Disk, when set, is a directory that keeps the machine's disk (the upper layer of its root and containerd's
+	// data) across boots: a machine that dies and boots again with the same Disk finds its files. "" gives the
+	// machine a new disk, removed with it.
+	Disk string
 }
 
 // kubeletSysctls are the kernel settings kubelet insists on (it writes them when they differ, and a machine's
@@ -94,7 +98,10 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 		}
 		prepare = append(prepare, func(c *Container) error {
 			data := filepath.Join(c.tmp, "containerd")
-			if err := os.Mkdir(data, 0o711); err != nil {
+			if opts.Disk != "" {
+				data = filepath.Join(opts.Disk, "containerd")
+			}
+			if err := os.MkdirAll(data, 0o711); err != nil {
 				return err
 			}
 			c.extraArgs = append(c.extraArgs, "--bind="+data+":/var/lib/containerd")
@@ -121,7 +128,7 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 		}
 		return nil
 	}
-	c := boot(t, args, env, before, func() []string { return cgroups })
+	c := boot(t, opts.Disk, args, env, before, func() []string { return cgroups })
 	if opts.Kubelet {
 		if v2, _ := CgroupV2(); !v2 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -440,32 +440,33 @@ func ListenAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.
 // plugins in /opt/cni/bin (hard links where the filesystems allow, else copies).
 func InstallRuntime(t testing.TB, bin, root string) {
 	t.Helper()
-	put := func(src, dst string) {
-		t.Helper()
-		dst = filepath.Join(root, dst)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Link(src, dst); err == nil {
-			return
-		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, b := range RuntimeBinaries {
 		dir := "/usr/local/bin"
 		if b == "runc" {
 			dir = "/usr/local/sbin"
 		}
-		put(filepath.Join(bin, b), filepath.Join(dir, b))
+		installFile(t, filepath.Join(bin, b), filepath.Join(root, dir, b))
 	}
 	for _, p := range CNIPlugins {
-		put(filepath.Join(bin, "cni", p), filepath.Join("/opt/cni/bin", p))
+		installFile(t, filepath.Join(bin, "cni", p), filepath.Join(root, "/opt/cni/bin", p))
+	}
+}
+
+// installFile puts the file src at dst, executable: a hard link when both are on one file system, else a copy.
+func installFile(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(src, dst); err == nil {
+		return
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 
