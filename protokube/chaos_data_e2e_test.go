@@ -72,8 +72,9 @@ func (d *volumeData) mounted(t *testing.T, vol, mountPoint string) {
 }
 
 // check checks every volume the test wrote a marker on: the same filesystem UUID, and the marker read where the
-// volume is mounted, or from its image (debugfs, read-only) when it is not.
-func (d *volumeData) check(t *testing.T) {
+// volume is mounted, or from its image (debugfs, read-only) when it is not. mounts returns the paths, as this
+// process reaches them, where a volume's image is mounted.
+func (d *volumeData) check(t *testing.T, mounts func(img string) []string) {
 	t.Helper()
 	d.mu.Lock()
 	vols := make(map[string]string, len(d.marker))
@@ -88,7 +89,7 @@ func (d *volumeData) check(t *testing.T) {
 		}
 		var got []byte
 		var err error
-		if mps := e2e.MountsOfFile(img); len(mps) > 0 {
+		if mps := mounts(img); len(mps) > 0 {
 			got, err = os.ReadFile(filepath.Join(mps[0], markerFile))
 		} else {
 			got, err = exec.Command("debugfs", "-R", "cat /"+markerFile, img).Output()

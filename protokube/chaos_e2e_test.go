@@ -13,14 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/internal/e2e"
-	"kubeup.dev/kubeup/internal/staticpods"
 	"kubeup.dev/kubeup/tasks/localtasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
@@ -37,59 +35,48 @@ const (
 	chaosConverge = 3 * time.Minute
 )
 
-// chaosNode is one control-plane node of TestProtokubeChaos: a network namespace (a new one when the machine
-// is replaced), a filesystem root (kept across restarts), its protokube and the stand-in for its kubelet.
-type chaosNode struct {
-	id, root, conf string
-	gen            int
-	net            *e2e.NetNode
-	proc           *e2e.Process
-	kubelet        *e2e.FakeKubelet
-	alive          bool
-}
-
 // chaosRun is the cluster of TestProtokubeChaos and what the test knows of it.
 type chaosRun struct {
-	t       *testing.T
-	r       *rand.Rand
-	bin     string
-	nw      *e2e.Net
-	bind    *e2e.BIND
-	pool    string
-	images  []string
-	vols    *localtasks.Volumes // the pool as an observer sees it
-	nodes   []*chaosNode
-	roots   []string
-	client  *e2e.NetNode // where etcdctl runs: never killed
-	tls     []string
-	data    *volumeData
-	keys    map[string]string // every key written to etcd main, with its value
-	secret  string
-	history []string
+	t        *testing.T
+	r        *rand.Rand
+	bin      string
+	nw       *e2e.Net
+	bind     *e2e.BIND
+	machines *etcdMachines
+	pool     string
+	images   []string
+	vols     *localtasks.Volumes // the pool as an observer sees it
+	nodes    []*etcdMachine
+	client   *e2e.NetNode // where etcdctl runs: never killed
+	tls      []string
+	data     *volumeData
+	keys     map[string]string // every key written to etcd main, with its value
+	history  []string
 }
 
-// TestProtokubeChaos: four control-plane nodes (network namespaces) share one local pool of three member
-// volumes per etcd cluster; each runs protokube (--interval 1s, --lease 8s, publishing to a real BIND by RFC
-// 2136) and a stand-in kubelet running Debian's etcd from the etcd-main manifest protokube writes. Then random,
-// seeded events: SIGKILL of a node's protokube (restarted at once, as systemd does), SIGKILL of a node's etcd
-// (the kubelet restarts it), a node's death (protokube and etcd killed, its mounts gone; its claims released as a
-// cloud detaches a dead machine's disks, or left to lapse; sometimes its network namespace deleted too, the
-// machine replaced by one with a new address and an empty disk), and a dead node's restart. After every event,
-// before and after the cluster settles: no volume mounted twice (on two nodes, at two points, through two loop
-// devices; a watch of the mount table also runs all along), no image bound to two loop devices, no volume
-// formatted that held data (the marker written at its first mount reads back, its filesystem UUID is unchanged);
-// once it settled, every key written to etcd through the members' DNS names reads back, and a few more are
-// written.
+// TestProtokubeChaos: four control-plane nodes, each a machine of its own (etcdMachine: systemd in
+// systemd-nspawn in a network namespace), share one local pool of three member volumes per etcd cluster; each
+// runs protokube.service (--interval 1s, --lease 8s, publishing to a real BIND by RFC 2136) and a real kubelet on
+// containerd running etcd in containers from the manifests protokube writes. Then random, seeded events: SIGKILL
+// of a node's protokube (systemd restarts it), SIGKILL of a node's etcd main (kubelet restarts it), a node's
+// death (its machine killed: its mounts go with it; its claims released as a cloud detaches a dead machine's
+// disks, or left to lapse; sometimes its network namespace deleted too, the machine replaced by one with a new
+// address and an empty disk), and a dead node's restart (it boots again on its disk). After every event, before
+// and after the cluster settles: no volume mounted twice (on two nodes, at two points, through two loop devices;
+// a watch of the machines' mount tables also runs all along), no image bound to two loop devices, no volume
+// formatted that held data (the marker written at its first mount reads back, its filesystem UUID is
+// unchanged); once it settled, every key written to etcd through the members' DNS names reads back, and a few
+// more are written.
 func TestProtokubeChaos(t *testing.T) {
 	e2e.RequireRoot(t)
-	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "debugfs", "ip", "unshare")
+	e2e.RequireTools(t, "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "debugfs", "ip")
 	c := &chaosRun{t: t, r: e2e.ChaosRand(t), keys: map[string]string{}}
 	events := e2e.ChaosCount(t, chaosEventsEnv, chaosEventsBounded, chaosEventsSoak)
 	begin := time.Now()
 	c.setup()
-	t.Logf("set up (binaries, BIND, the cluster's volumes, five network namespaces) in %s", time.Since(begin).Round(time.Millisecond))
+	t.Logf("set up (binaries, BIND, the cluster's volumes) in %s", time.Since(begin).Round(time.Millisecond))
 	for _, n := range c.nodes {
-		c.startNode(n)
+		c.machines.boot(n)
 	}
 	start := time.Now()
 	c.settle("the first start")
@@ -144,7 +131,7 @@ func (c *chaosRun) setup() {
 	create := []string{"create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0"}
 	spec := kubeup(append(create, "--dry-run", "-o", "yaml")...)
 	specFile := filepath.Join(dir, "spec.yaml")
-	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, c.bind, c.nw.Gateway+":53", secretAt))
+	e2e.WriteFile(t, specFile, e2e.WithMachines(t, e2e.WithRFC2136(t, spec, c.bind, c.nw.Gateway+":53", secretAt)))
 	kubeup(create...)
 	kubeup("replace", "-f", specFile)
 	kubeup("update", "cluster", cluster, "--yes")
@@ -156,93 +143,45 @@ func (c *chaosRun) setup() {
 		t.Fatalf("the pool holds %v (%v), want 6 volumes", c.images, err)
 	}
 	for _, img := range c.images {
-		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
+		e2e.DetachLoopsOf(t, img) // runs after the machines are gone
 	}
-	c.secret = c.bind.KeySecret + "\n"
+	c.machines = newEtcdMachines(t, c.bin, c.nw, state, c.pool, c.bind.KeySecret+"\n", time.Second, chaosLease)
 	for i := 1; i <= 4; i++ {
-		n := &chaosNode{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
 		// The fourth node runs the first group's configuration: it is the spare of zone a.
-		n.conf = filepath.Join(state, cluster, "nodeup", "control-plane-a-"+strconv.Itoa(min(i, 3)))
-		n.net = c.nw.Node(t, n.id)
-		n.net.SetResolver(c.nw.Gateway)
-		e2e.WriteFile(t, filepath.Join(n.root, secretAt), c.secret)
-		for _, img := range c.images {
-			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+volumeOf(img)))
-		}
-		c.nodes = append(c.nodes, n)
-		c.roots = append(c.roots, n.root)
+		c.nodes = append(c.nodes, c.machines.node("node"+strconv.Itoa(i), "control-plane-a-"+strconv.Itoa(min(i, 3))))
 	}
 	c.client = c.nw.Node(t, "client")
 	c.client.SetResolver(c.nw.Gateway)
 	c.vols = localtasks.NewVolumes(mustPool(t, c.pool), volumetasks.Holder{NodeID: "e2e-observer"}, 0)
 	c.data = newVolumeData(t, c.pool)
-	watch := e2e.NeverMountedTwice(t, c.roots...)
+	watch := e2e.NeverMountedTwiceOn(t, func() []e2e.NodeMounts { return allMounts(c.nodes) })
 	t.Cleanup(func() {
 		if watch.Checks() == 0 {
 			t.Error("the mount watch never looked")
 		}
 	})
-	t.Cleanup(func() { // before the processes' own cleanups: their logs are still there
-		if !t.Failed() {
-			return
-		}
-		t.Logf("events: %s", strings.Join(c.history, "; "))
-		for _, n := range c.nodes {
-			if n.proc != nil {
-				t.Logf("%s (alive %v) protokube log:\n%s", n.id, n.alive, e2e.Tail(n.proc.Log, 30))
-			}
-			if n.kubelet != nil {
-				for _, p := range n.kubelet.Pods() {
-					t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 15))
-				}
-			}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("events: %s", strings.Join(c.history, "; "))
 		}
 	})
 }
 
-// onlyEtcdMain has the stand-in kubelet run etcd main only: the events cluster's volumes are claimed, formatted
-// and mounted all the same, and its manifests written, but one etcd per node is what two cores can afford.
-func onlyEtcdMain(cfg *staticpods.Config) {
-	cfg.Only = func(manifest string) bool { return manifest == "etcd-main.manifest" }
-}
-
-// startNode boots a node: a new network namespace if its former one is gone, its kubelet, then protokube.
-func (c *chaosRun) startNode(n *chaosNode) {
-	t := c.t
-	if n.net == nil {
-		n.gen++
-		n.net = c.nw.Node(t, n.id+"-"+strconv.Itoa(n.gen))
-		n.net.SetResolver(c.nw.Gateway)
-	}
-	n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests, onlyEtcdMain)
-	c.startProtokube(n)
-	n.alive = true
-}
-
-func (c *chaosRun) startProtokube(n *chaosNode) {
-	// protokube runs in the host's mount namespace (the node's mounts are under its root) and reaches BIND on
-	// the bridge; its node's address is a flag.
-	cmd := exec.Command(filepath.Join(c.bin, "protokube"), "--conf="+n.conf, "--root="+n.root, "--node-id="+n.id,
-		"--internal-ip="+n.net.IP, "--interval=1s", "--lease="+chaosLease.String())
-	n.proc = n.net.Start(c.t, cmd, filepath.Join(c.t.TempDir(), n.id+"-protokube.log"))
-}
-
-// wake starts a round at once (SIGHUP) on every live node whose protokube has logged (a SIGHUP before the Go
-// runtime installed its handler would end the process; a protokube that just started runs a round anyway).
+// wake starts a round at once (SIGHUP) on every live node whose protokube did not just start: a SIGHUP before
+// the Go runtime installed its handler would end the process, and a protokube that just started runs a round
+// anyway.
 func (c *chaosRun) wake() {
 	for _, n := range c.nodes {
-		if !n.alive {
-			continue
+		if n.alive() && !n.fresh {
+			n.wake()
 		}
-		if st, err := os.Stat(n.proc.Log); err == nil && st.Size() > 0 {
-			syscall.Kill(n.proc.Cmd.Process.Pid, syscall.SIGHUP)
-		}
+		n.fresh = false
 	}
 }
 
-func (c *chaosRun) alive() (alive, dead []*chaosNode) {
+func (c *chaosRun) alive() (alive, dead []*etcdMachine) {
 	for _, n := range c.nodes {
-		if n.alive {
+		if n.alive() {
 			alive = append(alive, n)
 		} else {
 			dead = append(dead, n)
@@ -266,30 +205,25 @@ func (c *chaosRun) event() string {
 	switch kind := kinds[c.r.IntN(len(kinds))]; kind {
 	case "kill-protokube":
 		n := alive[c.r.IntN(len(alive))]
-		if err := n.proc.Kill(); err != nil && !strings.Contains(err.Error(), "killed") {
-			t.Logf("%s: protokube: %v", n.id, err)
-		}
-		c.startProtokube(n)
-		return "SIGKILL of " + n.id + "'s protokube, restarted"
+		n.killProtokube(t)
+		return "SIGKILL of " + n.id + "'s protokube, restarted by systemd"
 	case "kill-etcd":
-		var running []*chaosNode
+		var running []*etcdMachine
 		for _, n := range alive {
-			if p, ok := n.kubelet.Pod("etcd-main.manifest"); ok && p.PID != 0 {
+			if n.etcdContainer("main") != "" {
 				running = append(running, n)
 			}
 		}
 		if len(running) == 0 { // the cluster has not settled: none runs at this moment
 			n := alive[c.r.IntN(len(alive))]
-			n.proc.Kill()
-			c.startProtokube(n)
-			return "SIGKILL of " + n.id + "'s protokube (no etcd ran), restarted"
+			n.killProtokube(t)
+			return "SIGKILL of " + n.id + "'s protokube (no etcd ran), restarted by systemd"
 		}
 		n := running[c.r.IntN(len(running))]
-		p, _ := n.kubelet.Pod("etcd-main.manifest")
-		if err := e2e.KillGroup(p.PID); err != nil {
-			t.Fatal(err)
+		if err := n.killEtcd(t, "main"); err != nil {
+			t.Logf("%v (it stopped meanwhile)", err)
 		}
-		return "SIGKILL of " + n.id + "'s etcd"
+		return "SIGKILL of " + n.id + "'s etcd main"
 	case "die":
 		n := alive[c.r.IntN(len(alive))]
 		modes := []string{"released", "lapsing", "released, network gone", "lapsing, network gone"}
@@ -298,36 +232,27 @@ func (c *chaosRun) event() string {
 		return fmt.Sprintf("%s dies (claims %s)", n.id, mode)
 	default:
 		n := dead[c.r.IntN(len(dead))]
-		c.startNode(n)
+		c.machines.boot(n)
 		return fmt.Sprintf("%s restarts (address %s)", n.id, n.net.IP)
 	}
 }
 
-// die kills a node as a machine dies: protokube and etcd killed, the kubelet gone, its mounts gone; with
-// release, its volumes are detached and their claims released (what a cloud does for a dead instance), else
-// their claims lapse after chaosLease; with gone, its network namespace is deleted too, and the machine is
-// replaced by one with an empty disk (a new namespace and address when it restarts).
-func (c *chaosRun) die(n *chaosNode, release, gone bool) {
+// die kills a node as a machine dies: its machine killed (protokube, kubelet, etcd; its mounts go with its mount
+// namespace); with release, its volumes are detached and their claims released (what a cloud does for a dead
+// instance), else their claims lapse after chaosLease; with gone, its network namespace is deleted too, and the
+// machine is replaced by one with an empty disk (a new namespace and address when it restarts).
+func (c *chaosRun) die(n *etcdMachine, release, gone bool) {
 	t := c.t
 	ctx := context.Background()
-	n.proc.Kill()
-	for _, p := range n.kubelet.Pods() {
-		if p.PID != 0 {
-			e2e.KillGroup(p.PID)
-		}
-	}
-	n.kubelet.Stop() // no pod runs: the kubelet's restart waits at least 1s
-	n.alive = false
+	held := holdersOf(t, c.vols)
+	n.die(t)
 	if gone {
 		if err := n.net.Remove(); err != nil {
 			t.Fatal(err)
 		}
 		n.net = nil
-	}
-	held := holdersOf(t, c.vols)
-	for _, mp := range e2e.MountsUnder(filepath.Join(n.root, "mnt")) {
-		if out, err := exec.Command("umount", mp).CombinedOutput(); err != nil {
-			t.Fatalf("unmounting %s of the dead node %s: %v\n%s", mp, n.id, err, out)
+		if err := os.RemoveAll(n.disk); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if release {
@@ -335,7 +260,7 @@ func (c *chaosRun) die(n *chaosNode, release, gone bool) {
 			if held[vol] != n.id {
 				continue
 			}
-			// The mounts of the dead etcd's mount namespace go a moment after its process: until then the
+			// The mounts of the dead machine's mount namespaces go a moment after its processes: until then the
 			// device is in use, and Release refuses it.
 			// Meanwhile the claim may lapse (the dead node renews it no more) and a live node take the volume
 			// over: then it is that node's, and the cloud detaches nothing of it.
@@ -348,15 +273,6 @@ func (c *chaosRun) die(n *chaosNode, release, gone bool) {
 			})
 		}
 	}
-	if gone {
-		if left := e2e.MountsUnder(n.root); len(left) > 0 {
-			t.Fatalf("%s still has mounts %v: not wiping its disk", n.id, left)
-		}
-		if err := os.RemoveAll(n.root); err != nil {
-			t.Fatal(err)
-		}
-		e2e.WriteFile(t, filepath.Join(n.root, secretAt), c.secret)
-	}
 }
 
 // checkSafety checks what must hold at every moment: no volume mounted twice, no image bound to two loop
@@ -364,7 +280,7 @@ func (c *chaosRun) die(n *chaosNode, release, gone bool) {
 func (c *chaosRun) checkSafety(when string) {
 	t := c.t
 	t.Helper()
-	if err := e2e.VolumesMountedTwice(c.roots...); err != nil {
+	if err := e2e.VolumesMountedTwiceOn(allMounts(c.nodes)); err != nil {
 		t.Errorf("%s: %v", when, err)
 	}
 	for _, img := range c.images {
@@ -372,7 +288,14 @@ func (c *chaosRun) checkSafety(when string) {
 			t.Errorf("%s: volume %s is bound to %d loop devices: %v", when, volumeOf(img), len(loops), loops)
 		}
 	}
-	c.data.check(t)
+	c.data.check(t, func(img string) []string { return hostPaths(c.nodes, img) })
+	for _, n := range c.nodes {
+		if n.alive() {
+			if err := n.protokubeRestarted(); err != nil {
+				t.Errorf("%s: %v", when, err)
+			}
+		}
+	}
 }
 
 // settle waits until the cluster is what it should be with the live nodes it has: min(3, live nodes) volumes of
@@ -394,7 +317,7 @@ func (c *chaosRun) settle(what string) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	for _, img := range c.images {
-		if mps := e2e.MountsOfFile(img); len(mps) == 1 {
+		if mps := hostPaths(c.nodes, img); len(mps) == 1 {
 			c.data.mounted(t, volumeOf(img), mps[0])
 		}
 	}
@@ -404,17 +327,7 @@ func (c *chaosRun) settle(what string) {
 func (c *chaosRun) settled() string {
 	t := c.t
 	alive, _ := c.alive()
-	byID := map[string]*chaosNode{}
-	for _, n := range alive {
-		byID[n.id] = n
-	}
-	for _, n := range alive {
-		select {
-		case <-n.proc.Done():
-			t.Fatalf("%s's protokube exited: %v\n%s", n.id, n.proc.Err(), e2e.Tail(n.proc.Log, 30))
-		default:
-		}
-	}
+	byID := heldBy(alive)
 	held := holdersOf(t, c.vols)
 	count := map[string]int{}
 	for _, img := range c.images {
@@ -424,14 +337,13 @@ func (c *chaosRun) settled() string {
 			continue
 		}
 		count[etcdClusterOf(vol)]++
-		want := []string{filepath.Join(n.root, "mnt", "master-"+vol)}
-		if got := e2e.MountsOfFile(img); !slices.Equal(got, want) {
-			return fmt.Sprintf("volume %s, held by %s, is mounted at %v", vol, n.id, got)
+		if where, ok := mountedAt(alive, img, n, vol); !ok {
+			return fmt.Sprintf("volume %s, held by %s, is mounted at %v", vol, n.id, where)
 		}
 		if etcdClusterOf(vol) != "etcd-main" {
 			continue
 		}
-		if p, ok := n.kubelet.Pod("etcd-main.manifest"); !ok || p.PID == 0 {
+		if n.etcdContainer("main") == "" {
 			return fmt.Sprintf("etcd main does not run on %s, which holds %s", n.id, vol)
 		}
 		member := strings.SplitN(vol, ".", 2)[0]
@@ -458,21 +370,9 @@ func etcdClusterOf(vol string) string {
 }
 
 // copyClientPKI copies etcd's client certificate (kube-apiserver's, which protokube writes on every node) out of
-// a node's root: a node's disk may be wiped later.
+// a node's disk: a node's disk may be wiped later.
 func (c *chaosRun) copyClientPKI() {
-	t := c.t
-	dir := t.TempDir()
-	pki := filepath.Join(c.nodes[0].root, "srv/kubernetes/kube-apiserver")
-	for _, f := range []string{"etcd-ca.crt", "etcd-client.crt", "etcd-client.key"} {
-		b, err := os.ReadFile(filepath.Join(pki, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.tls = []string{"--cacert=" + dir + "/etcd-ca.crt", "--cert=" + dir + "/etcd-client.crt", "--key=" + dir + "/etcd-client.key"}
+	c.tls = pkiFrom(c.t, c.nodes[0])
 }
 
 // etcdctl runs etcdctl in the client's namespace against etcd main through its members' DNS names.

@@ -429,7 +429,7 @@ func (f *killFixture) check(t *testing.T, ip string, wantManifests map[string]st
 			t.Errorf("zone file %s A (-want +got):\n%s", name, diff)
 		}
 	}
-	data.check(t)
+	data.check(t, e2e.MountsOfFile)
 	out, err := exec.Command(filepath.Join(f.bin, "protokube"), f.args(ip, "--once", "--dryrun")...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "No changes") {
 		t.Errorf("protokube --once --dryrun after the re-run: %v\n%s", err, out)

@@ -5,6 +5,7 @@ package protokube_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,27 +27,16 @@ const (
 	keys      = 1000
 )
 
-// node is one control-plane node of the test: a network namespace, a filesystem root, its protokube and the
-// stand-in for its kubelet.
-type node struct {
-	id      string
-	net     *e2e.NetNode
-	root    string
-	conf    string
-	proc    *e2e.Process
-	log     string
-	kubelet *e2e.FakeKubelet
-}
-
-// TestEtcdSurvivesLosingANode: four control-plane nodes (network namespaces) share one local pool holding three
-// member volumes of each etcd cluster; each runs protokube, which publishes DNS to a real BIND by RFC 2136, and a
-// stand-in for kubelet runs Debian's etcd from the manifests protokube writes. The three main volumes end on three
-// nodes, etcd is healthy through the DNS names and takes 1000 keys. Then one node dies: the spare node claims the
-// freed volume, mounts it without formatting it, the member rejoins under its own name with its data, and the 1000
+// TestEtcdSurvivesLosingANode: four control-plane nodes, each a machine of its own (systemd in systemd-nspawn, in
+// a network namespace), share one local pool holding three member volumes of each etcd cluster; on each,
+// protokube.service publishes DNS to a real BIND by RFC 2136, and a real kubelet on containerd runs etcd in
+// containers from the manifests protokube writes. The three main volumes end on three nodes, etcd is healthy
+// through the DNS names and takes 1000 keys. Then one node's machine dies: the spare node claims the freed
+// volume, mounts it without formatting it, the member rejoins under its own name with its data, and the 1000
 // keys read back. No volume is ever mounted on two nodes.
 func TestEtcdSurvivesLosingANode(t *testing.T) {
 	e2e.RequireRoot(t)
-	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip", "unshare")
+	e2e.RequireTools(t, "etcdctl", "dig", "named", "losetup", "mkfs.ext4", "blkid", "ip")
 	ctx := context.Background()
 	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
 	nw := e2e.Network(t)
@@ -65,7 +55,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	}
 	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
 	specFile := filepath.Join(dir, "spec.yaml")
-	e2e.WriteFile(t, specFile, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt))
+	e2e.WriteFile(t, specFile, e2e.WithMachines(t, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt)))
 	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
 	kubeup("replace", "-f", specFile)
 	kubeup("update", "cluster", cluster, "--yes")
@@ -76,56 +66,26 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		t.Fatalf("the pool holds %v (%v), want 6 volumes", images, err)
 	}
 	for _, img := range images {
-		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
+		e2e.DetachLoopsOf(t, img) // runs after the machines are gone
 	}
 
-	var nodes []*node
-	var roots []string
+	f := newEtcdMachines(t, bin, nw, state, pool, bind.KeySecret+"\n", 2*time.Second, 10*time.Minute)
+	var nodes []*etcdMachine
 	for i := 1; i <= 4; i++ {
-		n := &node{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
-		n.net = nw.Node(t, n.id)
-		n.net.SetResolver(nw.Gateway)
-		group := "control-plane-a-" + strconv.Itoa(min(i, 3)) // the spare runs the first group's configuration
-		n.conf = filepath.Join(state, cluster, "nodeup", group)
-		e2e.WriteFile(t, filepath.Join(n.root, secretAt), bind.KeySecret+"\n")
-		for _, img := range images {
-			e2e.Unmount(t, filepath.Join(n.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
-		}
-		nodes = append(nodes, n)
-		roots = append(roots, n.root)
+		// the spare runs the first group's configuration
+		nodes = append(nodes, f.node("node"+strconv.Itoa(i), "control-plane-a-"+strconv.Itoa(min(i, 3))))
 	}
-	watch := e2e.NeverMountedTwice(t, roots...)
-	t.Cleanup(func() { // registered after the processes' own cleanups would hide their logs: runs before them
-		if !t.Failed() {
-			return
-		}
-		for _, n := range nodes {
-			if n.proc != nil {
-				t.Logf("%s protokube log:\n%s", n.id, e2e.Tail(n.log, 40))
-			}
-			out, _ := exec.Command("find", filepath.Join(n.root, "mnt"), "-maxdepth", "4").CombinedOutput()
-			t.Logf("%s: %s", n.id, out)
-			if n.kubelet != nil {
-				for _, p := range n.kubelet.Pods() {
-					if strings.HasPrefix(p.Manifest, "etcd") {
-						t.Logf("%s %s (pid %d, %d starts, %s):\n%s", n.id, p.Manifest, p.PID, p.Starts, p.LastError, e2e.Tail(p.Log, 25))
-					}
-				}
-			}
-		}
-	})
+	watch := e2e.NeverMountedTwiceOn(t, func() []e2e.NodeMounts { return allMounts(nodes) })
 
 	for _, n := range nodes[:3] {
-		n.kubelet = e2e.RunStaticPods(t, n.net, n.root, manifests)
-		n.start(t, bin)
+		f.boot(n)
 	}
 	vols := localtasks.NewVolumes(mustPool(t, pool), volumetasks.Holder{NodeID: "e2e-observer"}, 0)
-	holders := e2e.WaitFor(t, 3*time.Minute, "the three nodes to hold a main and an events volume each", func() (map[string]string, bool) {
+	holders := e2e.WaitFor(t, 5*time.Minute, "the three nodes to hold a main and an events volume each", func() (map[string]string, bool) {
 		h := holdersOf(t, vols)
 		return h, len(h) == 6 && distinct(h, "etcd-main") == 3 && distinct(h, "etcd-events") == 3
 	})
-	nodes[3].kubelet = e2e.RunStaticPods(t, nodes[3].net, nodes[3].root, manifests)
-	nodes[3].start(t, bin)
+	f.boot(nodes[3])
 
 	endpoints := func(port int) string {
 		var eps []string
@@ -137,31 +97,37 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	main := endpoints(4001)
 	// etcd takes clients with a certificate of its clients CA only: kube-apiserver's, which protokube wrote on
 	// every node as it converged it.
-	pki := filepath.Join(nodes[0].root, "srv/kubernetes/kube-apiserver")
-	tls := []string{"--cacert=" + pki + "/etcd-ca.crt", "--cert=" + pki + "/etcd-client.crt", "--key=" + pki + "/etcd-client.key"}
-	etcdctl := func(n *node, args ...string) (string, error) {
+	tls := e2e.WaitFor(t, 3*time.Minute, "protokube to write etcd's client certificate on node1", func() ([]string, bool) {
+		if _, err := os.Stat(filepath.Join(nodes[0].m.Dir, "srv/kubernetes/kube-apiserver/etcd-client.key")); err != nil {
+			return nil, false
+		}
+		return pkiFrom(t, nodes[0]), true
+	})
+	client := nw.Node(t, "client")
+	client.SetResolver(nw.Gateway)
+	etcdctl := func(args ...string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		return n.net.Run(cctx, "etcdctl", append(append([]string{"--endpoints=" + main, "--command-timeout=10s"}, tls...), args...)...)
+		return client.Run(cctx, "etcdctl", append(append([]string{"--endpoints=" + main, "--command-timeout=10s"}, tls...), args...)...)
 	}
-	e2e.WaitFor(t, 3*time.Minute, "etcd main to be healthy on its three members through their DNS names", func() (string, bool) {
-		out, err := etcdctl(nodes[0], "endpoint", "health")
+	e2e.WaitFor(t, 5*time.Minute, "etcd main to be healthy on its three members through their DNS names", func() (string, bool) {
+		out, err := etcdctl("endpoint", "health")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.Count(out, "is healthy") == 3
 	})
 	// No kube-apiserver runs here: the API's name holds no node's address (a node's address goes there only
 	// while its own kube-apiserver answers /readyz); kubeup made no placeholder in this BIND, and protokube makes
 	// none.
-	if out, err := nodes[0].net.Run(ctx, "dig", "+short", "@"+nw.Gateway, "api.internal."+cluster, "A"); err != nil || strings.TrimSpace(out) != "" {
+	if out, err := client.Run(ctx, "dig", "+short", "@"+nw.Gateway, "api.internal."+cluster, "A"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("api.internal.%s: %q, %v; want no address: no kube-apiserver is ready", cluster, out, err)
 	}
 	script := fmt.Sprintf(`for i in $(seq 1 %d); do etcdctl --endpoints=%s %s put key-$i value-$i >/dev/null || exit 1; done`, keys, main, strings.Join(tls, " "))
-	if out, err := nodes[0].net.Run(ctx, "sh", "-c", script); err != nil {
+	if out, err := client.Run(ctx, "sh", "-c", script); err != nil {
 		t.Fatalf("writing %d keys: %v\n%s", keys, err, out)
 	}
 
-	// A node dies: its protokube and etcd are killed, its mounts go with the machine, and its volumes are
+	// A node dies: its machine is killed (protokube, kubelet, etcd; its mounts go with it), and its volumes are
 	// detached and their claims released, as a cloud does for a terminated instance.
-	var victim *node
+	var victim *etcdMachine
 	var lost []string
 	for _, n := range nodes[:3] {
 		if holders[mainVolume(holders, n.id)] == n.id && n.id != "node1" {
@@ -179,15 +145,10 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	for _, vol := range lost {
 		uuids[vol] = filesystemUUID(t, pool, vol)
 	}
-	victim.proc.Kill()
-	victim.kubelet.Stop()
+	victim.die(t)
 	for _, vol := range lost {
-		mp := filepath.Join(victim.root, "mnt", "master-"+vol)
-		if out, err := exec.Command("umount", mp).CombinedOutput(); err != nil {
-			t.Fatalf("unmounting %s of the dead node: %v\n%s", mp, err, out)
-		}
-		// The mounts of the dead etcd's mount namespace go a moment after its process: until then the device
-		// is in use, and Release refuses it.
+		// The mounts of the dead machine's mount namespaces go a moment after its processes: until then the
+		// device is in use, and Release refuses it.
 		e2e.WaitFor(t, 30*time.Second, "the release of the dead node's claim of "+vol, func() (error, bool) {
 			err := vols.Release(ctx, vol)
 			return err, err == nil
@@ -209,47 +170,37 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 			t.Errorf("volume %s: filesystem UUID %s, was %s: it was formatted", vol, got, uuids[vol])
 		}
 	}
-	e2e.WaitFor(t, 3*time.Minute, "etcd main to be healthy again, the spare serving the dead node's member", func() (string, bool) {
-		out, err := etcdctl(nodes[0], "endpoint", "health")
+	e2e.WaitFor(t, 5*time.Minute, "etcd main to be healthy again, the spare serving the dead node's member", func() (string, bool) {
+		out, err := etcdctl("endpoint", "health")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.Count(out, "is healthy") == 3
 	})
-	out, err := etcdctl(spare, "member", "list")
+	out, err := etcdctl("member", "list")
 	if err != nil || strings.Count(out, "started") != 3 {
 		t.Errorf("member list: %v\n%s", err, out)
 	}
-	out, err = etcdctl(spare, "get", "key-", "--prefix", "--keys-only")
+	out, err = etcdctl("get", "key-", "--prefix", "--keys-only")
 	if n := len(strings.Fields(out)); err != nil || n != keys {
 		t.Errorf("reading the keys back: %d keys, want %d (%v)", n, keys, err)
 	}
-	if out, err := etcdctl(spare, "get", "key-777", "--print-value-only"); err != nil || strings.TrimSpace(out) != "value-777" {
+	if out, err := etcdctl("get", "key-777", "--print-value-only"); err != nil || strings.TrimSpace(out) != "value-777" {
 		t.Errorf("key-777: %q, %v", out, err)
 	}
 
 	// A converged node's dry run has nothing to do.
-	dry := exec.Command(filepath.Join(bin, "protokube"), spare.args(true)...)
-	if out, err := dry.CombinedOutput(); err != nil || !strings.Contains(string(out), "No changes") {
-		t.Errorf("protokube --once --dryrun on the converged spare: %v\n%s", err, out)
+	dry, err := spare.exec("/usr/local/bin/protokube", "--conf="+spare.conf, "--node-id="+spare.id, "--internal-ip="+spare.net.IP, "--interval=2s", "--lease=10m", "--once", "--dryrun")
+	if err != nil || !strings.Contains(dry, "No changes") {
+		t.Errorf("protokube --once --dryrun on the converged spare: %v\n%s", err, dry)
 	}
 	if watch.Checks() == 0 {
 		t.Error("the mount watch never looked")
 	}
-}
-
-func (n *node) args(dryRun bool) []string {
-	args := []string{"--conf=" + n.conf, "--root=" + n.root, "--node-id=" + n.id, "--internal-ip=" + n.net.IP, "--interval=2s", "--lease=10m"}
-	if dryRun {
-		args = append(args, "--once", "--dryrun")
+	for _, n := range nodes {
+		if n.alive() {
+			if err := n.protokubeRestarted(); err != nil {
+				t.Error(err)
+			}
+		}
 	}
-	return args
-}
-
-func (n *node) start(t *testing.T, bin string) {
-	t.Helper()
-	// protokube runs in the host's mount namespace (the node's mounts are under its root) and reaches BIND on
-	// the bridge; its node's address is a flag.
-	cmd := exec.Command(filepath.Join(bin, "protokube"), n.args(false)...)
-	n.log = filepath.Join(t.TempDir(), n.id+"-protokube.log")
-	n.proc = n.net.Start(t, cmd, n.log)
 }
 
 func mustPool(t *testing.T, dir string) *localtasks.Pool {

@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
 // What the chaos tests (random kills, seeded) share: their seed and length, a strict look at the mount table, the
@@ -80,7 +78,7 @@ func ChaosCount(t testing.TB, env string, bounded, soak int) int {
 // It is stricter than NeverMountedTwice, which allows one node to mount a volume twice; a node's protokube
 // mounts each volume once.
 func VolumesMountedTwice(roots ...string) error {
-	mounts, err := mountinfo.Read()
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return err
 	}
@@ -88,16 +86,20 @@ func VolumesMountedTwice(roots ...string) error {
 	for i, r := range roots {
 		clean[i] = filepath.Clean(r)
 	}
+	return mountedMoreThanOnce(hostPlaced(string(b), clean, loopBacking))
+}
+
+// VolumesMountedTwiceOn is VolumesMountedTwice for machines, each with a mount table of its own: it names
+// every volume mounted more than once under the Dir of the machines, on one or on two.
+func VolumesMountedTwiceOn(nodes []NodeMounts) error {
+	return mountedMoreThanOnce(machinePlaced(nodes, loopBacking))
+}
+
+// mountedMoreThanOnce returns an error naming each volume of mounts mounted at more than one point.
+func mountedMoreThanOnce(mounts []placedMount) error {
 	at := map[string][]string{} // volume → its mount points
 	for _, m := range mounts {
-		if !m.HasDevice() || ownerRoot(m.MountPoint, clean) == "" {
-			continue
-		}
-		volume := "device " + m.Number()
-		if file := loopBacking(m.Number()); file != "" {
-			volume = "loop file " + file
-		}
-		at[volume] = append(at[volume], m.MountPoint+" ("+m.Number()+")")
+		at[m.volume] = append(at[m.volume], m.at+" ("+m.node+")")
 	}
 	var errs []error
 	for _, v := range slices.Sorted(maps.Keys(at)) {
@@ -193,6 +195,29 @@ func MountsOfFile(img string) []string {
 	for _, m := range mountinfoEntries() {
 		if m.HasDevice() && loopBacking(m.Number()) == img {
 			out = append(out, m.MountPoint)
+		}
+	}
+	return out
+}
+
+// MachineMount is a mount of a volume in a machine's mount namespace.
+type MachineMount struct {
+	// Node is the machine's NodeMounts.Node.
+	Node string
+	// At is the mount point, as the machine sees it.
+	At string
+}
+
+// MountsOfFileOn returns the mounts under the machines' Dir of the filesystems on loop devices bound to the file
+// img (a pool volume's image).
+func MountsOfFileOn(nodes []NodeMounts, img string) []MachineMount {
+	want := "loop file " + filepath.Clean(img)
+	var out []MachineMount
+	for _, n := range nodes {
+		for _, m := range machinePlaced([]NodeMounts{n}, loopBacking) {
+			if m.volume == want {
+				out = append(out, MachineMount{Node: n.Node, At: m.at})
+			}
 		}
 	}
 	return out

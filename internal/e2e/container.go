@@ -36,6 +36,7 @@ type Container struct {
 	extraArgs []string // of systemd-nspawn, added by boot's before
 	cgroups   []string // the machine's cgroups (BootMachine), removed once it is gone
 	unreg     []func() // cross the container out of the leftover registry (see reap.go) once it is gone
+	removed   bool     // cleanup has run
 }
 
 // Root is /proc/PID/root: the container's filesystem as its own processes see it, /run and its sockets
@@ -228,9 +229,22 @@ func (c *Container) Kill(t testing.TB) {
 	}
 }
 
+// Remove kills the machine (Kill) and removes it now, as its cleanup would: its cgroups, the mount of its root
+// and its files; a Disk it was given stays. A machine that died and boots again with the same Disk must be
+// removed first: two overlays cannot share an upper directory.
+func (c *Container) Remove(t testing.TB) {
+	t.Helper()
+	c.Kill(t)
+	c.cleanup(t)
+}
+
 // cleanup stops the container (SIGTERM to nspawn powers it off; SIGKILL to its process group and to its init
-// if that takes too long), then removes its root directory.
+// if that takes too long), then removes its root directory. It runs once.
 func (c *Container) cleanup(t testing.TB) {
+	if c.removed {
+		return
+	}
+	c.removed = true
 	if c.cmd != nil && c.cmd.Process != nil {
 		c.cmd.Process.Signal(syscall.SIGTERM)
 		select {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // MountWatch checks, while a test runs, that no volume is mounted on two nodes at once (see NeverMountedTwice).
 type MountWatch struct {
 	t     testing.TB
-	roots []string
+	check func() (*doubleMount, error)
 
 	mu     sync.Mutex
 	checks int
@@ -38,10 +39,47 @@ const mountWatchPoll = 50 * time.Millisecond
 // under. The watch stops at t.Cleanup, or at Stop.
 func NeverMountedTwice(t testing.TB, roots ...string) *MountWatch {
 	t.Helper()
-	w := &MountWatch{t: t, stop: make(chan struct{}), done: make(chan struct{})}
+	var clean []string
 	for _, r := range roots {
-		w.roots = append(w.roots, filepath.Clean(r))
+		clean = append(clean, filepath.Clean(r))
 	}
+	return watchMounts(t, func() (*doubleMount, error) {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return nil, err
+		}
+		return mountedTwice(string(b), clean, loopBacking), nil
+	})
+}
+
+// NodeMounts is where a check finds one machine's mounts (BootMachine): the mount table of its init's mount
+// namespace, where its protokube mounts, and the directory, as the machine sees it, its volumes are mounted under.
+type NodeMounts struct {
+	// Node names the node in messages.
+	Node string
+	// Mountinfo is the machine's table: /proc/<its init>/mountinfo. A machine that is gone has none: it holds
+	// nothing.
+	Mountinfo string
+	// Dir is where its volumes are mounted: "/mnt".
+	Dir string
+}
+
+// MachineMounts is the NodeMounts of machine m for node, its volumes mounted under dir.
+func MachineMounts(node string, m *Container, dir string) NodeMounts {
+	return NodeMounts{Node: node, Mountinfo: "/proc/" + strconv.Itoa(m.PID) + "/mountinfo", Dir: dir}
+}
+
+// NeverMountedTwiceOn is NeverMountedTwice for machines, each with a mount namespace of its own: every 50ms
+// it reads the tables of the machines nodes returns at that moment (machines come and go), and fails t, once,
+// when one volume is mounted under the Dir of two of them at the same moment.
+func NeverMountedTwiceOn(t testing.TB, nodes func() []NodeMounts) *MountWatch {
+	t.Helper()
+	return watchMounts(t, func() (*doubleMount, error) { return twice(machinePlaced(nodes(), loopBacking)), nil })
+}
+
+// watchMounts runs check every mountWatchPoll until t.Cleanup or Stop.
+func watchMounts(t testing.TB, check func() (*doubleMount, error)) *MountWatch {
+	w := &MountWatch{t: t, check: check, stop: make(chan struct{}), done: make(chan struct{})}
 	t.Cleanup(w.Stop)
 	go w.run()
 	return w
@@ -66,11 +104,11 @@ func (w *MountWatch) run() {
 	defer tick.Stop()
 	reported := false // the test fails once, with the first double mount seen
 	for {
-		b, err := os.ReadFile("/proc/self/mountinfo")
+		v, err := w.check()
 		if err != nil && !reported {
 			w.t.Errorf("NeverMountedTwice: %v", err)
 			reported = true
-		} else if v := mountedTwice(string(b), w.roots, loopBacking); v != nil && !reported {
+		} else if v != nil && !reported {
 			w.t.Errorf("NeverMountedTwice: %s", v)
 			reported = true
 		}
@@ -85,46 +123,89 @@ func (w *MountWatch) run() {
 	}
 }
 
-// doubleMount is one volume mounted under two node roots.
+// doubleMount is one volume mounted on two nodes.
 type doubleMount struct {
 	Volume string    // "loop file /pool/a.img" or "device 8:17"
 	At     [2]string // the two mount points, sorted
-	Roots  [2]string // their node roots
+	Nodes  [2]string // their nodes: "node root /n/a", "machine node2"
 }
 
 func (d *doubleMount) String() string {
-	return fmt.Sprintf("%s is mounted on two nodes at once: at %s (node root %s) and at %s (node root %s)",
-		d.Volume, d.At[0], d.Roots[0], d.At[1], d.Roots[1])
+	return fmt.Sprintf("%s is mounted on two nodes at once: at %s (%s) and at %s (%s)",
+		d.Volume, d.At[0], d.Nodes[0], d.At[1], d.Nodes[1])
 }
 
-// mountedTwice returns the first volume of the mount table (in mountinfo's format) mounted under two of the
-// roots, or nil. backing returns the file behind a loop device given as major:minor, "" for another device.
-func mountedTwice(table string, roots []string, backing func(majmin string) string) *doubleMount {
-	type seen struct{ at, root string }
-	first := map[string]seen{}
-	var found []*doubleMount
+// placedMount is one mount of a volume on a node.
+type placedMount struct {
+	volume string // "loop file /pool/a.img" or "device 8:17"
+	at     string // its mount point, as the node sees it
+	node   string // "node root /n/a", "machine node2"
+}
+
+// volumeOf names the volume of a mount: the file behind it when it is a loop device, else its device.
+func volumeOf(m mountinfo.Mount, backing func(majmin string) string) string {
+	if file := backing(m.Number()); file != "" {
+		return "loop file " + file
+	}
+	return "device " + m.Number()
+}
+
+// hostPlaced returns the mounts of the mount table (in mountinfo's format) under the roots, each on the longest
+// root it is under. Filesystems without a device are left out. backing returns the file behind a loop device
+// given as major:minor, "" for another device.
+func hostPlaced(table string, roots []string, backing func(majmin string) string) []placedMount {
+	var out []placedMount
 	for _, m := range mountinfo.Parse(table) {
 		if !m.HasDevice() {
 			continue
 		}
-		at := m.MountPoint
-		root := ownerRoot(at, roots)
-		if root == "" {
+		if root := ownerRoot(m.MountPoint, roots); root != "" {
+			out = append(out, placedMount{volumeOf(m, backing), m.MountPoint, "node root " + root})
+		}
+	}
+	return out
+}
+
+// machinePlaced returns the mounts under each machine's Dir in its own table; a machine whose table cannot be
+// read (it is gone) holds none.
+func machinePlaced(nodes []NodeMounts, backing func(majmin string) string) []placedMount {
+	var out []placedMount
+	for _, n := range nodes {
+		b, err := os.ReadFile(n.Mountinfo)
+		if err != nil {
 			continue
 		}
-		volume := "device " + m.Number()
-		if file := backing(m.Number()); file != "" {
-			volume = "loop file " + file
+		dir := []string{filepath.Clean(n.Dir)}
+		for _, m := range mountinfo.Parse(string(b)) {
+			if m.HasDevice() && ownerRoot(m.MountPoint, dir) != "" {
+				out = append(out, placedMount{volumeOf(m, backing), m.MountPoint, "machine " + n.Node})
+			}
 		}
-		s, ok := first[volume]
+	}
+	return out
+}
+
+// mountedTwice returns the first volume of the mount table (in mountinfo's format) mounted under two of the
+// roots, or nil (see hostPlaced).
+func mountedTwice(table string, roots []string, backing func(majmin string) string) *doubleMount {
+	return twice(hostPlaced(table, roots, backing))
+}
+
+// twice returns the first volume, in order of its name, mounted on two nodes, or nil; one node may mount a
+// volume twice.
+func twice(mounts []placedMount) *doubleMount {
+	first := map[string]placedMount{}
+	var found []*doubleMount
+	for _, m := range mounts {
+		s, ok := first[m.volume]
 		if !ok {
-			first[volume] = seen{at, root}
+			first[m.volume] = m
 			continue
 		}
-		if s.root != root {
-			d := &doubleMount{Volume: volume, At: [2]string{s.at, at}, Roots: [2]string{s.root, root}}
+		if s.node != m.node {
+			d := &doubleMount{Volume: m.volume, At: [2]string{s.at, m.at}, Nodes: [2]string{s.node, m.node}}
 			if d.At[0] > d.At[1] {
-				d.At[0], d.At[1], d.Roots[0], d.Roots[1] = d.At[1], d.At[0], d.Roots[1], d.Roots[0]
+				d.At[0], d.At[1], d.Nodes[0], d.Nodes[1] = d.At[1], d.At[0], d.Nodes[1], d.Nodes[0]
 			}
 			found = append(found, d)
 		}

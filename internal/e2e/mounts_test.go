@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,34 @@ func TestMountsSeenTwice(t *testing.T) {
 				t.Errorf("mountedTwice: %s, want %q in it", d, tt.want)
 			}
 		})
+	}
+}
+
+// Machines have a mount table each: a volume under two machines' Dir is found, with the nodes named; one
+// mounted outside Dir, or in a machine that is gone, is not.
+func TestMachineMountsSeenTwice(t *testing.T) {
+	dir := t.TempDir()
+	backing := func(majmin string) string { return map[string]string{"7:1": "/pool/v1.img", "7:2": "/pool/v1.img"}[majmin] }
+	table := func(name string, lines ...string) NodeMounts {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return NodeMounts{Node: name, Mountinfo: file, Dir: "/mnt"}
+	}
+	line := func(majmin, at string) string { return "1 1 " + majmin + " / " + at + " rw shared:1 - ext4 /dev/x rw" }
+	a := table("node1", line("7:1", "/mnt/master-v1"))
+	b := table("node2", line("7:2", "/mnt/master-v1"))
+	c := table("node3", line("7:2", "/var/lib/other"))
+	gone := NodeMounts{Node: "node4", Mountinfo: filepath.Join(dir, "gone"), Dir: "/mnt"}
+	if d := twice(machinePlaced([]NodeMounts{a, c, gone}, backing)); d != nil {
+		t.Errorf("one machine mounts v1 under /mnt: %s", d)
+	}
+	d := twice(machinePlaced([]NodeMounts{a, b, c, gone}, backing))
+	if want := "loop file /pool/v1.img is mounted on two nodes at once: at /mnt/master-v1 (machine node1) and at /mnt/master-v1 (machine node2)"; d == nil || d.String() != want {
+		t.Errorf("twice: %v, want %q", d, want)
+	}
+	if err := mountedMoreThanOnce(machinePlaced([]NodeMounts{a, b}, backing)); err == nil || !strings.Contains(err.Error(), "mounted 2 times") {
+		t.Errorf("mountedMoreThanOnce: %v", err)
 	}
 }

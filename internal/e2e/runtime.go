@@ -445,15 +445,15 @@ func InstallRuntime(t testing.TB, bin, root string) {
 		if b == "runc" {
 			dir = "/usr/local/sbin"
 		}
-		installFile(t, filepath.Join(bin, b), filepath.Join(root, dir, b))
+		InstallFile(t, filepath.Join(bin, b), filepath.Join(root, dir, b))
 	}
 	for _, p := range CNIPlugins {
-		installFile(t, filepath.Join(bin, "cni", p), filepath.Join(root, "/opt/cni/bin", p))
+		InstallFile(t, filepath.Join(bin, "cni", p), filepath.Join(root, "/opt/cni/bin", p))
 	}
 }
 
-// installFile puts the file src at dst, executable: a hard link when both are on one file system, else a copy.
-func installFile(t testing.TB, src, dst string) {
+// InstallFile puts the file src at dst, executable: a hard link when both are on one file system, else a copy.
+func InstallFile(t testing.TB, src, dst string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)

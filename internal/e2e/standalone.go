@@ -23,7 +23,7 @@ func StandaloneKubelet(t testing.TB, m *Container, refs ...string) {
 	bin := RuntimeBin(t)
 	images := Images(t)
 	InstallRuntime(t, bin, m.Dir)
-	installFile(t, KubeBinary(t, "kubelet"), filepath.Join(m.Dir, "/usr/local/bin/kubelet"))
+	InstallFile(t, KubeBinary(t, "kubelet"), filepath.Join(m.Dir, "/usr/local/bin/kubelet"))
 	refs = append([]string{PauseImage}, refs...)
 	var imports []string
 	for _, ref := range refs {
@@ -32,7 +32,7 @@ func StandaloneKubelet(t testing.TB, m *Container, refs ...string) {
 			t.Fatalf("no image archive of `make images` holds %s", ref)
 		}
 		to := "/var/lib/kubeup/images/" + filepath.Base(images[i].Archive)
-		installFile(t, images[i].Archive, filepath.Join(m.Dir, to))
+		InstallFile(t, images[i].Archive, filepath.Join(m.Dir, to))
 		imports = append(imports, to)
 	}
 	driver := MachineCgroupDriver(t)
