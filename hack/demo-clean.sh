@@ -51,6 +51,7 @@ fi
 if [ -e "$MADE/sysctls" ]; then
 	while IFS== read -r k v; do echo "$v" >"/proc/sys/$k"; done <"$MADE/sysctls"
 	rm "$MADE/sysctls"
+	if [ "$(readlink "$DEMO_SYSCTLS")" = "$MADE/sysctls" ]; then rm "$DEMO_SYSCTLS"; fi
 fi
 
 # Mounts under DEMO_DIR (the volumes protokube mounted under the node roots), deepest first.

@@ -10,6 +10,7 @@ BRIDGE=kubeup-demo
 GATEWAY=$DEMO_NET.1
 MADE=$DEMO_DIR/made               # netns, links, dirs: one name a line; pids/: "PID START" of each process started
 STATE=$DEMO_DIR/state
+DEMO_SYSCTLS=/run/kubeup-demo.sysctls  # a link to MADE/sysctls while the demo holds kubelet's kernel settings
 POOL=$DEMO_DIR/state-local/volumes
 MACHINES=$DEMO_DIR/state-local/machines/$NAME # what nodeup records of each node, for kubeup rolling-update
 SECRET_AT=/etc/kubeup/tsig.secret # on each node, under its root

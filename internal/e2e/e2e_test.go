@@ -73,3 +73,28 @@ func TestCIRunSetsCI(t *testing.T) {
 		}
 	}
 }
+
+// A running demo's record of kubelet's kernel settings stops the tests from taking the same settings; a dangling
+// link (a demo removed without make demo-clean) does not.
+func TestDemoHoldsSysctls(t *testing.T) {
+	dir := t.TempDir()
+	saved := demoSysctls
+	t.Cleanup(func() { demoSysctls = saved })
+	demoSysctls = filepath.Join(dir, "kubeup-demo.sysctls")
+	if err := demoHolds(); err != nil {
+		t.Errorf("no demo: %v", err)
+	}
+	record := filepath.Join(dir, "made-sysctls")
+	if err := os.Symlink(record, demoSysctls); err != nil {
+		t.Fatal(err)
+	}
+	if err := demoHolds(); err != nil {
+		t.Errorf("a dangling link: %v", err)
+	}
+	if err := os.WriteFile(record, []byte("vm/overcommit_memory=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := demoHolds(); err == nil || !strings.Contains(err.Error(), "make demo-clean") {
+		t.Errorf("a demo holds them: %v, want an error that says make demo-clean", err)
+	}
+}

@@ -32,7 +32,7 @@ const KubectlEnv = "KUBEUP_KUBECTL"
 const DefaultKubectl = "/var/cache/kubeup/kubernetes-client/usr/bin/kubectl"
 
 // KubeBinaries returns the built components by the command their static-pod manifests name
-// ("/usr/local/bin/kube-apiserver" -> "$KUBEUP_KUBE_BIN/kube-apiserver"), for WithBinaries; it skips t, loudly
+// ("/usr/local/bin/kube-apiserver" -> "$KUBEUP_KUBE_BIN/kube-apiserver"); it skips t, loudly
 // (under CI=true: fails it), when one is missing.
 func KubeBinaries(t testing.TB) map[string]string {
 	t.Helper()

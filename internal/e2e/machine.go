@@ -247,6 +247,20 @@ func removeCgroupTree(dir string) error {
 	return errors.Join(errs...)
 }
 
+// demoSysctls is where `make demo` links its record of the host's values of the same settings while its machines
+// hold them (hack/demo-env.sh): two holders would each take the other's values for the host's and put the
+// wrong ones back.
+var demoSysctls = "/run/kubeup-demo.sysctls"
+
+// demoHolds returns an error when make demo holds kubelet's kernel settings: its link names a record that is
+// there (a demo removed without make demo-clean leaves a dangling link, which holds nothing).
+func demoHolds() error {
+	if _, err := os.Stat(demoSysctls); err == nil {
+		return fmt.Errorf("make demo holds them (%s): run the tests after make demo-clean", demoSysctls)
+	}
+	return nil
+}
+
 // sysctlFile holds the host's values of kubeletSysctls from before the first machine with kubelet set them,
 // for as long as any test process holds them (a kindSysctl record in its registry).
 func sysctlFile() string { return registryDir() + ".sysctl.json" }
@@ -258,6 +272,9 @@ func holdSysctls(t testing.TB) {
 	t.Helper()
 	err := withSysctlLock(func() error {
 		if _, err := os.Stat(sysctlFile()); errors.Is(err, fs.ErrNotExist) {
+			if err := demoHolds(); err != nil {
+				return err
+			}
 			former := map[string]string{}
 			for _, kv := range kubeletSysctls {
 				b, err := os.ReadFile("/proc/sys/" + kv[0])

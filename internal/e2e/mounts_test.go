@@ -54,7 +54,9 @@ func TestMountsSeenTwice(t *testing.T) {
 // mounted outside Dir, or in a machine that is gone, is not.
 func TestMachineMountsSeenTwice(t *testing.T) {
 	dir := t.TempDir()
-	backing := func(majmin string) string { return map[string]string{"7:1": "/pool/v1.img", "7:2": "/pool/v1.img"}[majmin] }
+	backing := func(majmin string) string {
+		return map[string]string{"7:1": "/pool/v1.img", "7:2": "/pool/v1.img"}[majmin]
+	}
 	table := func(name string, lines ...string) NodeMounts {
 		file := filepath.Join(dir, name)
 		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"kubeup.dev/kubeup/internal/staticpods"
 )
 
 // Nodes of a test as network namespaces: a Net is a Linux bridge on the host with a /24 of its own, and each
@@ -305,40 +303,90 @@ func (n *NetNode) writeEtc(file, content string) {
 	}
 }
 
-// Process is a process a test started: in a process group of its own (Stop and Kill signal the group; see
-// staticpods.StartProcess), registered for the next run's reap until it has exited.
+// Process is a process a test started: in a process group of its own (Stop and Kill signal the group),
+// registered for the next run's reap until it has exited. When it exits, what is left of its group is killed.
 type Process struct {
 	// Cmd is the command; Cmd.Process.Pid its process id.
 	Cmd *exec.Cmd
 	// Log is the file that holds its stdout and stderr.
 	Log string
 
-	staticpods.Process
+	done  chan struct{}
+	err   error // Wait's, once done is closed
 	start uint64
 }
 
 // startProcess starts cmd in a process group of its own, its output appended to logFile, and registers it.
 func startProcess(cmd *exec.Cmd, logFile string) (*Process, error) {
-	sp, err := staticpods.StartProcess(cmd, logFile)
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Cmd: cmd, Log: logFile, Process: sp}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	p := &Process{Cmd: cmd, Log: logFile, done: make(chan struct{})}
 	unreg := func() {}
 	if start, err := processStart(cmd.Process.Pid); err == nil {
 		p.start = start
 		if u, err := registerErr(record{Kind: kindProcess, PID: cmd.Process.Pid, Start: start, Group: true}); err == nil {
 			unreg = u
 		} else {
-			sp.Stop(0)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
 			return nil, fmt.Errorf("e2e registry: %w", err)
 		}
 	}
 	go func() {
-		<-sp.Done() // what was left of the group is killed by then
+		p.err = cmd.Wait()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		close(p.done)
 		unreg()
 	}()
 	return p, nil
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.Cmd.Process.Pid }
+
+// Done is closed once the process has exited and was waited for.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the process exited; nil while it runs.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then sends SIGKILL, and waits.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	if grace > 0 {
+		syscall.Kill(-p.PID(), syscall.SIGTERM)
+		select {
+		case <-p.done:
+			return p.err
+		case <-time.After(grace):
+		}
+	}
+	syscall.Kill(-p.PID(), syscall.SIGKILL)
+	<-p.done
+	return p.err
 }
 
 // Kill sends SIGKILL to the process group and waits for the process: a machine that dies.
