@@ -135,11 +135,19 @@ func (n *etcdMachine) exec(args ...string) (string, error) {
 	return n.m.Exec(ctx, args...)
 }
 
-// killProtokube sends SIGKILL to protokube and whatever it runs (as a crash would end them), and systemd
-// restarts it.
+// killProtokube sends SIGKILL to protokube's process group (what it runs, mkfs and losetup, with it), as a crash
+// would end them; systemd restarts it. (systemctl kill --kill-whom=all fails with EIO in these machines on a
+// cgroup v1 host.)
 func (n *etcdMachine) killProtokube(t *testing.T) {
 	t.Helper()
-	if out, err := n.exec("systemctl", "kill", "--signal=SIGKILL", "--kill-whom=all", "protokube.service"); err != nil {
+	// Between a kill and systemd's restart (100ms) there is no process to kill: wait for it.
+	const kill = `for i in $(seq 100); do
+	pid=$(systemctl show -p MainPID --value protokube.service)
+	if [ "$pid" -gt 0 ]; then kill -9 "-$pid"; exit; fi
+	sleep 0.1
+done
+echo "protokube.service has no main process"; exit 1`
+	if out, err := n.exec("sh", "-c", kill); err != nil {
 		t.Fatalf("%s: killing protokube: %v\n%s", n.id, err, out)
 	}
 	n.kills++
