@@ -8,9 +8,10 @@
 # healthy through its DNS names, over TLS with the certificates kubeup issued; kubectl answers through
 # api.<cluster> with the kubeconfig of `kubeup export kubeconfig`; the kubelets register their Nodes, Ready; a
 # Deployment of the e2e workload runs, and `kubectl logs` and `kubectl exec` reach one of its pods. `kubeup validate
-# cluster` passes, fails naming the members of a node whose etcd is stopped and the node whose kubelet is stopped,
-# and passes again once protokube brings them back. Day two: a change of the spec reaches the machines through
-# `kubeup rolling-update cluster`, which runs each node's nodeup again, one at a time, checking etcd's quorum first.
+# cluster` passes, fails naming the members of a node whose etcd is stopped and the node whose kubelet (then
+# containerd) is stopped, and passes again once protokube brings them back. Day two: a change of the spec reaches
+# the machines through `kubeup rolling-update cluster`, which runs each node's nodeup again, one at a time,
+# checking etcd's quorum first.
 # Narration goes to stderr, the programs' own output to stdout. Every step must succeed: the script stops at the
 # first failure, and checks what each step promised. Everything it makes is recorded for hack/demo-clean.sh.
 set -euo pipefail
@@ -323,23 +324,26 @@ kubectl logs "$pod"
 kubectl exec "$pod" -- /hello get http://127.0.0.1:18080/
 
 kubelet_victim=node2
-say "$kubelet_victim's kubelet stopped (and its protokube, which would start it again within a round): validate exits 1, naming $kubelet_victim"
-# protokube first, and alone: a round it is in may start kubelet, and that job would cancel a stop of both at once.
-run in_machine "$kubelet_victim" systemctl stop protokube.service
-run in_machine "$kubelet_victim" systemctl stop kubelet.service
 names_victim() {
 	local out
 	out=$(ip netns exec "$(netns_of node1)" "$BIN/kubeup" validate cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" 2>&1) && return 1
 	grep -q "^Node $kubelet_victim: " <<<"$out"
 }
-wait_for 180 "validate to name $kubelet_victim (its Node turns NotReady once the controller-manager misses its kubelet)" names_victim
-set +e
-out=$(validate)
-set -e
-grep "^Node $kubelet_victim: " <<<"$out"
-say "$kubelet_victim's protokube started again: its round starts kubelet, validate passes again"
-run in_machine "$kubelet_victim" systemctl start protokube.service
-validate --wait 6m || fail "validate cluster did not pass in 6m after $kubelet_victim's protokube came back"
+# kubelet.service, then containerd.service (whose stop stops kubelet, which requires it).
+for unit in kubelet containerd; do
+	say "$kubelet_victim's $unit stopped (and its protokube, which would start it again within a round): validate exits 1, naming $kubelet_victim"
+	# protokube first, and alone: a round it is in may start the unit, and that job would cancel a stop of both at once.
+	run in_machine "$kubelet_victim" systemctl stop protokube.service
+	run in_machine "$kubelet_victim" systemctl stop "$unit.service"
+	wait_for 180 "validate to name $kubelet_victim (its Node turns NotReady once the controller-manager misses its kubelet)" names_victim
+	set +e
+	out=$(validate)
+	set -e
+	grep "^Node $kubelet_victim: " <<<"$out"
+	say "$kubelet_victim's protokube started again: its round starts $unit (and kubelet), validate passes again"
+	run in_machine "$kubelet_victim" systemctl start protokube.service
+	validate --wait 6m || fail "validate cluster did not pass in 6m after $kubelet_victim's protokube came back"
+done
 
 victim=node3
 say "$victim's etcd stopped (its protokube stopped, etcd's manifests removed): validate exits 1, naming $victim's members"
