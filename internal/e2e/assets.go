@@ -95,7 +95,9 @@ func writeTarGz(t testing.TB, path string, files map[string]string) {
 
 // WithMachines returns spec (as WithRFC2136 takes it) with what kubelet and containerd need on BootMachine's
 // machines on this host: the cgroupfs driver on a cgroup v1 host (the machines' systemd has no controller but its
-// own), and containerd's restrictOOMScoreAdj where this machine lacks CAP_SYS_RESOURCE.
+// own), and containerd's restrictOOMScoreAdj where this machine lacks CAP_SYS_RESOURCE. kube-proxy leaves the
+// conntrack table's size alone (conntrackMaxPerCore 0): the machines share the host's kernel, whose
+// nf_conntrack_max is global, and nothing would put it back.
 func WithMachines(t testing.TB, spec string) string {
 	t.Helper()
 	const local = "  cloudProvider: local\n"
@@ -107,7 +109,8 @@ func WithMachines(t testing.TB, spec string) string {
 	if !hasCapSysResource() {
 		restrict = "true"
 	}
-	return strings.Replace(spec, local, local+"  kubelet:\n    cgroupDriver: "+driver+"\n  containerd:\n    restrictOOMScoreAdj: "+restrict+"\n", 1)
+	return strings.Replace(spec, local, local+"  kubelet:\n    cgroupDriver: "+driver+"\n  containerd:\n    restrictOOMScoreAdj: "+restrict+
+		"\n  kubeProxy:\n    conntrackMaxPerCore: 0\n", 1)
 }
 
 // hasCapSysResource reports whether this process's bounding set holds CAP_SYS_RESOURCE (24).
