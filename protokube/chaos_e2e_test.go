@@ -154,7 +154,7 @@ func (c *chaosRun) setup() {
 	c.client.SetResolver(c.nw.Gateway)
 	c.vols = localtasks.NewVolumes(mustPool(t, c.pool), volumetasks.Holder{NodeID: "e2e-observer"}, 0)
 	c.data = newVolumeData(t, c.pool)
-	watch := e2e.NeverMountedTwiceOn(t, func() []e2e.NodeMounts { return allMounts(c.nodes) })
+	watch := e2e.NeverMountedTwiceOn(t, c.machines.mounts)
 	t.Cleanup(func() {
 		if watch.Checks() == 0 {
 			t.Error("the mount watch never looked")
@@ -245,7 +245,7 @@ func (c *chaosRun) die(n *etcdMachine, release, gone bool) {
 	t := c.t
 	ctx := context.Background()
 	held := holdersOf(t, c.vols)
-	n.die(t)
+	c.machines.die(n)
 	if gone {
 		if err := n.net.Remove(); err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func (c *chaosRun) die(n *etcdMachine, release, gone bool) {
 func (c *chaosRun) checkSafety(when string) {
 	t := c.t
 	t.Helper()
-	if err := e2e.VolumesMountedTwiceOn(allMounts(c.nodes)); err != nil {
+	if err := e2e.VolumesMountedTwiceOn(c.machines.mounts()); err != nil {
 		t.Errorf("%s: %v", when, err)
 	}
 	for _, img := range c.images {
@@ -288,7 +288,7 @@ func (c *chaosRun) checkSafety(when string) {
 			t.Errorf("%s: volume %s is bound to %d loop devices: %v", when, volumeOf(img), len(loops), loops)
 		}
 	}
-	c.data.check(t, func(img string) []string { return hostPaths(c.nodes, img) })
+	c.data.check(t, func(img string) []string { return c.machines.hostPaths(c.nodes, img) })
 	for _, n := range c.nodes {
 		if n.alive() {
 			if err := n.protokubeRestarted(); err != nil {
@@ -317,7 +317,7 @@ func (c *chaosRun) settle(what string) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	for _, img := range c.images {
-		if mps := hostPaths(c.nodes, img); len(mps) == 1 {
+		if mps := c.machines.hostPaths(c.nodes, img); len(mps) == 1 {
 			c.data.mounted(t, volumeOf(img), mps[0])
 		}
 	}
@@ -337,7 +337,7 @@ func (c *chaosRun) settled() string {
 			continue
 		}
 		count[etcdClusterOf(vol)]++
-		if where, ok := mountedAt(alive, img, n, vol); !ok {
+		if where, ok := c.machines.mountedAt(img, n, vol); !ok {
 			return fmt.Sprintf("volume %s, held by %s, is mounted at %v", vol, n.id, where)
 		}
 		if etcdClusterOf(vol) != "etcd-main" {

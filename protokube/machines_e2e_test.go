@@ -5,11 +5,13 @@ package protokube_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,13 +50,17 @@ type etcdMachines struct {
 	etcdImage string
 	interval  time.Duration
 	lease     time.Duration
+
+	mu   sync.Mutex
+	live map[string]e2e.NodeMounts // the mount tables of the live machines, by node: the mount watch reads them
 }
 
 // newEtcdMachines finds the etcd image and checks this host can run machines.
 func newEtcdMachines(t *testing.T, bin string, nw *e2e.Net, state, pool, secret string, interval, lease time.Duration) *etcdMachines {
 	t.Helper()
 	e2e.RequireTools(t, "systemd-nspawn", "nsenter")
-	f := &etcdMachines{t: t, bin: bin, nw: nw, state: state, pool: pool, secret: secret, interval: interval, lease: lease}
+	f := &etcdMachines{t: t, bin: bin, nw: nw, state: state, pool: pool, secret: secret, interval: interval, lease: lease,
+		live: map[string]e2e.NodeMounts{}}
 	for _, img := range e2e.Images(t) {
 		if strings.HasPrefix(img.Ref, "registry.k8s.io/etcd:") {
 			f.etcdImage = img.Ref
@@ -89,6 +95,9 @@ func (f *etcdMachines) boot(n *etcdMachine) {
 		ReadOnly: []string{f.state}, Kubelet: true, Hostname: n.id, Nameserver: f.nw.Gateway,
 		LoopDevices: true, Disk: n.disk})
 	n.kills, n.fresh = 0, true
+	f.mu.Lock()
+	f.live[n.id] = e2e.MachineMounts(n.id, n.m, "/mnt")
+	f.mu.Unlock()
 	m := n.m
 	t.Cleanup(func() { // registered after the machine's own cleanup: runs before it
 		if t.Failed() && n.m == m {
@@ -119,9 +128,12 @@ RestartSec=100ms
 
 // die ends node n as a power cut would (its mounts go with its mount namespace; its loop devices stay bound)
 // and removes its machine: a dead machine's disk can be read by no one until it boots again.
-func (n *etcdMachine) die(t *testing.T) {
-	t.Helper()
-	n.m.Remove(t)
+func (f *etcdMachines) die(n *etcdMachine) {
+	f.t.Helper()
+	n.m.Remove(f.t)
+	f.mu.Lock()
+	delete(f.live, n.id)
+	f.mu.Unlock()
 	n.m = nil
 }
 
@@ -197,14 +209,6 @@ func (n *etcdMachine) killEtcd(t *testing.T, ec string) error {
 	return nil
 }
 
-// mounts is where a mount check finds the node's volumes; none while it is dead.
-func (n *etcdMachine) mounts() []e2e.NodeMounts {
-	if n.m == nil {
-		return nil
-	}
-	return []e2e.NodeMounts{e2e.MachineMounts(n.id, n.m, "/mnt")}
-}
-
 // journal returns the last lines of protokube's, kubelet's and etcd's logs on the node.
 func (n *etcdMachine) journal(lines int) string {
 	if n.m == nil {
@@ -214,12 +218,13 @@ func (n *etcdMachine) journal(lines int) string {
 	return out
 }
 
-// allMounts is the mounts of every live node of nodes.
-func allMounts(nodes []*etcdMachine) []e2e.NodeMounts {
-	var out []e2e.NodeMounts
-	for _, n := range nodes {
-		out = append(out, n.mounts()...)
-	}
+// mounts is where a mount check finds the live nodes' volumes, in order of node: a mount watch calls it from a
+// goroutine of its own.
+func (f *etcdMachines) mounts() []e2e.NodeMounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Collect(maps.Values(f.live))
+	slices.SortFunc(out, func(a, b e2e.NodeMounts) int { return strings.Compare(a.Node, b.Node) })
 	return out
 }
 
@@ -251,17 +256,17 @@ func heldBy(nodes []*etcdMachine) map[string]*etcdMachine {
 }
 
 // mountedAt says whether the volume image img is mounted exactly once, at the holder's mount point for vol.
-func mountedAt(nodes []*etcdMachine, img string, holder *etcdMachine, vol string) (where []e2e.MachineMount, ok bool) {
-	where = e2e.MountsOfFileOn(allMounts(nodes), img)
+func (f *etcdMachines) mountedAt(img string, holder *etcdMachine, vol string) (where []e2e.MachineMount, ok bool) {
+	where = e2e.MountsOfFileOn(f.mounts(), img)
 	return where, slices.Equal(where, []e2e.MachineMount{{Node: holder.id, At: "/mnt/master-" + vol}})
 }
 
 // hostPaths returns where this process reaches the mounts of the volume image img on the live nodes: through
 // each machine's /proc/PID/root.
-func hostPaths(nodes []*etcdMachine, img string) []string {
+func (f *etcdMachines) hostPaths(nodes []*etcdMachine, img string) []string {
 	byID := heldBy(nodes)
 	var out []string
-	for _, m := range e2e.MountsOfFileOn(allMounts(nodes), img) {
+	for _, m := range e2e.MountsOfFileOn(f.mounts(), img) {
 		if n := byID[m.Node]; n != nil && n.m != nil {
 			out = append(out, n.m.Root()+m.At)
 		}

@@ -75,7 +75,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 		// the spare runs the first group's configuration
 		nodes = append(nodes, f.node("node"+strconv.Itoa(i), "control-plane-a-"+strconv.Itoa(min(i, 3))))
 	}
-	watch := e2e.NeverMountedTwiceOn(t, func() []e2e.NodeMounts { return allMounts(nodes) })
+	watch := e2e.NeverMountedTwiceOn(t, f.mounts)
 
 	for _, n := range nodes[:3] {
 		f.boot(n)
@@ -145,7 +145,7 @@ func TestEtcdSurvivesLosingANode(t *testing.T) {
 	for _, vol := range lost {
 		uuids[vol] = filesystemUUID(t, pool, vol)
 	}
-	victim.die(t)
+	f.die(victim)
 	for _, vol := range lost {
 		// The mounts of the dead machine's mount namespaces go a moment after its processes: until then the
 		// device is in use, and Release refuses it.
