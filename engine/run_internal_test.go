@@ -30,8 +30,8 @@ func TestThrottlingBurstCutsOnce(t *testing.T) {
 	opts.defaults()
 	ex := newExecutor(c, struct{}{}, opts)
 	defer close(ex.quit)
-	ex.workers = math.MaxInt // start no worker: the jobs stay in ex.work, never run; finish is fed by hand
-	ex.dispatch(false)
+	ex.workers = math.MaxInt       // start no worker; finish is fed by hand
+	ex.dispatch(false, &handoff{}) // the jobs are not handed off: none runs
 	cs := ex.classOf(0)
 	throttled := Retryable(errors.New("throttled"))
 	for i := int32(0); i < 3; i++ {
