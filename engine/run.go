@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -154,7 +155,18 @@ type executor[C any] struct {
 	tokenTimer              *time.Timer // armed while ready tasks wait for a class's token
 	tokenDue                time.Time   // when it fires, if tokenArmed
 	tokenArmed              bool
+	handTimer               *time.Timer // armed while ready tasks are left for busy workers (dispatch)
+	handArmed               bool
+	procs                   int           // GOMAXPROCS
+	short, handAfter        time.Duration // shortAttempt and handAfter (tests change them)
 }
+
+const (
+	// shortAttempt: an attempt that took less did not wait for anything (no API answers that fast): see dispatch.
+	shortAttempt = 50 * time.Microsecond
+	// handAfter is how long ready tasks left for busy workers wait before the run loop hands them off.
+	handAfter = time.Millisecond
+)
 
 func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 	n := len(c.depStart) - 1
@@ -176,8 +188,13 @@ func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 		pushbacks:  make(chan pushback, 16),
 		quit:       make(chan struct{}),
 		tokenTimer: time.NewTimer(time.Hour),
+		handTimer:  time.NewTimer(time.Hour),
+		procs:      runtime.GOMAXPROCS(0),
+		short:      shortAttempt,
+		handAfter:  handAfter,
 	}
 	ex.tokenTimer.Stop()
+	ex.handTimer.Stop()
 	ex.shared = &runShared{logger: opts.Logger, pushed: ex.pushbacks, stopped: ex.quit}
 	index := map[string]int32{}
 	last, ci := "", int32(-1)
@@ -219,6 +236,7 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	ex.ctx, ex.workerCtx = ctx, workerCtx
 	defer close(ex.work)
 	defer ex.tokenTimer.Stop()
+	defer ex.handTimer.Stop()
 
 	var tick <-chan time.Time
 	if ex.opts.Progress != nil {
@@ -231,7 +249,7 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	ex.mu.Lock()
 	for {
 		if !ex.cancelled {
-			ex.dispatch(false, &out)
+			ex.dispatch(false, &out, false)
 		}
 		if ex.running == 0 && (ex.cancelled || ex.retrying == 0 && !ex.tokenArmed) {
 			break
@@ -252,6 +270,9 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 		case <-ex.tokenTimer.C:
 			ex.mu.Lock()
 			ex.tokenArmed = false
+		case <-ex.handTimer.C:
+			ex.mu.Lock()
+			ex.handArmed = false
 		case <-tick:
 			ex.mu.Lock()
 			ex.progress()
@@ -296,11 +317,21 @@ func (ex *executor[C]) handOff(out *handoff) {
 // global limit allow. When a class's tasks wait for a token only, the token timer is armed for it. With keep,
 // the first task started is returned for the caller (a worker) to run itself; the others go to out, for the
 // caller to hand off once it released the lock.
-func (ex *executor[C]) dispatch(keep bool, out *handoff) (kept job, ok bool) {
+//
+// With short (the caller's attempt took less than shortAttempt: its tasks are work for the CPU, not waits), a
+// worker that has its next task hands off others only while fewer tasks run than the machine has processors
+// (GOMAXPROCS): more goroutines would only take turns on them, and waking one costs more than a short task.
+// The rest stay ready for the workers to take as they finish, and the hand-off timer makes the run loop hand
+// them off after handAfter if they are still waiting then (the task kept turned out to be a long one).
+func (ex *executor[C]) dispatch(keep bool, out *handoff, short bool) (kept job, ok bool) {
 	var now time.Time
 	var wait time.Duration
 	for _, cs := range ex.classes {
 		for cs.head < len(cs.ready) && cs.running < cs.window && ex.running < ex.opts.Concurrency {
+			if ok && short && ex.running >= ex.procs {
+				ex.armHand()
+				break
+			}
 			if cs.rate > 0 {
 				if now.IsZero() {
 					now = time.Now()
@@ -331,6 +362,14 @@ func (ex *executor[C]) dispatch(keep bool, out *handoff) (kept job, ok bool) {
 		ex.armTokens(now.Add(wait))
 	}
 	return kept, ok
+}
+
+// armHand makes the run loop hand off, in handAfter, what the workers have not taken by then.
+func (ex *executor[C]) armHand() {
+	if !ex.handArmed {
+		ex.handTimer.Reset(ex.handAfter)
+		ex.handArmed = true
+	}
 }
 
 // armTokens makes the run loop wake up at due, or earlier if it is armed for earlier.
@@ -381,12 +420,14 @@ func (ex *executor[C]) worker(ctx context.Context) {
 	for j := range ex.work {
 		for ok := true; ok; {
 			change, err := ex.syncOne(ctx, j)
+			// How long the attempt took (from the task's first, for a retry: never short then).
+			short := time.Since(ex.began)-ex.started[j.i] < ex.short
 			interrupted := ex.ctx.Err() != nil
 			ex.mu.Lock()
 			ex.finish(outcome{job: j, change: change, err: err}, interrupted)
 			ok = false
 			if !ex.cancelled {
-				j, ok = ex.dispatch(true, &out)
+				j, ok = ex.dispatch(true, &out, short)
 			}
 			idle := ex.running == 0
 			ex.mu.Unlock()
