@@ -13,13 +13,14 @@ import (
 type Graph[C any] struct {
 	nodes     []*node[C]
 	byKey     map[Key]int32
+	byPtr     map[uintptr]int32    // the nodes by their tasks' addresses: how compile finds a dependency
 	problems  []string             // found while adding, reported by Validate
 	overrides map[string]Lifecycle // per task type
 }
 
 // NewGraph returns an empty graph.
 func NewGraph[C any]() *Graph[C] {
-	return &Graph[C]{byKey: map[Key]int32{}}
+	return &Graph[C]{byKey: map[Key]int32{}, byPtr: map[uintptr]int32{}}
 }
 
 // node is one task in the graph with what the executor needs to know about it.
@@ -107,8 +108,16 @@ func add[T Task, C any](g *Graph[C], task T, r runner[C], opts []AddOption) T {
 		n.class = c.APIClass()
 	}
 	g.byKey[key] = int32(len(g.nodes))
+	if p := reflect.ValueOf(task).Pointer(); !hasKey(g.byPtr, p) { // a struct and its first field: the first keeps it
+		g.byPtr[p] = int32(len(g.nodes))
+	}
 	g.nodes = append(g.nodes, n)
 	return task
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // sameKeys reports whether two dependency lists name the same tasks, in any order.
@@ -179,6 +188,9 @@ func (g *Graph[C]) Lookup(k Key) (Task, bool) {
 }
 
 func (g *Graph[C]) lifecycleOf(n *node[C]) Lifecycle {
+	if len(g.overrides) == 0 {
+		return n.lifecycle
+	}
 	if l, ok := g.overrides[n.task.Key().Type]; ok {
 		return l
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -92,8 +93,9 @@ const (
 )
 
 type job struct {
-	i     int32
-	epoch uint32 // the class's epoch when the attempt started
+	i       int32
+	epoch   uint32 // the class's epoch when the attempt started
+	attempt uint32 // 1 for the first
 }
 
 type outcome struct {
@@ -130,7 +132,9 @@ type executor[C any] struct {
 	state    []taskState
 	pending  []int32 // dependencies not yet finished
 	attempts []uint32
-	started  []time.Time // first attempt, for the deadline
+	began    time.Time       // the run's start
+	started  []time.Duration // the first attempt's, since began: for the deadline (a time.Time is 3 times bigger)
+	firsts   []attempt       // the contexts of the first attempts, allocated together
 	errs     []*TaskError
 	changes  []Change
 
@@ -151,7 +155,18 @@ type executor[C any] struct {
 	tokenTimer              *time.Timer // armed while ready tasks wait for a class's token
 	tokenDue                time.Time   // when it fires, if tokenArmed
 	tokenArmed              bool
+	handTimer               *time.Timer // armed while ready tasks are left for busy workers (dispatch)
+	handArmed               bool
+	procs                   int           // GOMAXPROCS
+	short, handAfter        time.Duration // shortAttempt and handAfter (tests change them)
 }
+
+const (
+	// shortAttempt: an attempt that took less did not wait for anything (no API answers that fast): see dispatch.
+	shortAttempt = 50 * time.Microsecond
+	// handAfter is how long ready tasks left for busy workers wait before the run loop hands them off.
+	handAfter = time.Millisecond
+)
 
 func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 	n := len(c.depStart) - 1
@@ -162,7 +177,9 @@ func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 		state:      make([]taskState, n),
 		pending:    make([]int32, n),
 		attempts:   make([]uint32, n),
-		started:    make([]time.Time, n),
+		began:      time.Now(),
+		started:    make([]time.Duration, n),
+		firsts:     make([]attempt, n),
 		errs:       make([]*TaskError, n),
 		classIdx:   make([]int32, n),
 		work:       make(chan job, opts.Concurrency),
@@ -171,8 +188,13 @@ func newExecutor[C any](c *compiled[C], world C, opts Options) *executor[C] {
 		pushbacks:  make(chan pushback, 16),
 		quit:       make(chan struct{}),
 		tokenTimer: time.NewTimer(time.Hour),
+		handTimer:  time.NewTimer(time.Hour),
+		procs:      runtime.GOMAXPROCS(0),
+		short:      shortAttempt,
+		handAfter:  handAfter,
 	}
 	ex.tokenTimer.Stop()
+	ex.handTimer.Stop()
 	ex.shared = &runShared{logger: opts.Logger, pushed: ex.pushbacks, stopped: ex.quit}
 	index := map[string]int32{}
 	last, ci := "", int32(-1)
@@ -214,6 +236,7 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	ex.ctx, ex.workerCtx = ctx, workerCtx
 	defer close(ex.work)
 	defer ex.tokenTimer.Stop()
+	defer ex.handTimer.Stop()
 
 	var tick <-chan time.Time
 	if ex.opts.Progress != nil {
@@ -222,15 +245,17 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 		tick = t.C
 	}
 	ctxDone := ctx.Done()
+	var out handoff
 	ex.mu.Lock()
 	for {
 		if !ex.cancelled {
-			ex.dispatch(false)
+			ex.dispatch(false, &out, false)
 		}
 		if ex.running == 0 && (ex.cancelled || ex.retrying == 0 && !ex.tokenArmed) {
 			break
 		}
 		ex.mu.Unlock()
+		ex.handOff(&out)
 		select {
 		case <-ex.wake:
 			ex.mu.Lock()
@@ -245,6 +270,9 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 		case <-ex.tokenTimer.C:
 			ex.mu.Lock()
 			ex.tokenArmed = false
+		case <-ex.handTimer.C:
+			ex.mu.Lock()
+			ex.handArmed = false
 		case <-tick:
 			ex.mu.Lock()
 			ex.progress()
@@ -265,14 +293,45 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	return ex.result(ctx)
 }
 
+// handoff is what a dispatch started for other goroutines: the jobs for the workers, and how many workers to
+// start for them. It is handed off (handOff) after the lock is released, so that the lock is not held while
+// goroutines are started and woken: on a graph of short tasks every worker wants the lock once per task.
+type handoff struct {
+	jobs  []job
+	spawn int
+}
+
+// handOff sends out's jobs to the workers, starting the workers dispatch counted for them, and empties out.
+// It is called without the lock: the work channel has room for every running task, so a send never blocks.
+func (ex *executor[C]) handOff(out *handoff) {
+	for ; out.spawn > 0; out.spawn-- {
+		go ex.worker(ex.workerCtx)
+	}
+	for _, j := range out.jobs {
+		ex.work <- j
+	}
+	out.jobs = out.jobs[:0]
+}
+
 // dispatch starts ready tasks while there is room: each class's, in order, while its window, its rate and the
 // global limit allow. When a class's tasks wait for a token only, the token timer is armed for it. With keep,
-// the first task started is returned for the caller (a worker) to run itself; the others go to the workers.
-func (ex *executor[C]) dispatch(keep bool) (kept job, ok bool) {
+// the first task started is returned for the caller (a worker) to run itself; the others go to out, for the
+// caller to hand off once it released the lock.
+//
+// With short (the caller's attempt took less than shortAttempt: its tasks are work for the CPU, not waits), a
+// worker that has its next task hands off others only while fewer tasks run than the machine has processors
+// (GOMAXPROCS): more goroutines would only take turns on them, and waking one costs more than a short task.
+// The rest stay ready for the workers to take as they finish, and the hand-off timer makes the run loop hand
+// them off after handAfter if they are still waiting then (the task kept turned out to be a long one).
+func (ex *executor[C]) dispatch(keep bool, out *handoff, short bool) (kept job, ok bool) {
 	var now time.Time
 	var wait time.Duration
 	for _, cs := range ex.classes {
 		for cs.head < len(cs.ready) && cs.running < cs.window && ex.running < ex.opts.Concurrency {
+			if ok && short && ex.running >= ex.procs {
+				ex.armHand()
+				break
+			}
 			if cs.rate > 0 {
 				if now.IsZero() {
 					now = time.Now()
@@ -287,12 +346,13 @@ func (ex *executor[C]) dispatch(keep bool) (kept job, ok bool) {
 			}
 			i := cs.ready[cs.head]
 			cs.head++
-			j := ex.start(i, cs, keep && !ok)
-			if keep && !ok {
+			self := keep && !ok
+			j := ex.start(i, cs, self, out)
+			if self {
 				kept, ok = j, true
 				continue
 			}
-			ex.work <- j
+			out.jobs = append(out.jobs, j)
 		}
 		if cs.head == len(cs.ready) {
 			cs.ready, cs.head = cs.ready[:0], 0
@@ -302,6 +362,14 @@ func (ex *executor[C]) dispatch(keep bool) (kept job, ok bool) {
 		ex.armTokens(now.Add(wait))
 	}
 	return kept, ok
+}
+
+// armHand makes the run loop hand off, in handAfter, what the workers have not taken by then.
+func (ex *executor[C]) armHand() {
+	if !ex.handArmed {
+		ex.handTimer.Reset(ex.handAfter)
+		ex.handArmed = true
+	}
 }
 
 // armTokens makes the run loop wake up at due, or earlier if it is armed for earlier.
@@ -314,23 +382,25 @@ func (ex *executor[C]) armTokens(due time.Time) {
 }
 
 // start marks task i running in class cs and returns its job. Unless the caller runs it itself (self), a worker
-// must be there to take it: workers are started as they are needed, as many as the most tasks that ran at once.
-func (ex *executor[C]) start(i int32, cs *classState, self bool) job {
+// must be there to take it: workers are started as they are needed (counted in out), as many as the most tasks
+// that ran at once.
+func (ex *executor[C]) start(i int32, cs *classState, self bool, out *handoff) job {
 	j := job{i: i, epoch: cs.epoch}
 	cs.running++
 	if !self && ex.running == ex.workers {
 		ex.workers++
-		go ex.worker(ex.workerCtx)
+		out.spawn++
 	}
 	ex.state[i] = running
 	ex.running++
 	if ex.attempts[i] == 0 {
-		ex.started[i] = time.Now()
+		ex.started[i] = time.Since(ex.began)
 		if cs.began.IsZero() {
-			cs.began = ex.started[i]
+			cs.began = ex.began.Add(ex.started[i])
 		}
 	}
 	ex.attempts[i]++
+	j.attempt = ex.attempts[i]
 	return j
 }
 
@@ -345,22 +415,29 @@ func (ex *executor[C]) classOf(i int32) *classState { return ex.classes[ex.class
 // worker runs the jobs it receives, and after each attempt records its outcome and goes on with a task that
 // outcome made ready, if any.
 func (ex *executor[C]) worker(ctx context.Context) {
+	var buf [8]job
+	out := handoff{jobs: buf[:0]}
 	for j := range ex.work {
 		for ok := true; ok; {
 			change, err := ex.syncOne(ctx, j)
+			// How long the attempt took (from the task's first, for a retry: never short then).
+			short := time.Since(ex.began)-ex.started[j.i] < ex.short
+			interrupted := ex.ctx.Err() != nil
 			ex.mu.Lock()
-			ex.finish(outcome{job: j, change: change, err: err}, ex.ctx.Err() != nil)
+			ex.finish(outcome{job: j, change: change, err: err}, interrupted)
 			ok = false
 			if !ex.cancelled {
-				j, ok = ex.dispatch(true)
+				j, ok = ex.dispatch(true, &out, short)
 			}
-			if ex.running == 0 {
+			idle := ex.running == 0
+			ex.mu.Unlock()
+			ex.handOff(&out)
+			if idle {
 				select {
 				case ex.wake <- struct{}{}:
 				default: // the run loop has a wake-up pending already
 				}
 			}
-			ex.mu.Unlock()
 		}
 	}
 }
@@ -381,7 +458,11 @@ func (ex *executor[C]) syncOne(ctx context.Context, j job) (change *Change, err 
 			change, err = nil, Terminal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	tctx := &attempt{Context: ctx, run: ex.shared, key: nd.task, class: ex.classIdx[i], epoch: j.epoch}
+	tctx := &ex.firsts[i] // written once: a task has one first attempt
+	if j.attempt > 1 {
+		tctx = new(attempt) // a former attempt's may still be held (by a call it started)
+	}
+	*tctx = attempt{Context: ctx, run: ex.shared, key: nd.task, class: ex.classIdx[i], epoch: j.epoch}
 	change, err = nd.runner.sync(tctx, ex.world, ex.opts.Target, lc)
 	if err != nil && lc == WarnIfInsufficientAccess && errors.Is(err, ErrAccessDenied) {
 		Logger(tctx).Warn("insufficient access; continuing (lifecycle WarnIfInsufficientAccess)", "error", err)
@@ -445,7 +526,7 @@ func (ex *executor[C]) finish(o outcome, interrupted bool) {
 			return
 		}
 		o.err = fmt.Errorf("gave up after %d attempts over %s: %w", ex.attempts[i],
-			time.Since(ex.started[i]).Round(time.Millisecond), o.err)
+			ex.since(i).Round(time.Millisecond), o.err)
 	}
 	ex.fail(i, o.err)
 }
@@ -462,7 +543,7 @@ func (ex *executor[C]) retryDelay(i int32) (time.Duration, bool) {
 	}
 	delay = min(delay, ex.opts.MaxBackoff)
 	delay = delay/2 + rand.N(delay/2+1) // jitter: between half and all of it
-	if time.Since(ex.started[i])+delay > deadline {
+	if ex.since(i)+delay > deadline {
 		return 0, false
 	}
 	return delay, true
@@ -482,6 +563,9 @@ func (ex *executor[C]) scheduleRetry(i int32, delay time.Duration, err error) {
 		}
 	})
 }
+
+// since is how long ago task i's first attempt started.
+func (ex *executor[C]) since(i int32) time.Duration { return time.Since(ex.began) - ex.started[i] }
 
 // stopRetries abandons the tasks waiting to be retried: they are reported as not run.
 func (ex *executor[C]) stopRetries() {

@@ -30,8 +30,8 @@ func TestThrottlingBurstCutsOnce(t *testing.T) {
 	opts.defaults()
 	ex := newExecutor(c, struct{}{}, opts)
 	defer close(ex.quit)
-	ex.workers = math.MaxInt // start no worker: the jobs stay in ex.work, never run; finish is fed by hand
-	ex.dispatch(false)
+	ex.workers = math.MaxInt              // start no worker; finish is fed by hand
+	ex.dispatch(false, &handoff{}, false) // the jobs are not handed off: none runs
 	cs := ex.classOf(0)
 	throttled := Retryable(errors.New("throttled"))
 	for i := int32(0); i < 3; i++ {
@@ -265,5 +265,76 @@ func TestDependencyAtASharedAddress(t *testing.T) {
 		if len(deps) != 1 || c.key(deps[0]) != want {
 			t.Errorf("%s depends on %v, want %s", c.key(i), deps, want)
 		}
+	}
+}
+
+// step is a task whose Find calls find, when set.
+type step struct {
+	Name  string
+	find  func() error
+	after []Task
+}
+
+func (s *step) Key() Key     { return Key{Type: "Step", Name: s.Name} }
+func (s *step) Deps() []Task { return s.after }
+func (s *step) Find(ctx context.Context, w struct{}) (*step, error) {
+	if s.find != nil {
+		if err := s.find(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+func (s *step) CheckChanges(actual, expected, changes *step) error { return nil }
+
+// runTuned runs g as a dry run with the executor's CPU count, short-attempt bound and hand-off delay set.
+func runTuned(t *testing.T, g *Graph[struct{}], procs int, short, handAfter time.Duration) *executor[struct{}] {
+	t.Helper()
+	c, err := g.compile(DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts Options
+	opts.defaults()
+	ex := newExecutor(c, struct{}{}, opts)
+	ex.procs, ex.short, ex.handAfter = procs, short, handAfter
+	if _, err := ex.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+// Tasks that a short task made ready are not handed to more goroutines than the machine has processors: the
+// worker that finished it runs them one after the other (here on one processor: one worker for them all).
+func TestShortTasksStayWithTheirWorker(t *testing.T) {
+	g := NewGraph[struct{}]()
+	a := Add(g, &step{Name: "a"})
+	for _, name := range []string{"b", "c", "d", "e"} {
+		Add(g, &step{Name: name, after: []Task{a}})
+	}
+	ex := runTuned(t, g, 1, time.Hour, time.Hour) // every attempt is short; no hand-off by the timer
+	if ex.workers != 1 || ex.done != 5 {
+		t.Errorf("%d workers ran %d tasks; want 1 worker for all 5", ex.workers, ex.done)
+	}
+}
+
+// A task left ready for a busy worker is handed off after handAfter: the worker's task turned out to wait (here
+// for the very task left behind).
+func TestTaskLeftForABusyWorkerIsHandedOff(t *testing.T) {
+	g := NewGraph[struct{}]()
+	a := Add(g, &step{Name: "a"})
+	cStarted := make(chan struct{})
+	Add(g, &step{Name: "b", after: []Task{a}, find: func() error { // kept by the worker that ran a
+		select {
+		case <-cStarted:
+			return nil
+		case <-time.After(10 * time.Second):
+			return Terminal(errors.New("c never started while b waited for it"))
+		}
+	}})
+	Add(g, &step{Name: "c", after: []Task{a}, find: func() error { close(cStarted); return nil }})
+	ex := runTuned(t, g, 1, time.Hour, time.Millisecond)
+	if ex.done != 3 {
+		t.Errorf("%d tasks done, want 3", ex.done)
 	}
 }

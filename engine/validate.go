@@ -49,24 +49,21 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 		depStart:   make([]int32, n+1),
 	}
 	problems := append([]string(nil), g.problems...)
+	c.depList = make([]int32, 0, n)
 	// Tasks are pointers, and a dependency is the very task the graph holds: found by its address first (two
 	// tasks may share one, a struct and its first field: the one not kept is found by key, as any other).
-	byPtr := make(map[uintptr]int32, n)
+	byPtr := g.byPtr
 	for i, nd := range g.nodes {
-		byPtr[reflect.ValueOf(nd.task).Pointer()] = int32(i)
-	}
-	for i, nd := range g.nodes {
-		key := nd.task.Key()
 		lc := g.lifecycleOf(nd)
 		c.lifecycles[i] = lc
 		if v, ok := nd.task.(Validator); ok {
 			if err := v.Validate(); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", key, err))
+				problems = append(problems, fmt.Sprintf("%s: %v", nd.task.Key(), err))
 			}
 		}
 		if target == Apply && lc.renders() && !nd.runner.canRender() {
 			problems = append(problems, fmt.Sprintf("%s cannot render to target %s: %T has no method Render(ctx, world, actual, expected, changes) "+
-				"(give it one, or a lifecycle that does not render)", key, target, nd.task))
+				"(give it one, or a lifecycle that does not render)", nd.task.Key(), target, nd.task))
 		}
 		for _, dep := range nd.task.Deps() {
 			v := reflect.ValueOf(dep)
@@ -83,7 +80,7 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 			j, ok := g.byKey[dk]
 			switch {
 			case !ok:
-				problems = append(problems, fmt.Sprintf("%s depends on %s, which is not in the graph", key, dk))
+				problems = append(problems, fmt.Sprintf("%s depends on %s, which is not in the graph", nd.task.Key(), dk))
 				continue
 			case g.nodes[j].task != dep:
 				detail := ""
@@ -91,7 +88,7 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 					detail = " (" + strings.Join(differingFields(g.nodes[j].task, dep), ", ") + ")"
 				}
 				problems = append(problems, fmt.Sprintf("%s depends on a copy of %s, not the task in the graph%s: "+
-					"depend on the task engine.Add returned, the one that receives the outputs", key, dk, detail))
+					"depend on the task engine.Add returned, the one that receives the outputs", nd.task.Key(), dk, detail))
 				continue
 			}
 			c.depList = append(c.depList, j)

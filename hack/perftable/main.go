@@ -179,8 +179,21 @@ How the figures are taken:
   field-rule diff and output copy by reflection, the deadline's clock, a context per attempt, the class's window,
   and the executor's arrays (state, pending, attempts, errors). On the 100k layered graph about 40% of kubeup's
   time is compile's look-up of its 300,000 dependencies among 100,000 tasks (a map, cache misses), where the model
-  follows the pointers it was built with. A verdict on a wall time within a few percent of its bar flips with the
-  machine's load.
+  follows the pointers it was built with. A second pass (profiles of the 1k wide and layered graphs, which were
+  2.0-2.4x the model): the 128-256 workers of a run queued on its lock, which a worker held while it started
+  goroutines and woke idle workers (the mutex profile counted 153 s of waiting per 2,000 runs of the 1k wide
+  graph), and Validate hashed every task's address into a new map each run (a fifth of a 1k run). Now the lock
+  covers the bookkeeping only and the jobs are handed off after it (27.5 s of waiting), and the graph indexes its
+  tasks' addresses as they are added, as the model resolves its pointers when it is built (Validate of the 1k
+  graphs 3x faster). What was left beyond the model on small graphs was scheduling: each task that another's finish
+  made ready went through a channel to an idle worker (a goroutine woken: 342 per run of the 1k layered graph),
+  where the model starts a goroutine per task of its wave. Now a worker whose task was short (under 50 us: work
+  for the CPU, not a wait) hands off the others it made ready only while fewer tasks run than there are
+  processors, and runs the rest itself as it finishes; ready tasks still waiting 1 ms later are handed off by the
+  run loop (the task the worker kept was a long one after all). 143 goroutines woken per run; a task that waits
+  (an API call) is never short, so the latency and rate-limited rows run as before. On 2 cores loaded by other
+  work the engine's figure moves more than the model's: a verdict on a wall time within a few percent of its bar
+  flips with the machine's load.
 - latency and rate-limited rows: wall time of a run, as a multiple of its bound (the critical path; or what the
   API's token bucket allows: (tasks - burst) / rate). The rate-limited API is a token bucket in the benchmark's
   world (100 calls a second, 10 tokens), shared by all 1,000 tasks; a call that finds no token fails after 5 ms
@@ -196,6 +209,18 @@ How the figures are taken:
   does the like with a cubic growth; the anchor is Terraform's model (a bounded walk at -parallelism=10) whose
   throttled calls are retried in place by the AWS SDK's own backoff (` + "`aws/retry`" + `'s ExponentialJitterBackoff, 20 s
   cap), without the SDK's 3-attempt limit and retry quota (with them some of its tasks would fail).
+- update row: the critical path is what no schedule can beat at 50 ms a call. update --yes runs three graphs one
+  after the other (the dry run, the apply, and the dry run that checks it, as AWS's reads lag its writes) and,
+  between them, calls of its own (after the apply, the three reads that find what the update left unused). The
+  bound is the sum of each graph's longest dependency chain, a task weighing its calls x 50 ms and its own waits
+  (Route53's first GetChange comes half a second after the change), and of the pipeline's calls x 50 ms, measured
+  in a calibration without latency (` + "`test/bench/criticalpath_test.go`" + `). Before issue 25's engine work the
+  bound counted the dry run's and the apply's calls only (600 ms for 50 groups, where the update cannot take less
+  than about 1.3 s), and the update's time without latency, called mostly CPU, held the half-second poll. The
+  rest of the wall time is CPU on the path, on 2 cores: the node configurations (52 YAML objects made and redacted
+  for the plan in each graph, and read back and redacted in the check's: about a quarter of the CPU), the
+  AWS SDK's client side (signing, XML) and the fake's server side. The pipeline's three reads after the apply
+  could overlap the apply's end (cloudup), which would take 150 ms off the wall time and the bound alike.
 - API calls: counted by the fakes (` + "`internal/fakeaws`, `internal/fakegce`" + `) on a no-op run after an apply; a list
   call is a Describe*/List* (or the GCE list methods).
 - protokube: kubeup makes a 3-instance cluster in the AWS fake, whose etcd volumes show on loop devices, and

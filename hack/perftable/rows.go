@@ -195,13 +195,13 @@ func rows() []row {
 		Figure: func(r *result) string {
 			f := fmt.Sprintf("%s ms wall; critical path %s ms (%s x)", metric(r, "ms-wall"), metric(r, "ms-critical-path"), metric(r, "x-critical-path"))
 			if _, ok := r.Metrics["ms-wall-no-latency"]; ok {
-				f += fmt.Sprintf("; %s ms without the 50 ms latency (mostly CPU)", metric(r, "ms-wall-no-latency"))
+				f += fmt.Sprintf("; %s ms without the 50 ms latency (CPU, and the tasks' own waits)", metric(r, "ms-wall-no-latency"))
 			}
 			return f
 		},
-		Goal: "wall time beside the critical-path bound (2x, as the engine's latency case)",
+		Goal: "within 1.5x the critical path: the dry run's, the apply's and the check's longest chains of calls and waits, and the pipeline's own calls (issue 25)",
 		Met: func(r *result, _ *results) string {
-			return atMost(r.Metrics["x-critical-path"], 2, func(v float64) string { return num(v) + "x" })
+			return atMost(r.Metrics["x-critical-path"], 1.5, func(v float64) string { return num(v) + "x" })
 		},
 		Anchor: func(*results) string {
 			return "Terraform: at most 10 calls at once (" + cite(srcTerraform) + "); kops: unbounded waves (" + cite(srcKopsExecutor) + ")"

@@ -15,10 +15,12 @@
 //	BenchmarkUpdateLatency/aws/50-ig
 //	    update --yes of a new 50-instance-group cluster, every AWS call taking 50 ms:
 //	    ms-wall            its wall time
-//	    ms-critical-path   the bound: the longest chain of sequential API calls along the graph's dependencies,
-//	                       dry run then apply, times 50 ms (see criticalPath)
+//	    ms-critical-path   the bound: the longest chain of sequential API calls (times 50 ms) and of the tasks'
+//	                       own waits along each graph's dependencies (dry run, apply, and the dry run that checks
+//	                       it), and the pipeline's own calls (times 50 ms) between them (see criticalPath)
 //	    x-critical-path    ms-wall / ms-critical-path
-//	    ms-wall-no-latency the same update's wall time without latency (the calibration's): mostly CPU
+//	    ms-wall-no-latency the same update's wall time without latency: CPU, and the tasks' own waits
+//	    pipeline-calls     the calls the pipeline makes itself, outside the graphs, one after the other
 //	BenchmarkThrottle/aws/50-ig/{adaptive,fixed-64,fixed-10}
 //	    update --yes of a new 50-instance-group cluster, AWS refusing calls above 20 at once, every call 100 ms:
 //	    throttled-calls   calls answered with a throttling error
