@@ -175,6 +175,8 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then CGROUP_DRIVER=systemd; 
 # for: containerd clamps it (spec.containerd.restrictOOMScoreAdj).
 RESTRICT_OOM=false
 if (( ((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)) >> 24 & 1) == 0 )); then RESTRICT_OOM=true; fi
+# kube-proxy leaves the conntrack table's size alone (spec.kubeProxy.conntrackMaxPerCore 0): the machines share this
+# host's kernel, whose nf_conntrack_max is global, and demo-clean would not put it back.
 spec=$(kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0 --dry-run -o yaml)
 grep -q '^  cloudProvider: local$' <<<"$spec" || fail "unexpected spec: $spec"
 dns="  cloudProvider: local
@@ -188,7 +190,9 @@ dns="  cloudProvider: local
   kubelet:
     cgroupDriver: $CGROUP_DRIVER
   containerd:
-    restrictOOMScoreAdj: $RESTRICT_OOM"
+    restrictOOMScoreAdj: $RESTRICT_OOM
+  kubeProxy:
+    conntrackMaxPerCore: 0"
 awk -v dns="$dns" '$0 == "  cloudProvider: local" { print dns; next } { print }' <<<"$spec" >"$DEMO_DIR/spec.yaml"
 kubeup create cluster --name "$NAME" --cloud local --zones a --control-plane-count 3 --node-count 0
 kubeup replace -f "$DEMO_DIR/spec.yaml"
