@@ -18,34 +18,34 @@ const (
 	defaultRegistry          = "registry.k8s.io"
 	defaultVolumeSizeGiB     = 20
 	// srvKubernetes holds the control plane's certificates and keys on a node.
-	srvKubernetes = "/srv/kubernetes"
+	SrvKubernetes = "/srv/kubernetes"
 	// apiServerPKI holds kube-apiserver's client certificates and the CAs it verifies others with.
-	apiServerPKI = srvKubernetes + "/kube-apiserver"
+	apiServerPKI = SrvKubernetes + "/kube-apiserver"
 	// etcdPKI holds the etcd members' certificates and keys, and the etcd CAs' certificates (never a CA's key).
-	etcdPKI = srvKubernetes + "/etcd"
+	EtcdPKI = SrvKubernetes + "/etcd"
 	// controllerManagerPKI holds the kubelet CA's certificate and key, with which kube-controller-manager signs
 	// kubelets' certificates: the one CA key a node holds (docs/pki.md).
-	controllerManagerPKI = srvKubernetes + "/kube-controller-manager"
+	controllerManagerPKI = SrvKubernetes + "/kube-controller-manager"
 	// protokubePKI holds protokube's client certificates: the one that applies kubeup's objects in the cluster,
 	// and the CSR approver's.
-	protokubePKI = srvKubernetes + "/protokube"
+	protokubePKI = SrvKubernetes + "/protokube"
 )
 
 // Complete returns the complete spec: a deep copy of cluster and its instance groups with every value the
 // components need filled in. Values the user set are kept. Complete is deterministic and idempotent: completing a
 // complete spec changes nothing. It does not validate; call Validate on what it returns.
 func Complete(cluster *Cluster, igs []*InstanceGroup) (*Cluster, []*InstanceGroup) {
-	c := deepCopy(cluster)
+	c := DeepCopy(cluster)
 	groups := make([]*InstanceGroup, len(igs))
 	for i, ig := range igs {
-		groups[i] = deepCopy(ig)
+		groups[i] = DeepCopy(ig)
 		completeInstanceGroup(c, groups[i])
 	}
 	completeCluster(c, groups)
 	return c, groups
 }
 
-func deepCopy[T any](v *T) *T {
+func DeepCopy[T any](v *T) *T {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("model: copying %T: %v", v, err)) // every API type marshals
@@ -339,7 +339,7 @@ func completeComponents(c *Cluster) {
 	ptrDefault(&k.LogLevel, 2)
 	setDefault(&k.Kubeconfig, "/var/lib/kubelet/kubeconfig")
 	setDefault(&k.PodManifestPath, "/etc/kubernetes/manifests")
-	if dns, ok := nthAddress(n.ServiceClusterIPRange, 10); ok {
+	if dns, ok := NthAddress(n.ServiceClusterIPRange, 10); ok {
 		setDefault(&k.ClusterDNS, dns)
 	}
 	setDefault(&k.ClusterDomain, n.ClusterDomain)
@@ -347,7 +347,7 @@ func completeComponents(c *Cluster) {
 	setDefault(&k.CgroupDriver, "systemd")
 	ptrDefault(&k.AnonymousAuth, false)
 	setDefault(&k.AuthorizationMode, "Webhook")
-	setDefault(&k.ClientCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&k.ClientCAFile, SrvKubernetes+"/ca.crt")
 	ptrDefault(&k.MaxPods, 110)
 	setDefault(&k.BootstrapKubeconfig, "/var/lib/kubelet/bootstrap-kubeconfig")
 	setDefault(&k.CertDir, "/var/lib/kubelet/pki")
@@ -386,11 +386,11 @@ func completeComponents(c *Cluster) {
 	setDefault(&a.ClientCAFile, apiServerPKI+"/client-ca.crt")
 	ptrDefault(&a.EnableBootstrapTokenAuth, true)
 	setDefault(&a.KubeletCertificateAuthority, apiServerPKI+"/kubelet-ca.crt")
-	setDefault(&a.TLSCertFile, srvKubernetes+"/server.crt")
-	setDefault(&a.TLSPrivateKeyFile, srvKubernetes+"/server.key")
+	setDefault(&a.TLSCertFile, SrvKubernetes+"/server.crt")
+	setDefault(&a.TLSPrivateKeyFile, SrvKubernetes+"/server.key")
 	setDefault(&a.ServiceAccountIssuer, "https://"+s.API.InternalName)
-	setDefault(&a.ServiceAccountKeyFile, srvKubernetes+"/service-account.pub")
-	setDefault(&a.ServiceAccountSigningKeyFile, srvKubernetes+"/service-account.key")
+	setDefault(&a.ServiceAccountKeyFile, SrvKubernetes+"/service-account.pub")
+	setDefault(&a.ServiceAccountSigningKeyFile, SrvKubernetes+"/service-account.key")
 	setDefault(&a.EtcdCAFile, apiServerPKI+"/etcd-ca.crt")
 	setDefault(&a.EtcdCertFile, apiServerPKI+"/etcd-client.crt")
 	setDefault(&a.EtcdKeyFile, apiServerPKI+"/etcd-client.key")
@@ -431,8 +431,8 @@ func completeComponents(c *Cluster) {
 	setDefault(&m.ServiceClusterIPRange, n.ServiceClusterIPRange)
 	ptrDefault(&m.LeaderElect, true)
 	ptrDefault(&m.UseServiceAccountCredentials, true)
-	setDefault(&m.ServiceAccountPrivateKeyFile, srvKubernetes+"/service-account.key")
-	setDefault(&m.RootCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&m.ServiceAccountPrivateKeyFile, SrvKubernetes+"/service-account.key")
+	setDefault(&m.RootCAFile, SrvKubernetes+"/ca.crt")
 	setDefault(&m.ClusterSigningKubeletClientCertFile, controllerManagerPKI+"/kubelet-ca.crt")
 	setDefault(&m.ClusterSigningKubeletClientKeyFile, controllerManagerPKI+"/kubelet-ca.key")
 	setDefault(&m.ClusterSigningKubeletServingCertFile, controllerManagerPKI+"/kubelet-ca.crt")
@@ -485,7 +485,7 @@ func etcdServers(clusters []EtcdClusterSpec) (servers, overrides []string) {
 }
 
 // nthAddress returns the n-th address of a CIDR (100.64.0.0/13, 10 -> 100.64.0.10).
-func nthAddress(cidr string, n int) (string, bool) {
+func NthAddress(cidr string, n int) (string, bool) {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {
 		return "", false

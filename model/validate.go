@@ -121,10 +121,10 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	}
 	for i, z := range s.Zones {
 		if !zoneName.MatchString(z) {
-			ps.add(index("spec.zones", i), "%q is not a valid zone name: lowercase letters, digits and '-'", z)
+			ps.add(Index("spec.zones", i), "%q is not a valid zone name: lowercase letters, digits and '-'", z)
 		}
 		if slices.Index(s.Zones, z) < i {
-			ps.add(index("spec.zones", i), "%q is listed twice", z)
+			ps.add(Index("spec.zones", i), "%q is listed twice", z)
 		}
 	}
 	check(ps, "spec.kubernetesVersion", kubernetesVersionProblem(s.KubernetesVersion))
@@ -223,7 +223,7 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup, all bool) 
 	names := map[string]bool{}
 	ports := map[int32]string{}
 	for i, e := range s.EtcdClusters {
-		p := index("spec.etcdClusters", i)
+		p := Index("spec.etcdClusters", i)
 		switch {
 		case !dnsLabel.MatchString(e.Name):
 			ps.add(p+".name", "%q is not a valid name: lowercase letters, digits and '-'", e.Name)
@@ -279,7 +279,7 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 	memberNames := map[string]bool{}
 	groups := map[string]string{}
 	for j, m := range e.Members {
-		mp := index(p+".members", j)
+		mp := Index(p+".members", j)
 		switch {
 		case !dnsLabel.MatchString(m.Name):
 			ps.add(mp+".name", "%q is not a valid member name: lowercase letters, digits and '-'", m.Name)
@@ -371,7 +371,7 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	}
 	for i, z := range s.Zones {
 		if !slices.Contains(c.Spec.Zones, z) {
-			ps.add(p+index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
+			ps.add(p+Index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
 		}
 	}
 	switch {

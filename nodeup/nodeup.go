@@ -14,6 +14,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -199,7 +200,7 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if err != nil {
 		return err
 	}
-	g, err := model.BuildNodeGraph(nc)
+	g, err := nodegraph.BuildNodeGraph(nc)
 	if err != nil {
 		return &ConfigError{Err: fmt.Errorf("%s: %w", src.name, err)}
 	}

@@ -19,6 +19,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
@@ -269,11 +270,11 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	// While this node's kube-apiserver is ready, the round keeps kubeup's objects for kubelets' credentials in
-	// the cluster and decides kubelets' certificate requests (model.AddKubeObjects, docs/pki.md).
+	// the cluster and decides kubelets' certificate requests (nodegraph.AddKubeObjects, docs/pki.md).
 	if api == nil {
 		if r.kube, r.approver, err = kubeClients(o.Root, nc); err != nil {
 			o.Logger.Warn("kubelet credentials: kubeup's objects and the CSR approver wait for this node's files", "err", err)
-		} else if err := model.AddKubeObjects(g, nc, o.Proof); err != nil {
+		} else if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
 			return false, err
 		}
 	}

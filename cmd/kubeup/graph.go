@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 )
 
 func newGraphCommand(g *globals) *cobra.Command {
@@ -41,13 +43,13 @@ the first instance group with that role.`,
 			if role == "" {
 				switch c.Spec.CloudProvider {
 				case model.CloudAWS:
-					graph, err := model.BuildAWSCloudGraph(c, igs)
+					graph, err := cloudgraph.BuildAWSCloudGraph(c, igs)
 					if err != nil {
 						return err
 					}
 					return graph.WriteDOT(out)
 				case model.CloudGCE:
-					graph, err := model.BuildGCECloudGraph(c, igs)
+					graph, err := cloudgraph.BuildGCECloudGraph(c, igs)
 					if err != nil {
 						return err
 					}
@@ -56,7 +58,7 @@ the first instance group with that role.`,
 				default:
 					return fmt.Errorf("cluster %s: this kubeup has no %s provider; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
 				}
-				graph, err := model.BuildLocalCloudGraph(c, igs, model.LocalCloudState{})
+				graph, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 				if err != nil {
 					return err
 				}
@@ -77,7 +79,7 @@ the first instance group with that role.`,
 				if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 					return err
 				}
-				graph, err := model.BuildNodeGraph(nc)
+				graph, err := nodegraph.BuildNodeGraph(nc)
 				if err != nil {
 					return err
 				}

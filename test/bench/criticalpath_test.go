@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/engine"
-	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 )
 
@@ -108,7 +108,7 @@ func criticalPath(tb testing.TB, a *account) (path, unattributed int, ms float64
 		cfg := cfg.Copy()
 		cfg.APIOptions = append(append([]func(*middleware.Stack) error(nil), cfg.APIOptions...), attributeCalls(counter))
 		world := awstasks.NewCloud(cfg, c.Metadata.Name, c.Spec.DNSZone, a.cs.Store)
-		g, err := model.BuildAWSCloudGraph(c, igs)
+		g, err := cloudgraph.BuildAWSCloudGraph(c, igs)
 		if err != nil {
 			tb.Fatal(err)
 		}
