@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup/nodegraph"
 )
@@ -41,28 +41,7 @@ the first instance group with that role.`,
 			}
 			out := cmd.OutOrStdout()
 			if role == "" {
-				switch c.Spec.CloudProvider {
-				case model.CloudAWS:
-					graph, err := cloudgraph.BuildAWSCloudGraph(c, igs)
-					if err != nil {
-						return err
-					}
-					return graph.WriteDOT(out)
-				case model.CloudGCE:
-					graph, err := cloudgraph.BuildGCECloudGraph(c, igs)
-					if err != nil {
-						return err
-					}
-					return graph.WriteDOT(out)
-				case model.CloudLocal:
-				default:
-					return fmt.Errorf("cluster %s: this kubeup has no %s provider; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
-				}
-				graph, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
-				if err != nil {
-					return err
-				}
-				return graph.WriteDOT(out)
+				return cloudup.WriteCloudGraph(out, c, igs)
 			}
 			// The instance groups' spelling (spec.role) is taken too.
 			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode,
