@@ -275,8 +275,8 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 			err = werr
 		}
 	}
-	if err == nil {
-		if rerr := o.recordLocalMachine(nc, conf, root, node.Systemd != nil); rerr != nil {
+	if record := recordMachine[nc.Cluster.Spec.CloudProvider]; err == nil && record != nil {
+		if rerr := record(o, nc, conf, root, node.Systemd != nil); rerr != nil {
 			log.Warn("the machine is converged but not recorded: kubeup rolling-update will not know it", "err", rerr)
 		}
 	}
