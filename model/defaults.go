@@ -76,9 +76,6 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	name := c.Metadata.Name
 	s := &c.Spec
 
-	if s.CloudProvider == CloudAWS && s.Region == "" && len(s.Zones) > 0 {
-		s.Region = strings.TrimRight(s.Zones[0], "abcdefghijklmnopqrstuvwxyz")
-	}
 	setDefault(&s.KubernetesVersion, DefaultKubernetesVersion)
 	setDefault(&s.DNSZone, parentDomain(name))
 
@@ -104,24 +101,11 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 		completeEtcdCluster(s, i, igs)
 	}
 
-	if s.CloudProvider == CloudLocal {
-		if s.Local == nil {
-			s.Local = &LocalSpec{}
-		}
-		if dir, ok := fileStoreDir(s.ConfigBase); ok {
-			local := dir + "-local"
-			setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
-			setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
-		}
-		completeLocalDNS(s.Local)
+	cm, known := cloudModels[s.CloudProvider]
+	if known {
+		cm.complete(s)
 	}
-	if s.CloudProvider == CloudAWS {
-		completeAWS(s)
-	}
-	if s.CloudProvider == CloudGCE {
-		completeGCE(s)
-	}
-	if s.CloudProvider == CloudAWS || s.CloudProvider == CloudGCE {
+	if known && cm.fetchesNodeup {
 		// The url and the sha256 name one binary: the build's pair is taken whole, or not at all (a url set by
 		// hand with the build's sha256 would name another binary than the one it fetches).
 		if s.Nodeup == nil {
@@ -135,6 +119,26 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	completeComponents(c)
 	completeContainerd(s)
 	completeAssets(s)
+}
+
+// completeLocal defaults spec.local: the pool and the zone file beside a file:// store, and the DNS.
+func completeLocal(s *ClusterSpec) {
+	if s.Local == nil {
+		s.Local = &LocalSpec{}
+	}
+	if dir, ok := fileStoreDir(s.ConfigBase); ok {
+		local := dir + "-local"
+		setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
+		setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
+	}
+	completeLocalDNS(s.Local)
+}
+
+// completeAWSRegion defaults spec.region to the region of the first zone.
+func completeAWSRegion(s *ClusterSpec) {
+	if s.Region == "" && len(s.Zones) > 0 {
+		s.Region = strings.TrimRight(s.Zones[0], "abcdefghijklmnopqrstuvwxyz")
+	}
 }
 
 // DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates
@@ -274,16 +278,9 @@ func completeEtcdCluster(s *ClusterSpec, i int, igs []*InstanceGroup) {
 		if ig := findInstanceGroup(igs, m.InstanceGroup); m.Zone == "" && ig != nil && len(ig.Spec.Zones) == 1 {
 			m.Zone = ig.Spec.Zones[0]
 		}
-		switch s.CloudProvider {
-		case CloudAWS:
-			ptrDefault(&m.VolumeType, "gp3")
-			ptrDefault(&m.Encrypted, true)
-		case CloudGCE:
-			ptrDefault(&m.VolumeType, "pd-ssd")
-			ptrDefault(&m.Encrypted, true)
-		case CloudLocal:
-			ptrDefault(&m.VolumeType, "sparse")
-			ptrDefault(&m.Encrypted, false)
+		if cm, ok := cloudModels[s.CloudProvider]; ok {
+			ptrDefault(&m.VolumeType, cm.volumeType)
+			ptrDefault(&m.Encrypted, cm.encrypts)
 		}
 		ptrDefault(&m.VolumeSize, int32(defaultVolumeSizeGiB))
 	}
@@ -309,16 +306,9 @@ func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
 	setDefault(&ig.APIVersion, APIVersion)
 	setDefault(&ig.Kind, KindInstanceGroup)
 	s := &ig.Spec
-	switch c.Spec.CloudProvider {
-	case CloudAWS:
-		setDefault(&s.MachineType, "t3.medium")
-		setDefault(&s.Image, "debian-12-amd64")
-	case CloudGCE:
-		setDefault(&s.MachineType, "e2-standard-2")
-		setDefault(&s.Image, "debian-cloud/debian-12")
-	case CloudLocal:
-		setDefault(&s.MachineType, LocalMachineType)
-		setDefault(&s.Image, LocalImage)
+	if cm, ok := cloudModels[c.Spec.CloudProvider]; ok {
+		setDefault(&s.MachineType, cm.machineType)
+		setDefault(&s.Image, cm.image)
 	}
 	if s.Zones == nil && s.Role == RoleNode {
 		s.Zones = slices.Clone(c.Spec.Zones)
