@@ -8,8 +8,8 @@ import (
 
 // A cloudModel is what defaulting and validation do on one cloud: one value per cloud, in cloudModels under its
 // spec.cloudProvider value, beside each cloud's checks (validate_aws.go, validate_gce.go, validate_local.go).
-// Complete, Validate and ValidateInstanceGroup ask it, never switch on the cloud's name. (The derived names and
-// create's flags still do: docs/architecture.md, "Providers".)
+// Complete, Validate and ValidateInstanceGroup ask it, never switch on the cloud's name. (create's flags still
+// do: docs/architecture.md, "Providers".)
 type cloudModel struct {
 	// complete fills in the cloud's defaults of a spec.
 	complete func(s *ClusterSpec)
@@ -24,6 +24,10 @@ type cloudModel struct {
 	fetchesNodeup bool
 	// hostedZone: the cluster's DNS zone is a hosted zone of the cloud, whose apex the cluster must not be.
 	hostedZone bool
+	// memberNames are the names the cloud derives from the cluster's name for etcd member m of e, and
+	// clusterNames those it derives for the whole cluster: derivedNameProblem checks their lengths.
+	memberNames  func(name string, e EtcdClusterSpec, m EtcdMemberSpec) []derived
+	clusterNames func(name string) []derived
 	// encrypts: the cloud can encrypt an etcd member's volume, and does by default.
 	encrypts bool
 }
@@ -44,7 +48,10 @@ var cloudModels = map[string]cloudModel{
 		volumeTypes:           []string{"gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"},
 		fetchesNodeup:         true,
 		hostedZone:            true,
-		encrypts:              true,
+		clusterNames: func(name string) []derived {
+			return []derived{{"tag key of the cluster's resources", ClusterTagKey(name), maxAWSTagKey, "AWS takes"}}
+		},
+		encrypts: true,
 	},
 	CloudGCE: {
 		complete:    completeGCE,
@@ -61,6 +68,10 @@ var cloudModels = map[string]cloudModel{
 		validate:              validateLocal,
 		validateInstanceGroup: func(ps *problems, _ *Cluster, ig *InstanceGroup) { validateLocalInstanceGroup(ps, ig) },
 		volumeTypes:           []string{"sparse"},
+		memberNames: func(name string, e EtcdClusterSpec, m EtcdMemberSpec) []derived {
+			return []derived{{"volume of etcd member " + m.Name + " of " + e.Name,
+				EtcdVolumeName(name, e, m), maxLocalVolumeName, "the local provider's volumes take"}}
+		},
 	},
 }
 
