@@ -54,71 +54,9 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 	switch {
 	case c == nil:
 		cleanup = func() error { return nil }
-	case c.Spec.CloudProvider == model.CloudLocal:
-		if c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
-			return fmt.Errorf("cluster %s: spec.local.poolDir is not set: cannot find the cluster's volumes", name)
-		}
-		cloud, err := openLocal(c, cs)
-		if err != nil {
-			return err
-		}
-		// The DNS records of another cluster named under this one (eu.prod.example.com under prod.example.com)
-		// are that cluster's.
-		others, err := cs.List(ctx)
-		if err != nil {
-			return err
-		}
-		// A volume a node still holds is refused: the dry run marks it, and --yes deletes nothing at all (the
-		// cleanup below checks again, under the pool's lock).
-		if cloudKeys, err = cloud.DeleteOwned(ctx, name, others, true); err != nil {
-			var held *localtasks.HeldVolumesError
-			if o.Apply || !errors.As(err, &held) {
-				return fmt.Errorf("deleting cluster %s: %w", name, err)
-			}
-			cloudKeys = markHeld(cloudKeys, held)
-		}
-		// The zone file the last update wrote, when the spec names another since (spec.local.zoneFile changed,
-		// not yet applied): its records of the cluster go too.
-		old, err := cs.oldZoneFile(ctx, c)
-		if err != nil {
-			return err
-		}
-		if old != nil {
-			keys, err := old.DeleteCluster(ctx, name, others, true)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				cloudKeys = append(cloudKeys, k+" (in "+old.Path()+")")
-			}
-		}
-		cleanup = func() error {
-			if _, err := cloud.DeleteOwned(ctx, name, others, false); err != nil {
-				return err
-			}
-			if old != nil {
-				if _, err := old.DeleteCluster(ctx, name, others, false); err != nil {
-					return err
-				}
-			}
-			machines, err := removeMachineRecords(cloud.Pool, name)
-			if err != nil {
-				return err
-			}
-			dirs := []string{filepath.FromSlash(c.Spec.Local.PoolDir), filepath.FromSlash(filepath.Dir(c.Spec.Local.ZoneFile))}
-			if old != nil {
-				dirs = append(dirs, filepath.Dir(old.Path()))
-			}
-			removeEmptyDirs(append(dirs, machines)...)
-			return nil
-		}
-	case c.Spec.CloudProvider == model.CloudAWS || c.Spec.CloudProvider == model.CloudGCE:
-		cloud, err := openOwnedDeleter(ctx, c, cs)
-		if err != nil {
-			return err
-		}
+	case providers[c.Spec.CloudProvider] != nil:
 		var deleteListed func() ([]string, error)
-		if cloudKeys, deleteListed, err = cs.deleteOwned(ctx, cloud, c, out); err != nil {
+		if cloudKeys, deleteListed, err = providers[c.Spec.CloudProvider].deleteOwned(ctx, cs, c, o); err != nil {
 			return err
 		}
 		cleanup = func() (err error) { cloudKeys, err = deleteListed(); return err }
@@ -129,8 +67,8 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 		// resources forgotten.
 		_, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name))
 		if err == nil {
-			return fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot delete %s resources, and %s was applied: use the kubeup that applied it",
-				name, c.Spec.CloudProvider, c.Spec.CloudProvider, name)
+			return fmt.Errorf("cluster %s: %w: this kubeup cannot delete %s resources, and %s was applied: use the kubeup that applied it",
+				name, unknownProvider(c.Spec.CloudProvider), c.Spec.CloudProvider, name)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -185,14 +123,6 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 type ownedDeleter interface {
 	DeleteOwned(ctx context.Context, records []string, apply bool) ([]string, error)
 	NewRun()
-}
-
-// openOwnedDeleter opens the cloud of an aws or gce cluster.
-func openOwnedDeleter(ctx context.Context, c *model.Cluster, cs *Clusters) (ownedDeleter, error) {
-	if c.Spec.CloudProvider == model.CloudGCE {
-		return openGCE(ctx, c, cs)
-	}
-	return openAWS(ctx, c, cs)
 }
 
 // deleteOwned lists what cloud holds of cluster c (a dry run of DeleteOwned), and returns those keys and the

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/api/dns/v1"
 	"google.golang.org/api/option"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -154,7 +155,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 	var base string
 	for _, ig := range igs {
 		if ig.Metadata.Name == "nodes" {
-			base = model.GCEInstanceTemplateName(demo, ig, "europe-west1")
+			base = cloudgraph.GCEInstanceTemplateName(demo, ig, "europe-west1")
 		}
 	}
 	var old string
@@ -296,7 +297,7 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := model.GCEInstanceTemplateName(demo, group(igs, "nodes"), "europe-west1")
+	base := cloudgraph.GCEInstanceTemplateName(demo, group(igs, "nodes"), "europe-west1")
 	l, err := svc.InstanceTemplates.List("kubeup-demo").Do()
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +326,7 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	manager := "InstanceGroupManager/europe-west1-b/" + model.GCEInstanceGroupManagerName(demo, "nodes", "europe-west1-b")
+	manager := "InstanceGroupManager/europe-west1-b/" + cloudgraph.GCEInstanceGroupManagerName(demo, "nodes", "europe-west1-b")
 	want := "Will delete resources:\n  " + manager + " (instance group nodes is no longer in the spec; its machines go with it)\n"
 	applied := []string{"  delete " + manager + "\n"}
 	for _, n := range templates {

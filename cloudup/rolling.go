@@ -466,24 +466,11 @@ func (r *roller) replaced(ctx context.Context, ig *model.InstanceGroup, old Roll
 
 // openRolling returns the rolling-update side of the cluster's cloud; igs are all the cluster's instance groups.
 func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup) (rollingCloud, error) {
-	switch c.Spec.CloudProvider {
-	case model.CloudAWS:
-		cloud, err := openAWS(ctx, c, cs)
-		if err != nil {
-			return nil, err
-		}
-		return &awsRolling{cloud: cloud, spec: c, igs: igs}, nil
-	case model.CloudGCE:
-		cloud, err := openGCE(ctx, c, cs)
-		if err != nil {
-			return nil, err
-		}
-		return &gceRolling{cloud: cloud, spec: c, igs: igs}, nil
-	case model.CloudLocal:
-		return openLocalRolling(c, igs, cs.Store)
-	default:
-		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot replace its machines", c.Metadata.Name, c.Spec.CloudProvider)
+	p, err := providerFor(c)
+	if err != nil {
+		return nil, err
 	}
+	return p.openRolling(ctx, cs, c, igs)
 }
 
 // rollingHealth returns the checks of a rolling update: the cloud's with o.CloudOnly, else the API's and etcd's.

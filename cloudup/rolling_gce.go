@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -37,7 +39,7 @@ func (r *gceRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]
 			g.Max = *ig.Spec.MaxSize
 		}
 		for _, z := range ig.Spec.Zones {
-			name := model.GCEInstanceGroupManagerName(r.spec.Metadata.Name, ig.Metadata.Name, z)
+			name := cloudgraph.GCEInstanceGroupManagerName(r.spec.Metadata.Name, ig.Metadata.Name, z)
 			m, err := r.cloud.ManagedGroup(ctx, z, name)
 			if err != nil {
 				return nil, err
@@ -101,7 +103,7 @@ func (r *gceRolling) members(ctx context.Context, live map[string]bool) ([]Membe
 		return nil, err
 	}
 	return membersFromVolumes(r.spec, vols, live, holdTerms{volume: "disk", heldBy: "attached to",
-		heldByNone: "attached to no instance", notServing: "does not run in its group", noVolume: "no persistent disk carries its label", key: gcetasks.EtcdLabelKey}), nil
+		heldByNone: "attached to no instance", notServing: "does not run in its group", noVolume: "no persistent disk carries its label", key: gcelabels.EtcdLabelKey}), nil
 }
 
 // clusterTagPrefix is the key prefix of the cluster's ownership tag (kubernetes.io/cluster/<cluster>=owned), as

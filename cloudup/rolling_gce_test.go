@@ -19,7 +19,9 @@ import (
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 )
@@ -68,7 +70,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	for _, ig := range igs {
 		if ig.Spec.Role == model.RoleControlPlane {
 			for _, z := range ig.Spec.Zones {
-				migs = append(migs, gceMIG{zone: z, name: model.GCEInstanceGroupManagerName(demo, ig.Metadata.Name, z)})
+				migs = append(migs, gceMIG{zone: z, name: cloudgraph.GCEInstanceGroupManagerName(demo, ig.Metadata.Name, z)})
 			}
 		}
 	}
@@ -131,7 +133,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	stop()
 	var victim *compute.Disk
 	for _, d := range memberDisks(ctx, t, svc) {
-		if _, ok := d.Labels[gcetasks.EtcdLabelKey("main")]; ok && len(d.Users) > 0 && path.Base(d.Users[0]) == order[2] {
+		if _, ok := d.Labels[gcelabels.EtcdLabelKey("main")]; ok && len(d.Users) > 0 && path.Base(d.Users[0]) == order[2] {
 			victim = d
 		}
 	}
@@ -242,7 +244,7 @@ func memberDisks(ctx context.Context, t *testing.T, svc *compute.Service) []*com
 		for _, scoped := range l.Items {
 			for _, d := range scoped.Disks {
 				for k := range d.Labels {
-					if strings.HasPrefix(k, gcetasks.EtcdLabelKey("")) {
+					if strings.HasPrefix(k, gcelabels.EtcdLabelKey("")) {
 						out = append(out, d)
 						break
 					}

@@ -15,8 +15,6 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
-	"kubeup.dev/kubeup/tasks/awstasks"
-	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
 
@@ -75,40 +73,11 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	switch c.Spec.CloudProvider {
-	case model.CloudLocal:
-		cloud, err := openLocal(c, cs)
-		if err != nil {
-			return nil, err
-		}
-		last, err := cs.localCloudState(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		build := func() (*engine.Graph[*localtasks.Cloud], error) { return model.BuildLocalCloudGraph(c, igs, last) }
-		return update(ctx, cs, stored, cloud, build, o, unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*localtasks.Cloud](c, igs), o))
-	case model.CloudAWS:
-		cloud, err := openAWS(ctx, c, cs)
-		if err != nil {
-			return nil, err
-		}
-		build := func() (*engine.Graph[*awstasks.Cloud], error) { return model.BuildAWSCloudGraph(c, igs) }
-		cl := unusedGroupsCleanup(cloud, model.AWSUnusedGroups(c, igs), o).
-			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*awstasks.Cloud](c, igs), o))
-		return update(ctx, cs, stored, cloud, build, o, cl)
-	case model.CloudGCE:
-		cloud, err := openGCE(ctx, c, cs)
-		if err != nil {
-			return nil, err
-		}
-		build := func() (*engine.Graph[*gcetasks.Cloud], error) { return model.BuildGCECloudGraph(c, igs) }
-		cl := unusedGroupsCleanup(cloud, model.GCEUnusedGroups(c, igs), o).then(unusedTemplatesCleanup(cloud, o)).
-			then(unusedGroupsCleanup(cloud, model.StaleNodeConfigs[*gcetasks.Cloud](c, igs), o))
-		return update(ctx, cs, stored, cloud, build, o, cl)
-	default:
-		return nil, fmt.Errorf("cluster %s: cloudProvider %s: this kubeup cannot update %s clusters",
-			name, c.Spec.CloudProvider, c.Spec.CloudProvider)
+	p, err := providerFor(c)
+	if err != nil {
+		return nil, err
 	}
+	return p.update(ctx, cs, stored, c, igs, o)
 }
 
 func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -210,7 +211,7 @@ func TestNodeLabelIsNodeups(t *testing.T) {
 	}
 	c, igs = model.Complete(c, igs)
 	for _, ig := range igs {
-		g, err := model.BuildNodeGraph(model.NewNodeConfig(c, ig))
+		g, err := nodegraph.BuildNodeGraph(model.NewNodeConfig(c, ig))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/localtasks"
 )
@@ -16,16 +17,16 @@ import (
 // The graph then removes the cluster's records from that file (localtasks.FormerZoneFile): a dry run lists them
 // as a change like any other, in text and JSON, and the apply removes them before it writes the new complete
 // spec.
-func (cs *Clusters) localCloudState(ctx context.Context, c *model.Cluster) (model.LocalCloudState, error) {
+func (cs *Clusters) localCloudState(ctx context.Context, c *model.Cluster) (cloudgraph.LocalCloudState, error) {
 	old, err := cs.oldZoneFile(ctx, c)
 	if err != nil || old == nil {
-		return model.LocalCloudState{}, err
+		return cloudgraph.LocalCloudState{}, err
 	}
 	others, err := cs.List(ctx)
 	if err != nil {
-		return model.LocalCloudState{}, err
+		return cloudgraph.LocalCloudState{}, err
 	}
-	return model.LocalCloudState{FormerZoneFile: old.Path(), FormerDNSZone: old.Zone(), OtherClusters: others}, nil
+	return cloudgraph.LocalCloudState{FormerZoneFile: old.Path(), FormerDNSZone: old.Zone(), OtherClusters: others}, nil
 }
 
 // oldZoneFile returns the zone file the last applied complete spec of c kept its records in, when it is not the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/api/compute/v1"
@@ -27,16 +26,12 @@ const zoneCheckWait = 20 * time.Second
 func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, zoneCheckWait)
 	defer cancel()
-	var have []string
-	var where string
-	switch s := &c.Spec; s.CloudProvider {
-	case model.CloudAWS:
-		where = "region " + s.Region
-		have, err = awsZones(ctx, s.Region)
-	case model.CloudGCE:
-		where = "project " + s.Project
-		have, err = gceZones(ctx, s.Project)
-	default:
+	p := providers[c.Spec.CloudProvider]
+	if p == nil {
+		return "", nil
+	}
+	where, have, err := p.zones(ctx, &c.Spec)
+	if where == "" {
 		return "", nil
 	}
 	if err != nil {
@@ -48,15 +43,7 @@ func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning s
 		if slices.Contains(have, z) {
 			continue
 		}
-		theirs := "its zones: " + strings.Join(have, ", ")
-		if c.Spec.CloudProvider == model.CloudGCE {
-			region := model.GCERegion(z)
-			in := slices.DeleteFunc(slices.Clone(have), func(h string) bool { return model.GCERegion(h) != region })
-			theirs = fmt.Sprintf("its zones in region %s: %s", region, strings.Join(in, ", "))
-			if len(in) == 0 {
-				theirs = "it has no zone in region " + region
-			}
-		}
+		theirs := p.zonesNear(z, have)
 		problems = append(problems, model.Problem{Path: fmt.Sprintf("spec.zones[%d]", i),
 			Message: fmt.Sprintf("%s is not a zone of %s (%s): name zones of %s (kubeup create cluster --zones)", model.Echo(z), where, theirs, where)})
 	}

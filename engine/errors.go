@@ -4,66 +4,42 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"kubeup.dev/kubeup/internal/errclass"
 	"sort"
 	"strings"
 	"syscall"
 )
 
-// Class says how the executor treats a task's error.
-type Class int
+// Class says how the executor treats a task's error: ClassTerminal, ClassNotReady or ClassRetryable. The classes
+// and ClassError live in internal/errclass, a leaf that the state store (which does not import the engine) uses
+// too; these are the same types and values.
+type Class = errclass.Class
 
+// The classes (see errclass).
 const (
-	// ClassTerminal errors fail the task at once: a validation error, a missing permission, a bug. Unclassified
-	// errors are terminal, so that a mistake is never retried for ten minutes.
-	ClassTerminal Class = iota
-	// ClassNotReady errors mean "not yet": a volume still attaching, a dependency's output not visible. The task
-	// is retried with exponential backoff and jitter until its deadline.
-	ClassNotReady
-	// ClassRetryable errors are transient failures of an API (throttling, 5xx). The task is retried like a
-	// not-ready one, and the concurrency of the task's API class is reduced.
-	ClassRetryable
+	ClassTerminal  = errclass.ClassTerminal
+	ClassNotReady  = errclass.ClassNotReady
+	ClassRetryable = errclass.ClassRetryable
 )
 
-func (c Class) String() string {
-	switch c {
-	case ClassNotReady:
-		return "not-ready"
-	case ClassRetryable:
-		return "retryable"
-	}
-	return "terminal"
-}
-
 // ClassError carries a class with an error. Build one with NotReady, Retryable or Terminal.
-type ClassError struct {
-	Class Class
-	Err   error
-}
-
-func (e *ClassError) Error() string { return e.Err.Error() }
-func (e *ClassError) Unwrap() error { return e.Err }
+type ClassError = errclass.ClassError
 
 // NotReady marks err as "try again later".
-func NotReady(err error) error { return &ClassError{Class: ClassNotReady, Err: err} }
+func NotReady(err error) error { return errclass.NotReady(err) }
 
 // Retryable marks err as a transient API failure.
-func Retryable(err error) error { return &ClassError{Class: ClassRetryable, Err: err} }
+func Retryable(err error) error { return errclass.Retryable(err) }
 
 // Terminal marks err as final, even where a wrapped error says otherwise.
-func Terminal(err error) error { return &ClassError{Class: ClassTerminal, Err: err} }
+func Terminal(err error) error { return errclass.Terminal(err) }
 
 // ClassOf returns the class of the outermost ClassError in err's chain; ClassTerminal when there is none.
-func ClassOf(err error) Class {
-	var ce *ClassError
-	if errors.As(err, &ce) {
-		return ce.Class
-	}
-	return ClassTerminal
-}
+func ClassOf(err error) Class { return errclass.ClassOf(err) }
 
 // ErrAccessDenied is what a provider wraps its permission errors with. A task with lifecycle
 // WarnIfInsufficientAccess turns such an error into a warning.
-var ErrAccessDenied = errors.New("access denied")
+var ErrAccessDenied = errclass.ErrAccessDenied
 
 // FileError classifies an error of the filesystem for the engine, as every task that writes files needs: a
 // permission problem is access denied (a warning under lifecycle WarnIfInsufficientAccess), a busy resource

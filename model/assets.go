@@ -85,7 +85,7 @@ const (
 var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
 
 // containerdMembers are the members of containerd's archive nodeup installs, in /usr/local/bin.
-var containerdMembers = []string{"bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr"}
+var ContainerdMembers = []string{"bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr"}
 
 // Images nodes preload, by their short name in spec.assets.images.
 const (
@@ -464,3 +464,17 @@ func PreloadImages(nc *NodeConfig) []PreloadImage {
 
 // ImagePath is where nodeup installs the archive of image name (a key of spec.assets.images).
 func ImagePath(name string) string { return path.Join(ImageDir, name+".tar") }
+
+// assetFiles are the node paths nodeup installs assets at, outside the directories kubeup owns: the binaries in
+// /usr/local/bin, runc in /usr/local/sbin, the CNI plugins in /opt/cni/bin (images go to ImageDir, in
+// KubeupStateDir). NodeupFiles lists them.
+var assetFiles = func() []string {
+	out := []string{BinDir + "/kubelet", BinDir + "/protokube", BinDir + "/crictl", RuncPath}
+	for _, m := range ContainerdMembers {
+		out = append(out, path.Join(BinDir, path.Base(m)))
+	}
+	for _, p := range CNIPlugins {
+		out = append(out, path.Join(CNIBinDir, p))
+	}
+	return out
+}()

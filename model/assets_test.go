@@ -1,7 +1,9 @@
-package model
+package model_test
 
 import (
 	"context"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"slices"
 	"strings"
 	"testing"
@@ -15,51 +17,51 @@ import (
 var testSHA = strings.Repeat("ab", 32)
 
 func TestCompleteAssets(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := model.CompleteSpec(t, model.CloudLocal, 1)
 	a := c.Spec.Assets
 	if got, want := a.Kubelet.URL, "https://dl.k8s.io/release/v1.34.2/bin/linux/amd64/kubelet"; got != want {
 		t.Errorf("kubelet url %q, want %q", got, want)
 	}
-	if a.Images[ImagePause].URL != "" || a.Images[ImagePause].Image != PauseImage {
-		t.Errorf("pause without fileRepository: %+v; want no URL (upstream publishes no archive) and image %s", a.Images[ImagePause], PauseImage)
+	if a.Images[model.ImagePause].URL != "" || a.Images[model.ImagePause].Image != model.PauseImage {
+		t.Errorf("pause without fileRepository: %+v; want no URL (upstream publishes no archive) and image %s", a.Images[model.ImagePause], model.PauseImage)
 	}
 	if a.Kubelet.SHA256 != "" {
 		t.Errorf("a default sha256 %q: kubeup cannot know one", a.Kubelet.SHA256)
 	}
 
-	user, igs := userSpec(t, CloudLocal, 1)
-	user.Spec.Assets = &AssetsSpec{FileRepository: "s3://mirror/kubeup/", Runc: &AssetSpec{URL: "https://elsewhere/runc", SHA256: testSHA}}
-	c, _ = Complete(user, igs)
+	user, igs := model.UserSpec(t, model.CloudLocal, 1)
+	user.Spec.Assets = &model.AssetsSpec{FileRepository: "s3://mirror/kubeup/", Runc: &model.AssetSpec{URL: "https://elsewhere/runc", SHA256: testSHA}}
+	c, _ = model.Complete(user, igs)
 	a = c.Spec.Assets
 	for got, want := range map[string]string{
 		a.Kubelet.URL:                  "s3://mirror/kubeup/kubernetes/v1.34.2/bin/linux/amd64/kubelet",
 		a.Containerd.URL:               "s3://mirror/kubeup/containerd/v2.4.2/containerd-2.4.2-linux-amd64.tar.gz",
 		a.Images["kube-apiserver"].URL: "s3://mirror/kubeup/images/kube-apiserver/v1.34.2/kube-apiserver.tar",
-		a.Images[ImageEtcd].URL:        "s3://mirror/kubeup/images/etcd/3.5.21-0/etcd.tar",
+		a.Images[model.ImageEtcd].URL:  "s3://mirror/kubeup/images/etcd/3.5.21-0/etcd.tar",
 		a.Runc.URL:                     "https://elsewhere/runc",
 	} {
 		if got != want {
 			t.Errorf("url %q, want %q", got, want)
 		}
 	}
-	if again, _ := Complete(c, igs); !cmp.Equal(again, c) {
+	if again, _ := model.Complete(c, igs); !cmp.Equal(again, c) {
 		t.Errorf("completing again changes the spec: %s", cmp.Diff(c, again))
 	}
 }
 
 func TestValidateAssets(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	a := c.Spec.Assets
 	a.FileRepository = "ftp://mirror/x"
 	a.Kubelet.SHA256 = "ABC"
 	a.Crictl.URL = ""
 	a.Crictl.SHA256 = testSHA
-	a.Images["coredns"] = &ImageAssetSpec{Image: "x"}
+	a.Images["coredns"] = &model.ImageAssetSpec{Image: "x"}
 	a.Images["kube-proxy"].SHA256 = testSHA
 	a.Images["kube-proxy"].URL = "file:///srv/mirror/kube-proxy.tar"
 	a.Images["kube-proxy"].Image = "registry.k8s.io/kube-proxy:v1.33.0"
 	var paths []string
-	for _, p := range problemsOf(t, Validate("test", c, igs)) {
+	for _, p := range model.ProblemsOf(t, model.Validate("test", c, igs)) {
 		paths = append(paths, p.Path)
 	}
 	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.coredns", "spec.assets.kubelet.sha256"}
@@ -70,12 +72,12 @@ func TestValidateAssets(t *testing.T) {
 }
 
 func TestAssetWarnings(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := model.CompleteSpec(t, model.CloudLocal, 1)
 	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/" + c.Metadata.Name
 	c.Spec.Assets.Kubelet.SHA256 = testSHA
 	c.Spec.Assets.Kubelet.URL = c.Spec.ConfigBase + "/assets/kubernetes/v1.33.0/bin/linux/amd64/kubelet" // mirrored for another version
-	c.Spec.Assets.Images["kube-proxy"] = &ImageAssetSpec{Image: "registry.k8s.io/kube-proxy:v1.33.0", URL: "file:///m/kube-proxy.tar", SHA256: testSHA}
-	ps := AssetWarnings(c)
+	c.Spec.Assets.Images["kube-proxy"] = &model.ImageAssetSpec{Image: "registry.k8s.io/kube-proxy:v1.33.0", URL: "file:///m/kube-proxy.tar", SHA256: testSHA}
+	ps := model.AssetWarnings(c)
 	var paths []string
 	for _, p := range ps {
 		paths = append(paths, p.Path)
@@ -95,30 +97,30 @@ func TestAssetWarnings(t *testing.T) {
 // TestNodeConfigAssets: a node configuration carries the assets with a sha256 only, and those of its role; none
 // at all when nothing has one (the configurations written before spec.assets existed).
 func TestNodeConfigAssets(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	var cp, node *InstanceGroup
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	var cp, node *model.InstanceGroup
 	for _, ig := range igs {
-		if ig.Spec.Role == RoleControlPlane {
+		if ig.Spec.Role == model.RoleControlPlane {
 			cp = ig
 		} else {
 			node = ig
 		}
 	}
-	if got := NewNodeConfig(c, node).Cluster.Spec.Assets; got != nil {
+	if got := model.NewNodeConfig(c, node).Cluster.Spec.Assets; got != nil {
 		t.Errorf("nothing mirrored: the node configuration carries assets %+v", got)
 	}
 	a := c.Spec.Assets
 	a.Kubelet.SHA256, a.Protokube.SHA256 = testSHA, testSHA
-	a.Images[ImagePause].URL, a.Images[ImagePause].SHA256 = "file:///m/pause.tar", testSHA
-	a.Images[ImageEtcd].URL, a.Images[ImageEtcd].SHA256 = "file:///m/etcd.tar", testSHA
+	a.Images[model.ImagePause].URL, a.Images[model.ImagePause].SHA256 = "file:///m/pause.tar", testSHA
+	a.Images[model.ImageEtcd].URL, a.Images[model.ImageEtcd].SHA256 = "file:///m/etcd.tar", testSHA
 
-	worker := NewNodeConfig(c, node)
-	want := &AssetsSpec{Kubelet: &AssetSpec{URL: a.Kubelet.URL, SHA256: testSHA},
-		Images: map[string]*ImageAssetSpec{ImagePause: {Image: PauseImage, URL: "file:///m/pause.tar", SHA256: testSHA}}}
+	worker := model.NewNodeConfig(c, node)
+	want := &model.AssetsSpec{Kubelet: &model.AssetSpec{URL: a.Kubelet.URL, SHA256: testSHA},
+		Images: map[string]*model.ImageAssetSpec{model.ImagePause: {Image: model.PauseImage, URL: "file:///m/pause.tar", SHA256: testSHA}}}
 	if diff := cmp.Diff(want, worker.Cluster.Spec.Assets); diff != "" {
 		t.Errorf("worker's assets (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]PreloadImage{{Name: PauseImage, Archive: "/var/lib/kubeup/images/pause.tar"}}, PreloadImages(worker)); diff != "" {
+	if diff := cmp.Diff([]model.PreloadImage{{Name: model.PauseImage, Archive: "/var/lib/kubeup/images/pause.tar"}}, model.PreloadImages(worker)); diff != "" {
 		t.Errorf("worker's preloaded images (-want +got):\n%s", diff)
 	}
 	// An archive mirrored for another image than the manifests name is not carried: no pod runs its image.
@@ -127,26 +129,26 @@ func TestNodeConfigAssets(t *testing.T) {
 	stale.Spec.KubeProxy = new(*c.Spec.KubeProxy)
 	stale.Spec.KubeProxy.Image = "registry.k8s.io/kube-proxy:v1.34.3"
 	a.Images["kube-proxy"].URL, a.Images["kube-proxy"].SHA256 = "file:///m/kube-proxy.tar", testSHA
-	if got := NewNodeConfig(&stale, node).Cluster.Spec.Assets.Images["kube-proxy"]; got != nil {
+	if got := model.NewNodeConfig(&stale, node).Cluster.Spec.Assets.Images["kube-proxy"]; got != nil {
 		t.Errorf("kube-proxy's archive of %s is carried for manifests that name %s", got.Image, stale.Spec.KubeProxy.Image)
 	}
 	a.Images["kube-proxy"].URL, a.Images["kube-proxy"].SHA256 = "", ""
-	control := NewNodeConfig(c, cp)
-	if control.Cluster.Spec.Assets.Protokube == nil || control.Cluster.Spec.Assets.Images[ImageEtcd] == nil {
+	control := model.NewNodeConfig(c, cp)
+	if control.Cluster.Spec.Assets.Protokube == nil || control.Cluster.Spec.Assets.Images[model.ImageEtcd] == nil {
 		t.Errorf("control plane's assets lack protokube or etcd: %+v", control.Cluster.Spec.Assets)
 	}
-	if err := ValidateInstanceGroup("test", control.Cluster, control.InstanceGroup); err != nil {
+	if err := model.ValidateInstanceGroup("test", control.Cluster, control.InstanceGroup); err != nil {
 		t.Errorf("the control plane's configuration is not valid: %v", err)
 	}
 
 	// kubelet.service restarts when kubelet's binary changes; protokube.service with protokube's.
-	g, err := BuildNodeGraph(control)
+	g, err := nodegraph.BuildNodeGraph(control)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for unit, asset := range map[string]engine.Key{
-		"kubelet.service":   {Type: "Asset", Name: kubeletBinary},
-		"protokube.service": {Type: "Asset", Name: protokubeBinary},
+		"kubelet.service":   {Type: "Asset", Name: model.KubeletBinary},
+		"protokube.service": {Type: "Asset", Name: model.ProtokubeBinary},
 	} {
 		svc, ok := g.Lookup(engine.Key{Type: "SystemdService", Name: unit})
 		if !ok {
@@ -161,16 +163,16 @@ func TestNodeConfigAssets(t *testing.T) {
 // TestLeaveAssets: protokube's rounds (LeaveAssets) neither check nor install the assets, yet its services depend
 // on them as nodeup's do; nodeup's graph installs them.
 func TestLeaveAssets(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	c.Spec.Assets.Kubelet.URL, c.Spec.Assets.Kubelet.SHA256 = "http://unreachable.invalid/kubelet", testSHA
 	c.Spec.Assets.Containerd.URL, c.Spec.Assets.Containerd.SHA256 = "http://unreachable.invalid/c.tar.gz", testSHA
-	var cp *InstanceGroup
+	var cp *model.InstanceGroup
 	for _, ig := range igs {
-		if ig.Spec.Role == RoleControlPlane {
+		if ig.Spec.Role == model.RoleControlPlane {
 			cp = ig
 		}
 	}
-	nc := NewNodeConfig(c, cp)
+	nc := model.NewNodeConfig(c, cp)
 	for _, leave := range []bool{false, true} {
 		n, err := nodetasks.NewNode(context.Background(), t.TempDir(), nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
 		if err != nil {
@@ -178,7 +180,7 @@ func TestLeaveAssets(t *testing.T) {
 		}
 		defer n.Close()
 		g := engine.NewGraph[*nodetasks.Node]()
-		if _, err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, NodeTasksOptions{LeaveAssets: leave, LeaveNodeConf: true}); err != nil {
+		if _, err := nodegraph.AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, nodegraph.NodeTasksOptions{LeaveAssets: leave, LeaveNodeConf: true}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := engine.Run(context.Background(), g, n, engine.Options{Target: engine.DryRun})
@@ -206,18 +208,18 @@ func TestLeaveAssets(t *testing.T) {
 // archive has installed it, and containerd.service restarts when the archive of containerd's binaries or runc
 // changes (found when h/assets and h/runtime met: AddNodeTasks passed the runtime no assets).
 func TestMirroredAssetsReachTheRuntime(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	a := c.Spec.Assets
 	a.Containerd.SHA256, a.Runc.SHA256 = testSHA, testSHA
-	a.Images[ImagePause].URL, a.Images[ImagePause].SHA256 = "file:///m/pause.tar", testSHA
-	var node *InstanceGroup
+	a.Images[model.ImagePause].URL, a.Images[model.ImagePause].SHA256 = "file:///m/pause.tar", testSHA
+	var node *model.InstanceGroup
 	for _, ig := range igs {
-		if ig.Spec.Role == RoleNode {
+		if ig.Spec.Role == model.RoleNode {
 			node = ig
 		}
 	}
 	g := engine.NewGraph[*nodetasks.Node]()
-	if _, err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, NewNodeConfig(c, node), NodeTasksOptions{}); err != nil {
+	if _, err := nodegraph.AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, model.NewNodeConfig(c, node), nodegraph.NodeTasksOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deps := func(k engine.Key) map[engine.Key]bool {
@@ -236,12 +238,12 @@ func TestMirroredAssetsReachTheRuntime(t *testing.T) {
 		}
 		return out
 	}
-	imp := deps(engine.Key{Type: "ImageImport", Name: PauseImage})
+	imp := deps(engine.Key{Type: "ImageImport", Name: model.PauseImage})
 	if !imp[engine.Key{Type: "Asset", Name: "/var/lib/kubeup/images/pause.tar"}] {
 		t.Errorf("the pause image's import does not come after its archive's Asset: %v", imp)
 	}
-	svc := deps(engine.Key{Type: "SystemdService", Name: containerdUnit})
-	for _, k := range []engine.Key{ContainerdArchiveKey, RuncAssetKey} {
+	svc := deps(engine.Key{Type: "SystemdService", Name: model.ContainerdUnit})
+	for _, k := range []engine.Key{nodegraph.ContainerdArchiveKey, nodegraph.RuncAssetKey} {
 		if !svc[k] {
 			t.Errorf("containerd.service does not depend on %s: %v", k, svc)
 		}

@@ -1,9 +1,11 @@
-package model
+package model_test
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -14,12 +16,12 @@ import (
 
 // membersSpec is a complete local spec whose etcd clusters have members members, one control-plane group each,
 // all in one zone: more than Validate takes (1, 3 or 5), to measure how the cost grows with the members.
-func membersSpec(b *testing.B, members int) (*Cluster, []*InstanceGroup) {
-	c, igs := userSpec(b, CloudLocal, 1)
+func membersSpec(b *testing.B, members int) (*model.Cluster, []*model.InstanceGroup) {
+	c, igs := model.UserSpec(b, model.CloudLocal, 1)
 	for i := 1; i < members; i++ {
-		igs = append(igs, newInstanceGroup(fmt.Sprintf("control-plane-a-%d", i), RoleControlPlane, []string{"a"}, 1))
+		igs = append(igs, model.NewInstanceGroup(fmt.Sprintf("control-plane-a-%d", i), model.RoleControlPlane, []string{"a"}, 1))
 	}
-	c, igs = Complete(c, igs)
+	c, igs = model.Complete(c, igs)
 	for _, e := range c.Spec.EtcdClusters {
 		if len(e.Members) != members {
 			b.Fatalf("etcd cluster %s has %d members, want %d", e.Name, len(e.Members), members)
@@ -48,7 +50,7 @@ func BenchmarkLocalDryRun(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+				g, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,10 +1,13 @@
-package model
+package model_test
 
 import (
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,11 +48,11 @@ func taskList(t *testing.T, tasks []engine.Task) []byte {
 func TestBuildLocalCloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
-			c, igs := completeSpec(t, CloudLocal, controlPlanes)
-			if err := Validate("test", c, igs); err != nil {
+			c, igs := model.CompleteSpec(t, model.CloudLocal, controlPlanes)
+			if err := model.Validate("test", c, igs); err != nil {
 				t.Fatal(err)
 			}
-			g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+			g, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,16 +75,16 @@ func TestBuildLocalCloudGraph(t *testing.T) {
 }
 
 func TestBuildLocalCloudGraphRefusesOtherClouds(t *testing.T) {
-	c, igs := completeSpec(t, CloudAWS, 1)
-	if _, err := BuildLocalCloudGraph(c, igs, LocalCloudState{}); err == nil {
+	c, igs := model.CompleteSpec(t, model.CloudAWS, 1)
+	if _, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{}); err == nil {
 		t.Error("BuildLocalCloudGraph accepted an aws cluster")
 	}
 }
 
 func TestEtcdVolumeTags(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 3)
+	c, _ := model.CompleteSpec(t, model.CloudLocal, 3)
 	e := c.Spec.EtcdClusters[1]
-	got := EtcdVolumeTags(c.Metadata.Name, e, e.Members[1])
+	got := model.EtcdVolumeTags(c.Metadata.Name, e, e.Members[1])
 	want := map[string]string{
 		"k8s.io/etcd/events":                     "b/a,b,c",
 		"k8s.io/role/control-plane":              "1",
@@ -90,20 +93,20 @@ func TestEtcdVolumeTags(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("EtcdVolumeTags = %v, want %v", got, want)
 	}
-	if got := EtcdVolumeName(c.Metadata.Name, e, e.Members[1]); got != "b.etcd-events.demo.example.com" {
+	if got := model.EtcdVolumeName(c.Metadata.Name, e, e.Members[1]); got != "b.etcd-events.demo.example.com" {
 		t.Errorf("EtcdVolumeName = %q", got)
 	}
 }
 
-func nodeGraph(t *testing.T, controlPlanes int, group string) (*NodeConfig, *engine.Graph[*nodetasks.Node]) {
+func nodeGraph(t *testing.T, controlPlanes int, group string) (*model.NodeConfig, *engine.Graph[*nodetasks.Node]) {
 	t.Helper()
-	c, igs := completeSpec(t, CloudLocal, controlPlanes)
-	ig := findInstanceGroup(igs, group)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, controlPlanes)
+	ig := model.FindInstanceGroup(igs, group)
 	if ig == nil {
 		t.Fatalf("no instance group %s", group)
 	}
-	nc := NewNodeConfig(c, ig)
-	g, err := BuildNodeGraph(nc)
+	nc := model.NewNodeConfig(c, ig)
+	g, err := nodegraph.BuildNodeGraph(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +160,12 @@ func TestNodeFiles(t *testing.T) {
 	}{
 		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-apiserver.manifest"}, "testdata/build-node-kube-apiserver.manifest.golden"},
 		{engine.Key{Type: "ManifestFile", Name: "/etc/kubernetes/manifests/kube-proxy.manifest"}, "testdata/build-node-kube-proxy.manifest.golden"},
-		{engine.Key{Type: "File", Name: kubeletEnvFile}, "testdata/build-node-kubelet.env.golden"},
+		{engine.Key{Type: "File", Name: model.KubeletEnvFile}, "testdata/build-node-kubelet.env.golden"},
 		{engine.Key{Type: "SystemdService", Name: "kubelet.service"}, "testdata/build-node-kubelet.service.golden"},
-		{engine.Key{Type: "File", Name: containerdConfigFile}, "testdata/build-node-containerd-config.toml.golden"},
-		{engine.Key{Type: "File", Name: cniConfigTemplate}, "testdata/build-node-cni-conf.template.golden"},
-		{engine.Key{Type: "File", Name: crictlConfig}, "testdata/build-node-crictl.yaml.golden"},
-		{engine.Key{Type: "SystemdService", Name: containerdUnit}, "testdata/build-node-containerd.service.golden"},
+		{engine.Key{Type: "File", Name: model.ContainerdConfigFile}, "testdata/build-node-containerd-config.toml.golden"},
+		{engine.Key{Type: "File", Name: model.CNIConfigTemplate}, "testdata/build-node-cni-conf.template.golden"},
+		{engine.Key{Type: "File", Name: model.CrictlConfig}, "testdata/build-node-crictl.yaml.golden"},
+		{engine.Key{Type: "SystemdService", Name: model.ContainerdUnit}, "testdata/build-node-containerd.service.golden"},
 	} {
 		t.Run(tt.key.String(), func(t *testing.T) {
 			task, ok := g.Lookup(tt.key)
@@ -191,9 +194,9 @@ func TestNodeFiles(t *testing.T) {
 // Encode writes it, readable only by root, and that protokube's unit runs protokube with it.
 func TestNodeConfFile(t *testing.T) {
 	nc, g := nodeGraph(t, 3, "control-plane-b")
-	task, ok := g.Lookup(engine.Key{Type: "File", Name: nodeConfFile})
+	task, ok := g.Lookup(engine.Key{Type: "File", Name: model.NodeConfFile})
 	if !ok {
-		t.Fatalf("no %s", nodeConfFile)
+		t.Fatalf("no %s", model.NodeConfFile)
 	}
 	f := task.(*nodetasks.File)
 	want, err := nc.Encode()
@@ -201,9 +204,9 @@ func TestNodeConfFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Contents != nil || f.SecretContents.Reveal() != string(want) || *f.Mode != 0o600 {
-		t.Errorf("%s: mode %v, want mode 0600 and the encoded node configuration, as a secret (it carries keys)", nodeConfFile, *f.Mode)
+		t.Errorf("%s: mode %v, want mode 0600 and the encoded node configuration, as a secret (it carries keys)", model.NodeConfFile, *f.Mode)
 	}
-	back, err := DecodeNodeConfigObject(nodeConfFile, []byte(f.SecretContents.Reveal()), nil)
+	back, err := model.DecodeNodeConfigObject(model.NodeConfFile, []byte(f.SecretContents.Reveal()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +215,7 @@ func TestNodeConfFile(t *testing.T) {
 	}
 	svc, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: "protokube.service"})
 	if deps := svc.Deps(); len(deps) != 1 || deps[0] != task {
-		t.Errorf("protokube.service depends on %v, want %s: it restarts when its configuration changes", deps, nodeConfFile)
+		t.Errorf("protokube.service depends on %v, want %s: it restarts when its configuration changes", deps, model.NodeConfFile)
 	}
 	if _, ok := g.Lookup(engine.Key{Type: "File", Name: "/etc/kubeup/protokube.yaml"}); ok {
 		t.Error("the graph still writes protokube.yaml, which nothing reads")
@@ -275,7 +278,7 @@ func (w *world) Node() *nodetasks.Node { return w.node }
 func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
 	nc, nodeupGraph := nodeGraph(t, 3, "control-plane-c")
 	g := engine.NewGraph[*world]()
-	if _, err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true}); err != nil {
+	if _, err := nodegraph.AddNodeTasks(g, (*world).Node, nc, nodegraph.NodeTasksOptions{StartKubelet: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(engine.Apply); err != nil {
@@ -302,12 +305,12 @@ func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
 	if _, err := engine.Run(ctx, g, w, engine.Options{Target: engine.Apply, Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{kubeletEnvFile, nodeConfFile, "/etc/systemd/system/kubelet.service", EtcdManifestPath(nc, "main")} {
+	for _, f := range []string{model.KubeletEnvFile, model.NodeConfFile, "/etc/systemd/system/kubelet.service", model.EtcdManifestPath(nc, "main")} {
 		_, err := os.Stat(filepath.Join(root, f))
 		switch {
-		case f == EtcdManifestPath(nc, "main") && err == nil:
+		case f == model.EtcdManifestPath(nc, "main") && err == nil:
 			t.Errorf("%s: the node tasks wrote etcd's manifest: that is protokube's, once it holds a volume", f)
-		case f != EtcdManifestPath(nc, "main") && err != nil:
+		case f != model.EtcdManifestPath(nc, "main") && err != nil:
 			t.Errorf("the round did not write %s: %v", f, err)
 		}
 	}
@@ -321,10 +324,10 @@ func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
 }
 
 func TestKubeletFlagsUserWins(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	c.Spec.Kubelet.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule"}
 	c.Spec.Kubelet.NodeLabels = map[string]string{"kubeup.dev/instancegroup": "mine"}
-	flags := strings.Join(kubeletFlags(c.Spec.Kubelet, findInstanceGroup(igs, "control-plane-a")), " ")
+	flags := strings.Join(model.KubeletFlags(c.Spec.Kubelet, model.FindInstanceGroup(igs, "control-plane-a")), " ")
 	for _, want := range []string{"--register-with-taints=dedicated=etcd:NoSchedule", "kubeup.dev/instancegroup=mine"} {
 		if !strings.Contains(flags, want) {
 			t.Errorf("kubelet flags lack %q: %s", want, flags)
@@ -339,12 +342,12 @@ func TestKubeletFlagsUserWins(t *testing.T) {
 // credentials, is there only when kube-apiserver answers anonymous requests: otherwise every probe gets 401 and
 // kubelet restarts kube-apiserver forever.
 func TestKubeAPIServerProbeIsAnonymous(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
-	if a := c.Spec.KubeAPIServer; a.AnonymousAuth == nil || !*a.AnonymousAuth || kubeAPIServerPod(a).Spec.Containers[0].LivenessProbe == nil {
+	c, _ := model.CompleteSpec(t, model.CloudLocal, 1)
+	if a := c.Spec.KubeAPIServer; a.AnonymousAuth == nil || !*a.AnonymousAuth || nodegraph.KubeAPIServerPod(a).Spec.Containers[0].LivenessProbe == nil {
 		t.Errorf("by default, kube-apiserver should allow anonymous requests and have a liveness probe: anonymousAuth %v", a.AnonymousAuth)
 	}
-	c.Spec.KubeAPIServer.AnonymousAuth = ptr(false)
-	if p := kubeAPIServerPod(c.Spec.KubeAPIServer).Spec.Containers[0].LivenessProbe; p != nil {
+	c.Spec.KubeAPIServer.AnonymousAuth = model.Ptr(false)
+	if p := nodegraph.KubeAPIServerPod(c.Spec.KubeAPIServer).Spec.Containers[0].LivenessProbe; p != nil {
 		t.Errorf("anonymousAuth false: the anonymous liveness probe %+v would always get 401", p.HTTPGet)
 	}
 }
@@ -352,15 +355,15 @@ func TestKubeAPIServerProbeIsAnonymous(t *testing.T) {
 // TestKubeletLabelsAllowed checks that kubelet's --node-labels hold only labels kubelet accepts: it refuses to
 // start with node-role.kubernetes.io/control-plane and other kubernetes.io labels outside its allowed set.
 func TestKubeletLabelsAllowed(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
 	for _, ig := range igs {
-		for _, f := range kubeletFlags(c.Spec.Kubelet, ig) {
+		for _, f := range model.KubeletFlags(c.Spec.Kubelet, ig) {
 			labels, ok := strings.CutPrefix(f, "--node-labels=")
 			if !ok {
 				continue
 			}
 			for _, l := range strings.Split(labels, ",") {
-				if key, _, _ := strings.Cut(l, "="); !kubeletLabelAllowed(key) {
+				if key, _, _ := strings.Cut(l, "="); !model.KubeletLabelAllowed(key) {
 					t.Errorf("%s: kubelet would refuse to start with --node-labels %s", ig.Metadata.Name, key)
 				}
 			}
@@ -378,7 +381,7 @@ func TestNodeConfigRoundTrip(t *testing.T) {
 	if string(data) != string(data2) || sum != sum2 {
 		t.Error("Marshal is not byte-stable")
 	}
-	got, err := DecodeNodeConfig("conf", data, sum+"\n")
+	got, err := model.DecodeNodeConfig("conf", data, sum+"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,14 +393,14 @@ func TestNodeConfigRoundTrip(t *testing.T) {
 	}
 
 	changed := []byte(strings.Replace(string(data), "logLevel: 2", "logLevel: 3", 1))
-	if _, err := DecodeNodeConfig("conf", changed, sum); err == nil || !strings.Contains(err.Error(), "sha256") {
+	if _, err := model.DecodeNodeConfig("conf", changed, sum); err == nil || !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("a changed byte: %v, want a sha256 error", err)
 	}
 	unknown := []byte(strings.Replace(string(data), "kind: NodeConfig", "kind: NodeConfig\ncolour: red", 1))
-	if _, err := DecodeNodeConfig("conf", unknown, sha(unknown)); err == nil || !strings.Contains(err.Error(), "colour: unknown field") {
+	if _, err := model.DecodeNodeConfig("conf", unknown, sha(unknown)); err == nil || !strings.Contains(err.Error(), "colour: unknown field") {
 		t.Errorf("an unknown field: %v", err)
 	}
-	if _, err := DecodeNodeConfig("conf", []byte("a: [\n"), sha([]byte("a: [\n"))); err == nil || !strings.Contains(err.Error(), "malformed YAML") {
+	if _, err := model.DecodeNodeConfig("conf", []byte("a: [\n"), sha([]byte("a: [\n"))); err == nil || !strings.Contains(err.Error(), "malformed YAML") {
 		t.Errorf("malformed YAML: %v", err)
 	}
 }
@@ -409,13 +412,13 @@ func sha(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
 func TestLeaveNodeConf(t *testing.T) {
 	nc, nodeupGraph := nodeGraph(t, 3, "control-plane-a")
 	g := engine.NewGraph[*world]()
-	if _, err := AddNodeTasks(g, (*world).Node, nc, NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true}); err != nil {
+	if _, err := nodegraph.AddNodeTasks(g, (*world).Node, nc, nodegraph.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(engine.Apply); err != nil {
 		t.Fatal(err)
 	}
-	confKey := engine.Key{Type: "File", Name: nodeConfFile}
+	confKey := engine.Key{Type: "File", Name: model.NodeConfFile}
 	var want, got []engine.Key
 	for _, task := range nodeupGraph.Tasks() {
 		if task.Key() != confKey {

@@ -1,7 +1,9 @@
-package model
+package model_test
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
 	"maps"
 	"regexp"
 	"slices"
@@ -18,17 +20,17 @@ import (
 
 // awsGraph is the cloud graph of the test's aws cluster with controlPlanes control planes; edit changes its user
 // spec first.
-func awsGraph(t *testing.T, controlPlanes int, edit func(c *Cluster)) (*Cluster, []*InstanceGroup, *engine.Graph[*awstasks.Cloud]) {
+func awsGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster)) (*model.Cluster, []*model.InstanceGroup, *engine.Graph[*awstasks.Cloud]) {
 	t.Helper()
-	c, igs := userSpec(t, CloudAWS, controlPlanes)
+	c, igs := model.UserSpec(t, model.CloudAWS, controlPlanes)
 	if edit != nil {
 		edit(c)
 	}
-	c, igs = Complete(c, igs)
-	if err := Validate("test", c, igs); err != nil {
+	c, igs = model.Complete(c, igs)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := BuildAWSCloudGraph(c, igs)
+	g, err := cloudgraph.BuildAWSCloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestBuildAWSCloudGraph(t *testing.T) {
 
 // TestBuildAWSCloudGraphAccess: who may reach the API and ssh, and a control-plane instance profile of its own.
 func TestBuildAWSCloudGraphAccess(t *testing.T) {
-	_, _, g := awsGraph(t, 1, func(c *Cluster) {
+	_, _, g := awsGraph(t, 1, func(c *model.Cluster) {
 		c.Spec.AWS.APIAccess = []string{"203.0.113.0/24", "198.51.100.7/32"}
 		c.Spec.AWS.SSHAccess = []string{"192.0.2.0/24"}
 		c.Spec.AWS.ControlPlaneInstanceProfile = "kubeup-control-plane"
@@ -177,8 +179,8 @@ func TestBuildAWSCloudGraphAccess(t *testing.T) {
 }
 
 func TestBuildAWSCloudGraphRefusesOtherClouds(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	if _, err := BuildAWSCloudGraph(c, igs); err == nil {
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	if _, err := cloudgraph.BuildAWSCloudGraph(c, igs); err == nil {
 		t.Error("BuildAWSCloudGraph accepted a local cluster")
 	}
 }
@@ -198,7 +200,7 @@ func TestAWSUserData(t *testing.T) {
 		if err := lt.Resolve(); err != nil {
 			t.Fatal(err)
 		}
-		conf, ok := g.Lookup(engine.Key{Type: "StoreFile", Name: NodeConfigPath("demo.example.com", ig.Metadata.Name)})
+		conf, ok := g.Lookup(engine.Key{Type: "StoreFile", Name: model.NodeConfigPath("demo.example.com", ig.Metadata.Name)})
 		if !ok {
 			t.Fatalf("no node configuration of %s", ig.Metadata.Name)
 		}
@@ -206,7 +208,7 @@ func TestAWSUserData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
+		want, err := model.NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,8 +223,8 @@ func TestAWSUserData(t *testing.T) {
 }
 
 func TestUserDataGolden(t *testing.T) {
-	c, igs := completeSpec(t, CloudAWS, 3)
-	ud, err := UserData(c, findInstanceGroup(igs, "control-plane-b"), strings.Repeat("c0", 32))
+	c, igs := model.CompleteSpec(t, model.CloudAWS, 3)
+	ud, err := model.UserData(c, model.FindInstanceGroup(igs, "control-plane-b"), strings.Repeat("c0", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,24 +233,24 @@ func TestUserDataGolden(t *testing.T) {
 		t.Errorf("user data is %d bytes: EC2 takes 16 KiB", len(ud))
 	}
 
-	if _, err := UserData(c, igs[0], "not a sha256"); err == nil {
+	if _, err := model.UserData(c, igs[0], "not a sha256"); err == nil {
 		t.Error("UserData took a configuration sha256 that is not one")
 	}
 	c.Spec.ConfigBase = "s3://kubeup-state/other.example.com"
-	if _, err := UserData(c, igs[0], strings.Repeat("c0", 32)); err == nil || !strings.Contains(err.Error(), "is not <state store>/demo.example.com") {
+	if _, err := model.UserData(c, igs[0], strings.Repeat("c0", 32)); err == nil || !strings.Contains(err.Error(), "is not <state store>/demo.example.com") {
 		t.Errorf("UserData with a configBase of another name: %v", err)
 	}
 }
 
 func TestNodeConfigURL(t *testing.T) {
-	c, _ := completeSpec(t, CloudAWS, 1)
+	c, _ := model.CompleteSpec(t, model.CloudAWS, 1)
 	for base, want := range map[string]string{
 		"s3://kubeup-state/demo.example.com":           "s3://kubeup-state/demo.example.com/nodeup/nodes",
 		"s3://kubeup-state/clusters/demo.example.com/": "s3://kubeup-state/clusters/demo.example.com/nodeup/nodes",
 		"s3://kubeup-state/demo.example.com.old":       "",
 	} {
 		c.Spec.ConfigBase = base
-		got, err := NodeConfigURL(c, "nodes")
+		got, err := model.NodeConfigURL(c, "nodes")
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("NodeConfigURL with configBase %s = %q, %v; want %q", base, got, err, want)
 		}
@@ -277,7 +279,7 @@ func TestBuildAWSCloudGraphSpecPaths(t *testing.T) {
 			"InstanceProfile/kubeup-control-plane": "spec.aws.controlPlaneInstanceProfile"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, g := awsGraph(t, 3, func(c *Cluster) { c.Spec.AWS.ControlPlaneInstanceProfile = tc.controlPlane })
+			c, _, g := awsGraph(t, 3, func(c *model.Cluster) { c.Spec.AWS.ControlPlaneInstanceProfile = tc.controlPlane })
 			want := map[string]string{"VPC/" + c.Spec.AWS.VPCID: "spec.aws.vpcID"}
 			for i, sn := range c.Spec.AWS.Subnets {
 				want["Subnet/"+sn.ID] = fmt.Sprintf("spec.aws.subnets[%d]", i)

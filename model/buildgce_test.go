@@ -1,7 +1,9 @@
-package model
+package model_test
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
 	"maps"
 	"slices"
 	"strings"
@@ -15,17 +17,17 @@ import (
 
 // gceGraph is the cloud graph of the test's gce cluster with controlPlanes control planes; edit changes its user
 // spec first.
-func gceGraph(t *testing.T, controlPlanes int, edit func(c *Cluster, igs []*InstanceGroup)) (*Cluster, []*InstanceGroup, *engine.Graph[*gcetasks.Cloud]) {
+func gceGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster, igs []*model.InstanceGroup)) (*model.Cluster, []*model.InstanceGroup, *engine.Graph[*gcetasks.Cloud]) {
 	t.Helper()
-	c, igs := userSpec(t, CloudGCE, controlPlanes)
+	c, igs := model.UserSpec(t, model.CloudGCE, controlPlanes)
 	if edit != nil {
 		edit(c, igs)
 	}
-	c, igs = Complete(c, igs)
-	if err := Validate("test", c, igs); err != nil {
+	c, igs = model.Complete(c, igs)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := BuildGCECloudGraph(c, igs)
+	g, err := cloudgraph.BuildGCECloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +132,10 @@ func TestBuildGCECloudGraph(t *testing.T) {
 // TestGCEUnusedGroupsKeepsTheGraphsGroups: what an update deletes after the graph keeps each managed instance
 // group of the graph and each group label of its templates (a group over two regions included).
 func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
-	c, igs, g := gceGraph(t, 3, func(c *Cluster, igs []*InstanceGroup) {
+	c, igs, g := gceGraph(t, 3, func(c *model.Cluster, igs []*model.InstanceGroup) {
 		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
-		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, GCESubnetworkSpec{Region: "us-central1", Name: "central"})
-		n := group(igs, "nodes")
+		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, model.GCESubnetworkSpec{Region: "us-central1", Name: "central"})
+		n := model.Group(igs, "nodes")
 		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
 	})
 	var managers, labels []string
@@ -142,13 +144,13 @@ func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
 		case *gcetasks.InstanceGroupManager:
 			managers = append(managers, x.Key().Name)
 		case *gcetasks.InstanceTemplate:
-			if !slices.Contains(labels, x.Labels[LabelInstanceGroup]) {
-				labels = append(labels, x.Labels[LabelInstanceGroup])
+			if !slices.Contains(labels, x.Labels[cloudgraph.LabelInstanceGroup]) {
+				labels = append(labels, x.Labels[cloudgraph.LabelInstanceGroup])
 			}
 		}
 	}
-	u := GCEUnusedGroups(c, igs)
-	if u.Cluster != c.Metadata.Name || u.GroupLabel != LabelInstanceGroup {
+	u := cloudgraph.GCEUnusedGroups(c, igs)
+	if u.Cluster != c.Metadata.Name || u.GroupLabel != cloudgraph.LabelInstanceGroup {
 		t.Errorf("GCEUnusedGroups: cluster %q, label %q", u.Cluster, u.GroupLabel)
 	}
 	for _, x := range [][]string{managers, labels, u.Keep, u.Groups} {
@@ -165,13 +167,13 @@ func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
 // TestBuildGCECloudGraphRegions: a group over zones of two regions gets a template per region, each with its
 // region's subnetwork, and its minSize is spread over its zones; ssh is let in from spec.gce.sshAccess.
 func TestBuildGCECloudGraphRegions(t *testing.T) {
-	_, _, g := gceGraph(t, 1, func(c *Cluster, igs []*InstanceGroup) {
+	_, _, g := gceGraph(t, 1, func(c *model.Cluster, igs []*model.InstanceGroup) {
 		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
-		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, GCESubnetworkSpec{Region: "us-central1", Name: "central"})
+		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, model.GCESubnetworkSpec{Region: "us-central1", Name: "central"})
 		c.Spec.GCE.SSHAccess = []string{"192.0.2.0/24"}
-		n := group(igs, "nodes")
+		n := model.Group(igs, "nodes")
 		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
-		n.Spec.MinSize, n.Spec.MaxSize = ptr(int32(5)), ptr(int32(5))
+		n.Spec.MinSize, n.Spec.MaxSize = model.Ptr(int32(5)), model.Ptr(int32(5))
 	})
 	var got []string
 	for _, task := range g.Tasks() {
@@ -190,13 +192,13 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"control-plane-b-demo-example-com " + testSubnetwork,
+		"control-plane-b-demo-example-com " + model.TestSubnetwork,
 		"europe-west1-b 2 nodes-europe-west1-demo-example-com",
 		"europe-west1-c 1 nodes-europe-west1-demo-example-com",
 		"europe-west1-d 1 nodes-europe-west1-demo-example-com",
 		"kubeup-demo-example-com-https 0.0.0.0/0",
 		"kubeup-demo-example-com-ssh 192.0.2.0/24",
-		"nodes-europe-west1-demo-example-com " + testSubnetwork,
+		"nodes-europe-west1-demo-example-com " + model.TestSubnetwork,
 		"nodes-us-central1-demo-example-com central",
 		"us-central1-a 1 nodes-us-central1-demo-example-com",
 	}
@@ -206,8 +208,8 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 }
 
 func TestBuildGCECloudGraphRefusesOtherClouds(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	if _, err := BuildGCECloudGraph(c, igs); err == nil {
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	if _, err := cloudgraph.BuildGCECloudGraph(c, igs); err == nil {
 		t.Error("BuildGCECloudGraph accepted a local cluster")
 	}
 }
@@ -228,12 +230,12 @@ func TestGCEStartupScript(t *testing.T) {
 		if err := it.Resolve(); err != nil {
 			t.Fatal(err)
 		}
-		conf, _ := g.Lookup(engine.Key{Type: "StoreFile", Name: NodeConfigPath("demo.example.com", ig.Metadata.Name)})
+		conf, _ := g.Lookup(engine.Key{Type: "StoreFile", Name: model.NodeConfigPath("demo.example.com", ig.Metadata.Name)})
 		obj, _, err := conf.(*storetasks.SecretFile[*gcetasks.Cloud]).Make()
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
+		want, err := model.NodeConfigObjectSHA256("conf", []byte(obj.Reveal()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,23 +251,23 @@ func TestGCEStartupScript(t *testing.T) {
 func TestGCENames(t *testing.T) {
 	long := strings.Repeat("d", 63) + ".example.com"
 	for _, tt := range []struct{ got, want string }{
-		{GCENetworkTag("demo.example.com", RoleControlPlane), "kubeup-demo-example-com-control-plane"},
-		{GCENetworkTag("demo.example.com", RoleNode), "kubeup-demo-example-com-node"},
-		{GCEImage("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
-		{GCEImage("p", "my-image"), "projects/p/global/images/my-image"},
-		{GCEImage("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
+		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleControlPlane), "kubeup-demo-example-com-control-plane"},
+		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleNode), "kubeup-demo-example-com-node"},
+		{cloudgraph.GCEImage("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
+		{cloudgraph.GCEImage("p", "my-image"), "projects/p/global/images/my-image"},
+		{cloudgraph.GCEImage("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	for _, n := range []string{GCENetworkTag(long, RoleControlPlane), GCEFirewallRuleName(long, "control-plane-from-node"),
-		GCEInstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
-		if !gceResourceName.MatchString(n) {
+	for _, n := range []string{cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCEFirewallRuleName(long, "control-plane-from-node"),
+		cloudgraph.GCEInstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
+		if !model.GceResourceName.MatchString(n) {
 			t.Errorf("%q is not a GCE name", n)
 		}
 	}
-	if a, b := GCENetworkTag(long, RoleControlPlane), GCENetworkTag(long, RoleNode); a == b {
+	if a, b := cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCENetworkTag(long, model.RoleNode); a == b {
 		t.Errorf("the roles' tags of a long cluster name are both %s", a)
 	}
 }

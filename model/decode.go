@@ -255,7 +255,7 @@ func decodeDocument(doc document, where string, ps *problems) ([]decoded, error)
 	}
 	var out []decoded
 	for i, item := range items {
-		w := prefix(where, index(itemsPath, i))
+		w := prefix(where, Index(itemsPath, i))
 		if m, ok := item.(map[string]any); ok && m["kind"] == KindList {
 			ps.add(prefix(w, "kind"), "a List inside a List: give its items in the outer one")
 			continue
@@ -417,7 +417,7 @@ func checkShape(where, path string, v any, t reflect.Type, ps *problems) {
 			return
 		}
 		for i, e := range a {
-			checkShape(where, index(path, i), e, t.Elem(), ps)
+			checkShape(where, Index(path, i), e, t.Elem(), ps)
 		}
 	case reflect.Map:
 		m, ok := v.(map[string]any)

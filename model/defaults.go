@@ -18,34 +18,34 @@ const (
 	defaultRegistry          = "registry.k8s.io"
 	defaultVolumeSizeGiB     = 20
 	// srvKubernetes holds the control plane's certificates and keys on a node.
-	srvKubernetes = "/srv/kubernetes"
+	SrvKubernetes = "/srv/kubernetes"
 	// apiServerPKI holds kube-apiserver's client certificates and the CAs it verifies others with.
-	apiServerPKI = srvKubernetes + "/kube-apiserver"
+	apiServerPKI = SrvKubernetes + "/kube-apiserver"
 	// etcdPKI holds the etcd members' certificates and keys, and the etcd CAs' certificates (never a CA's key).
-	etcdPKI = srvKubernetes + "/etcd"
+	EtcdPKI = SrvKubernetes + "/etcd"
 	// controllerManagerPKI holds the kubelet CA's certificate and key, with which kube-controller-manager signs
 	// kubelets' certificates: the one CA key a node holds (docs/pki.md).
-	controllerManagerPKI = srvKubernetes + "/kube-controller-manager"
+	controllerManagerPKI = SrvKubernetes + "/kube-controller-manager"
 	// protokubePKI holds protokube's client certificates: the one that applies kubeup's objects in the cluster,
 	// and the CSR approver's.
-	protokubePKI = srvKubernetes + "/protokube"
+	protokubePKI = SrvKubernetes + "/protokube"
 )
 
 // Complete returns the complete spec: a deep copy of cluster and its instance groups with every value the
 // components need filled in. Values the user set are kept. Complete is deterministic and idempotent: completing a
 // complete spec changes nothing. It does not validate; call Validate on what it returns.
 func Complete(cluster *Cluster, igs []*InstanceGroup) (*Cluster, []*InstanceGroup) {
-	c := deepCopy(cluster)
+	c := DeepCopy(cluster)
 	groups := make([]*InstanceGroup, len(igs))
 	for i, ig := range igs {
-		groups[i] = deepCopy(ig)
+		groups[i] = DeepCopy(ig)
 		completeInstanceGroup(c, groups[i])
 	}
 	completeCluster(c, groups)
 	return c, groups
 }
 
-func deepCopy[T any](v *T) *T {
+func DeepCopy[T any](v *T) *T {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("model: copying %T: %v", v, err)) // every API type marshals
@@ -76,9 +76,6 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	name := c.Metadata.Name
 	s := &c.Spec
 
-	if s.CloudProvider == CloudAWS && s.Region == "" && len(s.Zones) > 0 {
-		s.Region = strings.TrimRight(s.Zones[0], "abcdefghijklmnopqrstuvwxyz")
-	}
 	setDefault(&s.KubernetesVersion, DefaultKubernetesVersion)
 	setDefault(&s.DNSZone, parentDomain(name))
 
@@ -104,24 +101,11 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 		completeEtcdCluster(s, i, igs)
 	}
 
-	if s.CloudProvider == CloudLocal {
-		if s.Local == nil {
-			s.Local = &LocalSpec{}
-		}
-		if dir, ok := fileStoreDir(s.ConfigBase); ok {
-			local := dir + "-local"
-			setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
-			setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
-		}
-		completeLocalDNS(s.Local)
+	cm, known := cloudModels[s.CloudProvider]
+	if known {
+		cm.complete(s)
 	}
-	if s.CloudProvider == CloudAWS {
-		completeAWS(s)
-	}
-	if s.CloudProvider == CloudGCE {
-		completeGCE(s)
-	}
-	if s.CloudProvider == CloudAWS || s.CloudProvider == CloudGCE {
+	if known && cm.fetchesNodeup {
 		// The url and the sha256 name one binary: the build's pair is taken whole, or not at all (a url set by
 		// hand with the build's sha256 would name another binary than the one it fetches).
 		if s.Nodeup == nil {
@@ -135,6 +119,26 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	completeComponents(c)
 	completeContainerd(s)
 	completeAssets(s)
+}
+
+// completeLocal defaults spec.local: the pool and the zone file beside a file:// store, and the DNS.
+func completeLocal(s *ClusterSpec) {
+	if s.Local == nil {
+		s.Local = &LocalSpec{}
+	}
+	if dir, ok := fileStoreDir(s.ConfigBase); ok {
+		local := dir + "-local"
+		setDefault(&s.Local.PoolDir, path.Join(local, "volumes"))
+		setDefault(&s.Local.ZoneFile, path.Join(local, "dns", s.DNSZone+".zone"))
+	}
+	completeLocalDNS(s.Local)
+}
+
+// completeAWSRegion defaults spec.region to the region of the first zone.
+func completeAWSRegion(s *ClusterSpec) {
+	if s.Region == "" && len(s.Zones) > 0 {
+		s.Region = strings.TrimRight(s.Zones[0], "abcdefghijklmnopqrstuvwxyz")
+	}
 }
 
 // DefaultAPIAccess is who may reach the API of an aws or gce cluster by default: anyone (kube-apiserver authenticates
@@ -274,16 +278,9 @@ func completeEtcdCluster(s *ClusterSpec, i int, igs []*InstanceGroup) {
 		if ig := findInstanceGroup(igs, m.InstanceGroup); m.Zone == "" && ig != nil && len(ig.Spec.Zones) == 1 {
 			m.Zone = ig.Spec.Zones[0]
 		}
-		switch s.CloudProvider {
-		case CloudAWS:
-			ptrDefault(&m.VolumeType, "gp3")
-			ptrDefault(&m.Encrypted, true)
-		case CloudGCE:
-			ptrDefault(&m.VolumeType, "pd-ssd")
-			ptrDefault(&m.Encrypted, true)
-		case CloudLocal:
-			ptrDefault(&m.VolumeType, "sparse")
-			ptrDefault(&m.Encrypted, false)
+		if cm, ok := cloudModels[s.CloudProvider]; ok {
+			ptrDefault(&m.VolumeType, cm.volumeType)
+			ptrDefault(&m.Encrypted, cm.encrypts)
 		}
 		ptrDefault(&m.VolumeSize, int32(defaultVolumeSizeGiB))
 	}
@@ -309,16 +306,9 @@ func completeInstanceGroup(c *Cluster, ig *InstanceGroup) {
 	setDefault(&ig.APIVersion, APIVersion)
 	setDefault(&ig.Kind, KindInstanceGroup)
 	s := &ig.Spec
-	switch c.Spec.CloudProvider {
-	case CloudAWS:
-		setDefault(&s.MachineType, "t3.medium")
-		setDefault(&s.Image, "debian-12-amd64")
-	case CloudGCE:
-		setDefault(&s.MachineType, "e2-standard-2")
-		setDefault(&s.Image, "debian-cloud/debian-12")
-	case CloudLocal:
-		setDefault(&s.MachineType, LocalMachineType)
-		setDefault(&s.Image, LocalImage)
+	if cm, ok := cloudModels[c.Spec.CloudProvider]; ok {
+		setDefault(&s.MachineType, cm.machineType)
+		setDefault(&s.Image, cm.image)
 	}
 	if s.Zones == nil && s.Role == RoleNode {
 		s.Zones = slices.Clone(c.Spec.Zones)
@@ -339,7 +329,7 @@ func completeComponents(c *Cluster) {
 	ptrDefault(&k.LogLevel, 2)
 	setDefault(&k.Kubeconfig, "/var/lib/kubelet/kubeconfig")
 	setDefault(&k.PodManifestPath, "/etc/kubernetes/manifests")
-	if dns, ok := nthAddress(n.ServiceClusterIPRange, 10); ok {
+	if dns, ok := NthAddress(n.ServiceClusterIPRange, 10); ok {
 		setDefault(&k.ClusterDNS, dns)
 	}
 	setDefault(&k.ClusterDomain, n.ClusterDomain)
@@ -347,7 +337,7 @@ func completeComponents(c *Cluster) {
 	setDefault(&k.CgroupDriver, "systemd")
 	ptrDefault(&k.AnonymousAuth, false)
 	setDefault(&k.AuthorizationMode, "Webhook")
-	setDefault(&k.ClientCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&k.ClientCAFile, SrvKubernetes+"/ca.crt")
 	ptrDefault(&k.MaxPods, 110)
 	setDefault(&k.BootstrapKubeconfig, "/var/lib/kubelet/bootstrap-kubeconfig")
 	setDefault(&k.CertDir, "/var/lib/kubelet/pki")
@@ -386,11 +376,11 @@ func completeComponents(c *Cluster) {
 	setDefault(&a.ClientCAFile, apiServerPKI+"/client-ca.crt")
 	ptrDefault(&a.EnableBootstrapTokenAuth, true)
 	setDefault(&a.KubeletCertificateAuthority, apiServerPKI+"/kubelet-ca.crt")
-	setDefault(&a.TLSCertFile, srvKubernetes+"/server.crt")
-	setDefault(&a.TLSPrivateKeyFile, srvKubernetes+"/server.key")
+	setDefault(&a.TLSCertFile, SrvKubernetes+"/server.crt")
+	setDefault(&a.TLSPrivateKeyFile, SrvKubernetes+"/server.key")
 	setDefault(&a.ServiceAccountIssuer, "https://"+s.API.InternalName)
-	setDefault(&a.ServiceAccountKeyFile, srvKubernetes+"/service-account.pub")
-	setDefault(&a.ServiceAccountSigningKeyFile, srvKubernetes+"/service-account.key")
+	setDefault(&a.ServiceAccountKeyFile, SrvKubernetes+"/service-account.pub")
+	setDefault(&a.ServiceAccountSigningKeyFile, SrvKubernetes+"/service-account.key")
 	setDefault(&a.EtcdCAFile, apiServerPKI+"/etcd-ca.crt")
 	setDefault(&a.EtcdCertFile, apiServerPKI+"/etcd-client.crt")
 	setDefault(&a.EtcdKeyFile, apiServerPKI+"/etcd-client.key")
@@ -431,8 +421,8 @@ func completeComponents(c *Cluster) {
 	setDefault(&m.ServiceClusterIPRange, n.ServiceClusterIPRange)
 	ptrDefault(&m.LeaderElect, true)
 	ptrDefault(&m.UseServiceAccountCredentials, true)
-	setDefault(&m.ServiceAccountPrivateKeyFile, srvKubernetes+"/service-account.key")
-	setDefault(&m.RootCAFile, srvKubernetes+"/ca.crt")
+	setDefault(&m.ServiceAccountPrivateKeyFile, SrvKubernetes+"/service-account.key")
+	setDefault(&m.RootCAFile, SrvKubernetes+"/ca.crt")
 	setDefault(&m.ClusterSigningKubeletClientCertFile, controllerManagerPKI+"/kubelet-ca.crt")
 	setDefault(&m.ClusterSigningKubeletClientKeyFile, controllerManagerPKI+"/kubelet-ca.key")
 	setDefault(&m.ClusterSigningKubeletServingCertFile, controllerManagerPKI+"/kubelet-ca.crt")
@@ -485,7 +475,7 @@ func etcdServers(clusters []EtcdClusterSpec) (servers, overrides []string) {
 }
 
 // nthAddress returns the n-th address of a CIDR (100.64.0.0/13, 10 -> 100.64.0.10).
-func nthAddress(cidr string, n int) (string, bool) {
+func NthAddress(cidr string, n int) (string, bool) {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {
 		return "", false

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package model
+package model_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"net"
 	"net/http"
 	"os"
@@ -75,16 +77,16 @@ func issueEtcdPKI(t *testing.T, e, m string) (dir string, client *http.Client) {
 		}
 		return is
 	}
-	peersCA := issue(pkitasks.Request{CommonName: KeypairEtcdPeersCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
-	clientsCA := issue(pkitasks.Request{CommonName: KeypairEtcdClientsCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
+	peersCA := issue(pkitasks.Request{CommonName: model.KeypairEtcdPeersCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
+	clientsCA := issue(pkitasks.Request{CommonName: model.KeypairEtcdClientsCA, Usage: pkitasks.UsageCA, Lifetime: time.Hour}, nil)
 	peer := issue(pkitasks.Request{CommonName: "localhost", Usage: pkitasks.UsagePeer, DNSNames: []string{"localhost"}, Lifetime: time.Hour}, peersCA)
 	server := issue(pkitasks.Request{CommonName: "localhost", Usage: pkitasks.UsagePeer, DNSNames: []string{"localhost"}, IPAddresses: []string{"127.0.0.1"}, Lifetime: time.Hour}, clientsCA)
 	apiClient := issue(pkitasks.Request{CommonName: "kube-apiserver", Usage: pkitasks.UsageClient, Lifetime: time.Hour}, clientsCA)
 
 	dir = t.TempDir()
-	files := EtcdMemberPKI(e, m)
+	files := model.EtcdMemberPKI(e, m)
 	for file, content := range map[string]string{
-		EtcdPeersCAFile: peersCA.CertPEM, EtcdClientsCAFile: clientsCA.CertPEM,
+		model.EtcdPeersCAFile: peersCA.CertPEM, model.EtcdClientsCAFile: clientsCA.CertPEM,
 		files.PeerCert: peer.CertPEM, files.PeerKey: peer.KeyPEM.Reveal(),
 		files.ServerCert: server.CertPEM, files.ServerKey: server.KeyPEM.Reveal(),
 	} {
@@ -154,13 +156,13 @@ func waitHealthy(t *testing.T, client, logFile string) {
 func TestEtcdPodRunsEtcd(t *testing.T) {
 	e2e.RequireTools(t, "etcd")
 	peer, client, metrics := freePort(t), freePort(t), freePort(t)
-	pc := &ProtokubeConfig{ClusterName: "demo.example.com"}
-	m := ProtokubeEtcdMember{Name: "a", DNSName: "localhost"}
+	pc := &model.ProtokubeConfig{ClusterName: "demo.example.com"}
+	m := model.ProtokubeEtcdMember{Name: "a", DNSName: "localhost"}
 	pkiDir, https := issueEtcdPKI(t, "main", m.Name)
-	ec := ProtokubeEtcdCluster{Name: "main", PeerPort: peer, ClientPort: client, MetricsPort: metrics, Members: []ProtokubeEtcdMember{m},
+	ec := model.ProtokubeEtcdCluster{Name: "main", PeerPort: peer, ClientPort: client, MetricsPort: metrics, Members: []model.ProtokubeEtcdMember{m},
 		Flags: []string{"--heartbeat-interval=100", "--election-timeout=1000"}}
 	// A temporary directory stands for the volume's mount point; protokube creates the data directory on it.
-	dataDir := EtcdDataDir(t.TempDir())
+	dataDir := model.EtcdDataDir(t.TempDir())
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +172,13 @@ func TestEtcdPodRunsEtcd(t *testing.T) {
 	key, value := base64.StdEncoding.EncodeToString([]byte("kubeup")), base64.StdEncoding.EncodeToString([]byte("kept"))
 
 	args := func(existing bool) []string {
-		p := EtcdPod(pc, ec, m, dataDir, existing)
+		p := nodegraph.EtcdPod(pc, ec, m, dataDir, existing)
 		if got := p.Spec.Containers[0].Command; len(got) != 1 || got[0] != "etcd" {
 			t.Fatalf("command %v, want etcd", got)
 		}
 		args := slices.Clone(p.Spec.Containers[0].Args)
 		for i, a := range args {
-			args[i] = strings.ReplaceAll(a, etcdPKI+"/", pkiDir+"/")
+			args[i] = strings.ReplaceAll(a, model.EtcdPKI+"/", pkiDir+"/")
 		}
 		return args
 	}

@@ -1,6 +1,8 @@
-package model
+package model_test
 
 import (
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"slices"
 	"strings"
 	"testing"
@@ -12,15 +14,15 @@ import (
 
 // etcdMember returns protokube's configuration on control-plane-b of the 3-control-plane local cluster, with
 // the etcd cluster and member named.
-func etcdMember(t *testing.T, etcdCluster, member string) (*NodeConfig, ProtokubeEtcdCluster, ProtokubeEtcdMember) {
+func etcdMember(t *testing.T, etcdCluster, member string) (*model.NodeConfig, model.ProtokubeEtcdCluster, model.ProtokubeEtcdMember) {
 	t.Helper()
-	c, igs := completeSpec(t, CloudLocal, 3)
-	c.Spec.EtcdClusters[0].HeartbeatInterval = ptr[int32](250)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
+	c.Spec.EtcdClusters[0].HeartbeatInterval = model.Ptr[int32](250)
 	c.Spec.EtcdClusters[0].LogLevel = "warn"
-	if err := Validate("test", c, igs); err != nil {
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	nc := NewNodeConfig(c, group(igs, "control-plane-b"))
+	nc := model.NewNodeConfig(c, model.Group(igs, "control-plane-b"))
 	for _, ec := range nc.Protokube.EtcdClusters {
 		for _, m := range ec.Members {
 			if ec.Name == etcdCluster && m.Name == member {
@@ -29,20 +31,20 @@ func etcdMember(t *testing.T, etcdCluster, member string) (*NodeConfig, Protokub
 		}
 	}
 	t.Fatalf("no member %s of etcd cluster %s", member, etcdCluster)
-	return nil, ProtokubeEtcdCluster{}, ProtokubeEtcdMember{}
+	return nil, model.ProtokubeEtcdCluster{}, model.ProtokubeEtcdMember{}
 }
 
 // TestEtcdPodManifest pins the manifest of member b of main, a new cluster.
 func TestEtcdPodManifest(t *testing.T) {
 	nc, ec, m := etcdMember(t, "main", "b")
-	dataDir := EtcdDataDir(EtcdMountPoint(m.VolumeName))
-	p := EtcdPod(nc.Protokube, ec, m, dataDir, false)
+	dataDir := model.EtcdDataDir(model.EtcdMountPoint(m.VolumeName))
+	p := nodegraph.EtcdPod(nc.Protokube, ec, m, dataDir, false)
 	y, err := p.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Assert(t, "testdata/etcd-main.manifest.golden", []byte(y))
-	if got, want := EtcdManifestPath(nc, ec.Name), "/etc/kubernetes/manifests/etcd-main.manifest"; got != want {
+	if got, want := model.EtcdManifestPath(nc, ec.Name), "/etc/kubernetes/manifests/etcd-main.manifest"; got != want {
 		t.Errorf("EtcdManifestPath = %q, want %q", got, want)
 	}
 	if got := p.Metadata.Name + ".manifest"; got != "etcd-main.manifest" {
@@ -51,21 +53,21 @@ func TestEtcdPodManifest(t *testing.T) {
 }
 
 func TestEtcdPaths(t *testing.T) {
-	mount := EtcdMountPoint("a.etcd-main.demo.example.com")
+	mount := model.EtcdMountPoint("a.etcd-main.demo.example.com")
 	if mount != "/mnt/master-a.etcd-main.demo.example.com" {
 		t.Errorf("EtcdMountPoint = %q", mount)
 	}
-	if got := EtcdDataDir(mount); got != "/mnt/master-a.etcd-main.demo.example.com/data" {
+	if got := model.EtcdDataDir(mount); got != "/mnt/master-a.etcd-main.demo.example.com/data" {
 		t.Errorf("EtcdDataDir = %q", got)
 	}
 	nc, _, _ := etcdMember(t, "events", "a")
 	nc.Cluster.Spec.Kubelet.PodManifestPath = "/var/lib/kubelet/manifests"
-	if got := EtcdManifestPath(nc, "events"); got != "/var/lib/kubelet/manifests/etcd-events.manifest" {
+	if got := model.EtcdManifestPath(nc, "events"); got != "/var/lib/kubelet/manifests/etcd-events.manifest" {
 		t.Errorf("EtcdManifestPath under another spec.kubelet.podManifestPath = %q", got)
 	}
 	// Every path reaches a flag, a mount and a manifest as exactly itself.
-	for _, p := range []string{mount, EtcdDataDir(mount), EtcdManifestPath(nc, "events")} {
-		if msg := pathProblem(p); msg != "" {
+	for _, p := range []string{mount, model.EtcdDataDir(mount), model.EtcdManifestPath(nc, "events")} {
+		if msg := model.PathProblem(p); msg != "" {
 			t.Errorf("%s", msg)
 		}
 	}
@@ -157,7 +159,7 @@ func TestEtcdPodFlags(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			nc, ec, m := etcdMember(t, tt.etcdCluster, tt.member)
-			p := EtcdPod(nc.Protokube, ec, m, EtcdDataDir(EtcdMountPoint(m.VolumeName)), tt.existing)
+			p := nodegraph.EtcdPod(nc.Protokube, ec, m, model.EtcdDataDir(model.EtcdMountPoint(m.VolumeName)), tt.existing)
 			c := p.Spec.Containers[0]
 			if diff := cmp.Diff(tt.want, c.Args); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
@@ -170,7 +172,7 @@ func TestEtcdPodFlags(t *testing.T) {
 			}
 			// The data directory, read-write and required to exist (on the mounted volume); the certificates'
 			// directory, read-only: nothing in the pod may change a key.
-			dataDir := EtcdDataDir(EtcdMountPoint(m.VolumeName))
+			dataDir := model.EtcdDataDir(model.EtcdMountPoint(m.VolumeName))
 			type mount struct {
 				HostPath, Type, MountPath string
 				ReadOnly                  bool
@@ -209,7 +211,7 @@ func TestEtcdPodFlags(t *testing.T) {
 			// Each flag once: a cluster-wide flag never repeats a member's.
 			names := make([]string, len(c.Args))
 			for i, a := range c.Args {
-				names[i] = flagName(a)
+				names[i], _, _ = strings.Cut(a, "=")
 			}
 			if len(slices.Compact(slices.Clone(names))) != len(names) {
 				t.Errorf("a flag is given twice: %s", strings.Join(names, " "))

@@ -1,6 +1,8 @@
-package model
+package model_test
 
 import (
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,47 +14,6 @@ import (
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
-// kubeletField is a field of the spec that ends up in kubelet's flags.
-type kubeletField struct {
-	name string
-	flag string                     // the kubelet flag it is part of
-	path func(v string) string      // the field path validation names for value v
-	set  func(c *Cluster, v string) // sets the field of a complete spec to v
-}
-
-func fixed(p string) func(string) string { return func(string) string { return p } }
-
-var kubeletFields = []kubeletField{
-	{"node label value", "node-labels", fixed(`spec.kubelet.nodeLabels["example.com/team"]`),
-		func(c *Cluster, v string) { c.Spec.Kubelet.NodeLabels = map[string]string{"example.com/team": v} }},
-	{"node label key", "node-labels", func(v string) string { return "spec.kubelet.nodeLabels[" + strconv.Quote(v) + "]" },
-		func(c *Cluster, v string) { c.Spec.Kubelet.NodeLabels = map[string]string{v: "x"} }},
-	{"feature gate key", "feature-gates", func(v string) string { return "spec.kubelet.featureGates[" + strconv.Quote(v) + "]" },
-		func(c *Cluster, v string) { c.Spec.Kubelet.FeatureGates = map[string]string{v: "true"} }},
-	{"feature gate value", "feature-gates", fixed(`spec.kubelet.featureGates["Foo"]`),
-		func(c *Cluster, v string) { c.Spec.Kubelet.FeatureGates = map[string]string{"Foo": v} }},
-	{"taint", "register-with-taints", fixed("spec.kubelet.registerWithTaints[0]"),
-		func(c *Cluster, v string) {
-			c.Spec.Kubelet.RegisterWithTaints = []string{"example.com/t=" + v + ":NoSchedule"}
-		}},
-	{"podManifestPath", "pod-manifest-path", fixed("spec.kubelet.podManifestPath"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.PodManifestPath = "/etc/kubernetes/" + v }},
-	{"kubeconfig", "kubeconfig", fixed("spec.kubelet.kubeconfig"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.Kubeconfig = "/var/lib/kubelet/" + v }},
-	{"clientCAFile", "client-ca-file", fixed("spec.kubelet.clientCAFile"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.ClientCAFile = "/srv/kubernetes/" + v }},
-	{"containerRuntimeEndpoint", "container-runtime-endpoint", fixed("spec.kubelet.containerRuntimeEndpoint"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.ContainerRuntimeEndpoint = "unix:///run/" + v }},
-	{"clusterDNS", "cluster-dns", fixed("spec.kubelet.clusterDNS"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.ClusterDNS = v }},
-	{"clusterDomain", "cluster-domain", fixed("spec.kubelet.clusterDomain"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.ClusterDomain = v }},
-	{"cgroupDriver", "cgroup-driver", fixed("spec.kubelet.cgroupDriver"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.CgroupDriver = v }},
-	{"authorizationMode", "authorization-mode", fixed("spec.kubelet.authorizationMode"),
-		func(c *Cluster, v string) { c.Spec.Kubelet.AuthorizationMode = v }},
-}
-
 // kubeletArgv reads what kubelet.service of a node graph would start kubelet with, as systemd does: the unit's
 // EnvironmentFile= and ExecStart=, and the environment file. It fails the test when the environment file sets
 // anything but DAEMON_ARGS.
@@ -63,50 +24,50 @@ func kubeletArgv(t *testing.T, g *engine.Graph[*nodetasks.Node]) []string {
 		t.Fatal("no kubelet.service")
 	}
 	unit := *task.(*nodetasks.SystemdService).Definition
-	if got := unitDirective(unit, "EnvironmentFile"); !cmp.Equal(got, []string{kubeletEnvFile}) {
-		t.Fatalf("kubelet.service's EnvironmentFile= is %q, want %s", got, kubeletEnvFile)
+	if got := model.UnitDirective(unit, "EnvironmentFile"); !cmp.Equal(got, []string{model.KubeletEnvFile}) {
+		t.Fatalf("kubelet.service's EnvironmentFile= is %q, want %s", got, model.KubeletEnvFile)
 	}
-	execs := unitDirective(unit, "ExecStart")
+	execs := model.UnitDirective(unit, "ExecStart")
 	if len(execs) != 1 {
 		t.Fatalf("kubelet.service has %d ExecStart= lines", len(execs))
 	}
-	words, err := parseCommandLine(execs[0])
+	words, err := model.ParseCommandLine(execs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	envTask, ok := g.Lookup(engine.Key{Type: "File", Name: kubeletEnvFile})
+	envTask, ok := g.Lookup(engine.Key{Type: "File", Name: model.KubeletEnvFile})
 	if !ok {
-		t.Fatalf("no %s", kubeletEnvFile)
+		t.Fatalf("no %s", model.KubeletEnvFile)
 	}
-	vars, err := parseEnvFile(*envTask.(*nodetasks.File).Contents)
+	vars, err := model.ParseEnvFile(*envTask.(*nodetasks.File).Contents)
 	if err != nil {
-		t.Fatalf("%s: %v", kubeletEnvFile, err)
+		t.Fatalf("%s: %v", model.KubeletEnvFile, err)
 	}
 	if len(vars) != 1 || vars[0].Name != "DAEMON_ARGS" {
-		t.Fatalf("%s sets %q, want DAEMON_ARGS only:\n%s", kubeletEnvFile, vars, *envTask.(*nodetasks.File).Contents)
+		t.Fatalf("%s sets %q, want DAEMON_ARGS only:\n%s", model.KubeletEnvFile, vars, *envTask.(*nodetasks.File).Contents)
 	}
-	return expandCommandLine(t, words, map[string]string{"DAEMON_ARGS": vars[0].Value})
+	return model.ExpandCommandLine(t, words, map[string]string{"DAEMON_ARGS": vars[0].Value})
 }
 
 // TestKubeletGetsExactlyItsFlags feeds hostile values into every field that reaches kubelet's command line,
 // bypassing validation, straight into the node builder: it either refuses, naming the flag, or kubelet gets
 // exactly the flags of the spec, one argument each, and /etc/default/kubelet sets DAEMON_ARGS and nothing else.
 func TestKubeletGetsExactlyItsFlags(t *testing.T) {
-	for _, f := range kubeletFields {
-		for _, v := range hostileValues {
-			t.Run(f.name+"/"+strconv.Quote(v), func(t *testing.T) {
-				c, igs := completeSpec(t, CloudLocal, 1)
-				f.set(c, v)
-				ig := findInstanceGroup(igs, "control-plane-a")
-				nc := NewNodeConfig(c, ig)
-				g, err := BuildNodeGraph(nc)
+	for _, f := range model.KubeletFields {
+		for _, v := range model.HostileValues {
+			t.Run(f.Name+"/"+strconv.Quote(v), func(t *testing.T) {
+				c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+				f.Set(c, v)
+				ig := model.FindInstanceGroup(igs, "control-plane-a")
+				nc := model.NewNodeConfig(c, ig)
+				g, err := nodegraph.BuildNodeGraph(nc)
 				if err != nil {
-					if !strings.Contains(err.Error(), "--"+f.flag) {
-						t.Errorf("BuildNodeGraph refused, but its error does not name --%s: %v", f.flag, err)
+					if !strings.Contains(err.Error(), "--"+f.Flag) {
+						t.Errorf("BuildNodeGraph refused, but its error does not name --%s: %v", f.Flag, err)
 					}
 					return
 				}
-				want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+				want := append([]string{model.KubeletBinary}, model.KubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
 				if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
 					t.Errorf("kubelet's command line (-want +got):\n%s", diff)
 				}
@@ -117,20 +78,20 @@ func TestKubeletGetsExactlyItsFlags(t *testing.T) {
 
 // TestKubeletGetsAnInstanceGroupsNameExactly does the same with the instance group's name, which is a node label.
 func TestKubeletGetsAnInstanceGroupsNameExactly(t *testing.T) {
-	for _, v := range hostileValues {
+	for _, v := range model.HostileValues {
 		t.Run(strconv.Quote(v), func(t *testing.T) {
-			c, igs := completeSpec(t, CloudLocal, 1)
-			ig := findInstanceGroup(igs, "nodes")
+			c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+			ig := model.FindInstanceGroup(igs, "nodes")
 			ig.Metadata.Name = "nodes" + v
-			nc := NewNodeConfig(c, ig)
-			g, err := BuildNodeGraph(nc)
+			nc := model.NewNodeConfig(c, ig)
+			g, err := nodegraph.BuildNodeGraph(nc)
 			if err != nil {
 				if !strings.Contains(err.Error(), "--node-labels") && !strings.Contains(err.Error(), "metadata.name") {
 					t.Errorf("BuildNodeGraph refused, but its error names neither --node-labels nor metadata.name: %v", err)
 				}
 				return
 			}
-			want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+			want := append([]string{model.KubeletBinary}, model.KubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
 			if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
 				t.Errorf("kubelet's command line (-want +got):\n%s", diff)
 			}
@@ -141,7 +102,7 @@ func TestKubeletGetsAnInstanceGroupsNameExactly(t *testing.T) {
 // TestKubeletArgvOfTheDefaults checks the reader on the flags of a normal spec: kubelet gets every flag.
 func TestKubeletArgvOfTheDefaults(t *testing.T) {
 	nc, g := nodeGraph(t, 3, "control-plane-b")
-	want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+	want := append([]string{model.KubeletBinary}, model.KubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
 	if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
 		t.Errorf("kubelet's command line (-want +got):\n%s", diff)
 	}
@@ -153,10 +114,10 @@ func TestKubeletArgvOfTheDefaults(t *testing.T) {
 // TestBuildNodeGraphRefusesAnUnknownRole checks that a node configuration of another role than ControlPlane or
 // Node is refused: it would be built as a node without the control plane's taint.
 func TestBuildNodeGraphRefusesAnUnknownRole(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	ig := findInstanceGroup(igs, "control-plane-a")
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	ig := model.FindInstanceGroup(igs, "control-plane-a")
 	ig.Spec.Role = "Bogus"
-	_, err := BuildNodeGraph(NewNodeConfig(c, ig))
+	_, err := nodegraph.BuildNodeGraph(model.NewNodeConfig(c, ig))
 	if err == nil || !strings.Contains(err.Error(), `spec.role "Bogus" is not a role: want ControlPlane or Node`) {
 		t.Errorf("BuildNodeGraph with role Bogus: %v", err)
 	}
@@ -169,27 +130,27 @@ func TestProtokubeUnitReadsBack(t *testing.T) {
 	if !ok {
 		t.Fatal("no protokube.service")
 	}
-	execs := unitDirective(*task.(*nodetasks.SystemdService).Definition, "ExecStart")
+	execs := model.UnitDirective(*task.(*nodetasks.SystemdService).Definition, "ExecStart")
 	if len(execs) != 1 {
 		t.Fatalf("%d ExecStart= lines", len(execs))
 	}
-	words, err := parseCommandLine(execs[0])
+	words, err := model.ParseCommandLine(execs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{protokubeBinary, "--conf=" + nodeConfFile}, expandCommandLine(t, words, nil)); diff != "" {
+	if diff := cmp.Diff([]string{model.ProtokubeBinary, "--conf=" + model.NodeConfFile}, model.ExpandCommandLine(t, words, nil)); diff != "" {
 		t.Errorf("protokube's command line (-want +got):\n%s", diff)
 	}
 	// protokube refuses another role's configuration with its own status: systemd must not restart it in a loop.
-	if got := unitDirective(*task.(*nodetasks.SystemdService).Definition, "RestartPreventExitStatus"); !slices.Equal(got, []string{strconv.Itoa(ProtokubeExitNotControlPlane)}) {
-		t.Errorf("RestartPreventExitStatus= %q, want [%d]", got, ProtokubeExitNotControlPlane)
+	if got := model.UnitDirective(*task.(*nodetasks.SystemdService).Definition, "RestartPreventExitStatus"); !slices.Equal(got, []string{strconv.Itoa(model.ProtokubeExitNotControlPlane)}) {
+		t.Errorf("RestartPreventExitStatus= %q, want [%d]", got, model.ProtokubeExitNotControlPlane)
 	}
 }
 
 // TestValidKubeletValuesReachKubelet checks that what validation accepts, the node builder passes on: a spec
 // with values of every kind kubelet's fields take is valid, and kubelet gets exactly its flags.
 func TestValidKubeletValuesReachKubelet(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	k := c.Spec.Kubelet
 	k.NodeLabels = map[string]string{"example.com/team": "a.b_c-D9", "plain": "", "node.kubernetes.io/pool": "A1",
 		strings.Repeat("a", 63) + ".example.com/" + strings.Repeat("n", 63): strings.Repeat("v", 63)}
@@ -201,17 +162,17 @@ func TestValidKubeletValuesReachKubelet(t *testing.T) {
 	k.Kubeconfig = "/var/lib/kubelet/kube_config+1@x-2"
 	k.PodManifestPath = "/etc/kubernetes/manifests.d"
 	k.ContainerRuntimeEndpoint = "unix:///var/run/crio/crio.sock"
-	k.FailSwapOn = ptr(false)
-	if err := Validate("test", c, igs); err != nil {
+	k.FailSwapOn = model.Ptr(false)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
 	for _, ig := range igs {
-		nc := NewNodeConfig(c, ig)
-		g, err := BuildNodeGraph(nc)
+		nc := model.NewNodeConfig(c, ig)
+		g, err := nodegraph.BuildNodeGraph(nc)
 		if err != nil {
 			t.Fatalf("%s: %v", ig.Metadata.Name, err)
 		}
-		want := append([]string{kubeletBinary}, kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
+		want := append([]string{model.KubeletBinary}, model.KubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)...)
 		if diff := cmp.Diff(want, kubeletArgv(t, g)); diff != "" {
 			t.Errorf("%s: kubelet's command line (-want +got):\n%s", ig.Metadata.Name, diff)
 		}

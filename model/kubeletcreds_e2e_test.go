@@ -1,6 +1,6 @@
 //go:build e2e
 
-package model
+package model_test
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +31,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/tasks/kubetasks"
+	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
 // kubeWorld is protokube's world of the kube objects' tasks: its two clients of kube-apiserver.
@@ -42,8 +45,8 @@ func (w *kubeWorld) ApproverAPI() *kubetasks.Client { return w.approver }
 type credsCluster struct {
 	root, server string
 	caPEM        []byte
-	nc           *NodeConfig
-	ks           Issued
+	nc           *model.NodeConfig
+	ks           map[string]*pkitasks.Issued
 	world        *kubeWorld
 }
 
@@ -57,11 +60,11 @@ func startCredsCluster(t *testing.T) *credsCluster {
 	e2e.RequireTools(t, "etcd")
 	bins := e2e.KubeBinaries(t)
 
-	u, uigs := userSpec(t, CloudLocal, 1)
+	u, uigs := model.UserSpec(t, model.CloudLocal, 1)
 	apiPort, etcdPort, kcmPort := freePort(t), freePort(t), freePort(t)
-	u.Spec.KubeAPIServer = &KubeAPIServerConfig{SecurePort: &apiPort, BindAddress: "127.0.0.1"}
-	c, igs := Complete(u, uigs)
-	if err := Validate("test", c, igs); err != nil {
+	u.Spec.KubeAPIServer = &model.KubeAPIServerConfig{SecurePort: &apiPort, BindAddress: "127.0.0.1"}
+	c, igs := model.Complete(u, uigs)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
 	cloud, store := localCloud(t, c)
@@ -106,23 +109,23 @@ func startCredsCluster(t *testing.T) *credsCluster {
 		}
 		return out
 	}
-	api := append(rooted(Flags(c.Spec.KubeAPIServer), "--etcd-servers", "--etcd-servers-overrides", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"),
+	api := append(rooted(model.Flags(c.Spec.KubeAPIServer), "--etcd-servers", "--etcd-servers-overrides", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"),
 		"--etcd-servers="+etcdURL)
 	e2e.StartProcess(t, exec.Command(bins["/usr/local/bin/kube-apiserver"], api...), filepath.Join(logs, "kube-apiserver.log"))
-	kcm := append(rooted(Flags(c.Spec.KubeControllerManager)), fmt.Sprintf("--secure-port=%d", kcmPort))
+	kcm := append(rooted(model.Flags(c.Spec.KubeControllerManager)), fmt.Sprintf("--secure-port=%d", kcmPort))
 	e2e.StartProcess(t, exec.Command(bins["/usr/local/bin/kube-controller-manager"], kcm...), filepath.Join(logs, "kube-controller-manager.log"))
 
 	cc.server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	cc.caPEM = []byte(cc.ks[KeypairKubernetesCA].CertPEM)
+	cc.caPEM = []byte(cc.ks[model.KeypairKubernetesCA].CertPEM)
 	client := func(name string) *kubetasks.Client {
 		is := cc.ks[name]
-		cl, err := kubetasks.NewClient(cc.server, FieldManager, cc.caPEM, []byte(is.CertPEM), []byte(is.KeyPEM.Reveal()))
+		cl, err := kubetasks.NewClient(cc.server, nodegraph.FieldManager, cc.caPEM, []byte(is.CertPEM), []byte(is.KeyPEM.Reveal()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cl
 	}
-	cc.world = &kubeWorld{kube: client(KeypairProtokube), approver: client(KeypairCSRApprover)}
+	cc.world = &kubeWorld{kube: client(model.KeypairProtokube), approver: client(model.KeypairCSRApprover)}
 	e2e.WaitFor(t, 3*time.Minute, "kube-apiserver to be ready", func() (string, bool) {
 		code, body, err := cc.raw(nil, "", http.MethodGet, "/readyz", nil)
 		return fmt.Sprintf("%d %s %v", code, body, err), err == nil && code == 200
@@ -165,12 +168,12 @@ func (cc *credsCluster) raw(cert *tls.Certificate, token, method, path string, b
 	return resp.StatusCode, b, err
 }
 
-// converge runs the objects' graph (model.AddKubeObjects: RBAC, the token's Secret, the approver's decisions)
+// converge runs the objects' graph (nodegraph.AddKubeObjects: RBAC, the token's Secret, the approver's decisions)
 // as protokube's round does, and returns its plan.
 func (cc *credsCluster) converge(t *testing.T, target engine.Target) *engine.Plan {
 	t.Helper()
 	g := engine.NewGraph[*kubeWorld]()
-	if err := AddKubeObjects(g, cc.nc, nil); err != nil {
+	if err := nodegraph.AddKubeObjects(g, cc.nc, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, err := engine.Run(context.Background(), g, cc.world, engine.Options{Target: target})
@@ -265,7 +268,7 @@ func (cc *credsCluster) issued(t *testing.T, s csrStatus, usage x509.ExtKeyUsage
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(cc.ks[KeypairKubeletCA].Cert)
+	roots.AddCert(cc.ks[model.KeypairKubeletCA].Cert)
 	if _, err := crt.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
 		t.Errorf("the certificate does not verify against the kubelet CA: %v", err)
 	}
@@ -285,7 +288,7 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	const csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 
 	// A replaced token's Secret (kubeup's label) and someone else's token (no label).
-	for name, labels := range map[string]map[string]any{"bootstrap-token-old000": {BootstrapTokenLabel: "true"}, "bootstrap-token-other0": nil} {
+	for name, labels := range map[string]map[string]any{"bootstrap-token-old000": {nodegraph.BootstrapTokenLabel: "true"}, "bootstrap-token-other0": nil} {
 		b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
 			"metadata":   map[string]any{"name": name, "namespace": "kube-system", "labels": labels},
 			"stringData": map[string]any{"token-id": name[len(name)-6:], "token-secret": "0123456789abcdef"}})
@@ -310,7 +313,7 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 	if err := cc.world.kube.Get(ctx, "/api/v1/namespaces/kube-system/secrets/bootstrap-token-other0", &sec); err != nil {
 		t.Errorf("a token's Secret kubeup did not label was touched: %v", err)
 	}
-	token := cc.ks[KeypairBootstrapToken].Token.Reveal()
+	token := cc.ks[model.KeypairBootstrapToken].Token.Reveal()
 
 	// An existing node, registered by an administrator (protokube's identity is system:masters).
 	existing := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "w-existing"},

@@ -1,6 +1,8 @@
-package model
+package model_test
 
 import (
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"slices"
 	"strings"
 	"testing"
@@ -19,18 +21,18 @@ func (kubeObjectsWorld) ApproverAPI() *kubetasks.Client { return nil }
 // of plans, and the approver after its binding; a configuration without its bootstrap kubeconfig, or with one
 // that holds no token, is refused, naming the file.
 func TestAddKubeObjects(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-a"))
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	nc := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "control-plane-a"))
 	tok, err := pkitasks.IssueToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nc.AddKeystoreFiles(Issued{KeypairBootstrapToken: tok}); err != nil {
+	if err := nc.AddKeystoreFiles(model.Issued{model.KeypairBootstrapToken: {Token: tok.Token}}); err != nil {
 		t.Fatal(err)
 	}
 	id, secret, _ := tok.TokenParts()
 	g := engine.NewGraph[kubeObjectsWorld]()
-	if err := AddKubeObjects(g, nc, nil); err != nil {
+	if err := nodegraph.AddKubeObjects(g, nc, nil); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
@@ -55,14 +57,14 @@ func TestAddKubeObjects(t *testing.T) {
 		t.Errorf("tasks %v, want %v", keys, want)
 	}
 
-	if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+	if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), c.Spec.Kubelet.BootstrapKubeconfig) {
+	if err := nodegraph.AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), c.Spec.Kubelet.BootstrapKubeconfig) {
 		t.Errorf("a bootstrap kubeconfig without a token: %v", err)
 	}
 	nc.Files = nil
-	if err := AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), "carries no bootstrap kubeconfig") {
+	if err := nodegraph.AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), "carries no bootstrap kubeconfig") {
 		t.Errorf("no bootstrap kubeconfig: %v", err)
 	}
 }

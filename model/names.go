@@ -41,15 +41,19 @@ func etcdMemberDNSName(cluster, etcdCluster, member string) string {
 	return member + ".etcd-" + etcdCluster + ".internal." + cluster
 }
 
+// derived is a name derived from the cluster's name (value), what it is, and the longest it may be (limit,
+// which limitName says who sets).
+type derived struct {
+	what, value string
+	limit       int
+	limitName   string
+}
+
 // derivedNameProblem reports, for a valid DNS name, when a name derived from it would be too long: the etcd
 // members' DNS names, and the volume names and tag keys of the cloud. The message names the derived name that
 // limits the cluster's name most, and says how long the cluster's name may be.
 func derivedNameProblem(name, cloud string, etcdClusters []EtcdClusterSpec) string {
-	type derived struct {
-		what, value string
-		limit       int
-		limitName   string
-	}
+	cm := cloudModels[cloud]
 	var all []derived
 	for _, e := range etcdClusters {
 		for _, m := range e.Members {
@@ -58,14 +62,13 @@ func derivedNameProblem(name, cloud string, etcdClusters []EtcdClusterSpec) stri
 			}
 			all = append(all, derived{"DNS name of etcd member " + m.Name + " of " + e.Name,
 				etcdMemberDNSName(name, e.Name, m.Name), maxDNSName, "DNS allows"})
-			if cloud == CloudLocal {
-				all = append(all, derived{"volume of etcd member " + m.Name + " of " + e.Name,
-					EtcdVolumeName(name, e, m), maxLocalVolumeName, "the local provider's volumes take"})
+			if cm.memberNames != nil {
+				all = append(all, cm.memberNames(name, e, m)...)
 			}
 		}
 	}
-	if cloud == CloudAWS {
-		all = append(all, derived{"tag key of the cluster's resources", ClusterTagKey(name), maxAWSTagKey, "AWS takes"})
+	if cm.clusterNames != nil {
+		all = append(all, cm.clusterNames(name)...)
 	}
 	// The derived name that leaves the cluster's name the least room sets its limit.
 	var worst *derived

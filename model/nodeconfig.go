@@ -141,7 +141,7 @@ func EtcdVolumeTags(cluster string, e EtcdClusterSpec, m EtcdMemberSpec) map[str
 
 // NewNodeConfig returns the node configuration of one instance group of a complete, valid spec.
 func NewNodeConfig(c *Cluster, ig *InstanceGroup) *NodeConfig {
-	nc := &NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, Cluster: deepCopy(c), InstanceGroup: deepCopy(ig)}
+	nc := &NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, Cluster: DeepCopy(c), InstanceGroup: DeepCopy(ig)}
 	// The group's size is the cloud's business, not a node's: left out, a resize changes no node configuration,
 	// so no launch template version, and rolling-update replaces no machine for it (as kops).
 	nc.InstanceGroup.Spec.MinSize, nc.InstanceGroup.Spec.MaxSize = nil, nil
@@ -518,7 +518,7 @@ func checkDerived(source string, nc *NodeConfig) error {
 	}
 	first := map[string]int{}
 	for i, f := range nc.Files {
-		p := index("files", i)
+		p := Index("files", i)
 		w, ok := written[f.Path]
 		if !ok {
 			ps.add(p+".path", "%q is not a file kubeup writes for instance group %q (role %s); %s", f.Path, nc.InstanceGroup.Metadata.Name, nc.InstanceGroup.Spec.Role, notWritten)
@@ -590,7 +590,7 @@ func diffJSON(ps *problems, path string, want, got any) {
 	case []any:
 		if g, ok := got.([]any); ok {
 			for i := range min(len(w), len(g)) {
-				diffJSON(ps, index(path, i), w[i], g[i])
+				diffJSON(ps, Index(path, i), w[i], g[i])
 			}
 			if len(w) != len(g) {
 				ps.add(path, "%s, but kubeup writes %s from this cluster and instance group; %s", entries(len(g)), entries(len(w)), notWritten)

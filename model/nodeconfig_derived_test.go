@@ -1,7 +1,8 @@
-package model
+package model_test
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/model"
 	"strings"
 	"testing"
 
@@ -12,34 +13,34 @@ import (
 // as the cloud graph stores it) decodes: the files as a dry run has them, and as an applied cluster's store
 // holds them.
 func TestDecodeNodeConfigDerivedAccepted(t *testing.T) {
-	for _, cloud := range []string{CloudLocal, CloudAWS, CloudGCE} {
+	for _, cloud := range []string{model.CloudLocal, model.CloudAWS, model.CloudGCE} {
 		for _, controlPlanes := range []int{1, 3} {
-			c, igs := completeSpec(t, cloud, controlPlanes)
+			c, igs := model.CompleteSpec(t, cloud, controlPlanes)
 			for _, ig := range igs {
-				nc := NewNodeConfig(c, ig)
-				if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+				nc := model.NewNodeConfig(c, ig)
+				if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 					t.Fatal(err)
 				}
 				obj, err := nc.Encode()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
+				if _, err := model.DecodeNodeConfigObject("conf", obj, nil); err != nil {
 					t.Errorf("%s %d %s: %v", cloud, controlPlanes, ig.Metadata.Name, err)
 				}
 			}
 		}
 	}
 	// As an earlier kubeup wrote it when two spec fields named one file: the same entry twice.
-	c, igs := completeSpec(t, CloudLocal, 1)
-	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-a"))
-	if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	nc := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "control-plane-a"))
+	if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 		t.Fatal(err)
 	}
 	nc.Files = append(nc.Files, nc.Files[0])
 	if obj, err := nc.Encode(); err != nil {
 		t.Fatal(err)
-	} else if _, err := DecodeNodeConfigObject("conf", obj, nil); err != nil {
+	} else if _, err := model.DecodeNodeConfigObject("conf", obj, nil); err != nil {
 		t.Errorf("a file listed twice, the same: %v", err)
 	}
 
@@ -57,34 +58,34 @@ func TestDecodeNodeConfigDerivedAccepted(t *testing.T) {
 // an etcd cluster's name, a flag, a member's DNS name that adds --initial-cluster entries, a hosts file outside
 // --root, a file kubeup never writes) is refused with the field path and the fix.
 func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
 	for _, tt := range []struct {
 		name   string
 		group  string
-		mutate func(nc *NodeConfig)
+		mutate func(nc *model.NodeConfig)
 		want   []string // problem paths
 	}{
 		{"etcd cluster name with a path", "control-plane-a",
-			func(nc *NodeConfig) { nc.Protokube.EtcdClusters[0].Name = "main/../../x" },
+			func(nc *model.NodeConfig) { nc.Protokube.EtcdClusters[0].Name = "main/../../x" },
 			[]string{"protokube.etcdClusters[0].name"}},
 		{"etcd flag added", "control-plane-a",
-			func(nc *NodeConfig) {
+			func(nc *model.NodeConfig) {
 				nc.Protokube.EtcdClusters[1].Flags = append(nc.Protokube.EtcdClusters[1].Flags, "--data-dir=/")
 			},
 			[]string{"protokube.etcdClusters[1].flags"}},
 		{"member DNS name with commas", "control-plane-b",
-			func(nc *NodeConfig) {
+			func(nc *model.NodeConfig) {
 				nc.Protokube.EtcdClusters[0].Members[2].DNSName = "c.etcd-main.internal.x,evil=https://203.0.113.9:2380"
 			},
 			[]string{"protokube.etcdClusters[0].members[2].dnsName"}},
 		{"member added", "control-plane-a",
-			func(nc *NodeConfig) {
+			func(nc *model.NodeConfig) {
 				e := &nc.Protokube.EtcdClusters[0]
 				e.Members = append(e.Members, e.Members[0])
 			},
 			[]string{"protokube.etcdClusters[0].members"}},
 		{"hosts file outside the root", "control-plane-a",
-			func(nc *NodeConfig) {
+			func(nc *model.NodeConfig) {
 				l := *nc.Protokube.Local
 				dns := *l.DNS
 				dns.Provider, dns.HostsFile = "hosts", "/../../.."
@@ -93,44 +94,44 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 			},
 			[]string{"protokube.local.dns.hostsFile", "protokube.local.dns.provider"}},
 		{"DNS name dropped", "control-plane-a",
-			func(nc *NodeConfig) { nc.Protokube.DNSNames = nc.Protokube.DNSNames[:1] },
+			func(nc *model.NodeConfig) { nc.Protokube.DNSNames = nc.Protokube.DNSNames[:1] },
 			[]string{"protokube.dnsNames"}},
 		{"protokube on a worker", "nodes",
-			func(nc *NodeConfig) { nc.Protokube = newProtokubeConfig(c, igs[0]) },
+			func(nc *model.NodeConfig) { nc.Protokube = model.NewProtokubeConfig(c, igs[0]) },
 			[]string{"protokube"}},
 		{"no protokube on the control plane", "control-plane-a",
-			func(nc *NodeConfig) { nc.Protokube = nil },
+			func(nc *model.NodeConfig) { nc.Protokube = nil },
 			[]string{"protokube"}},
 		{"a file kubeup never writes", "nodes",
-			func(nc *NodeConfig) {
-				nc.Files = append(nc.Files, NodeFile{Path: "/etc/sudoers.d/zz", Mode: "0440", Contents: "ALL ALL=(ALL) NOPASSWD: ALL\n"})
+			func(nc *model.NodeConfig) {
+				nc.Files = append(nc.Files, model.NodeFile{Path: "/etc/sudoers.d/zz", Mode: "0440", Contents: "ALL ALL=(ALL) NOPASSWD: ALL\n"})
 			},
 			[]string{"files[3].path"}},
 		{"a control plane's file on a worker", "nodes",
-			func(nc *NodeConfig) {
-				nc.Files = append(nc.Files, NodeFile{Path: c.Spec.KubeAPIServer.TLSPrivateKeyFile, Mode: "0600", Contents: "k", Sensitive: true})
+			func(nc *model.NodeConfig) {
+				nc.Files = append(nc.Files, model.NodeFile{Path: c.Spec.KubeAPIServer.TLSPrivateKeyFile, Mode: "0600", Contents: "k", Sensitive: true})
 			},
 			[]string{"files[3].path"}},
 		{"a file given twice, other contents", "nodes",
-			func(nc *NodeConfig) {
+			func(nc *model.NodeConfig) {
 				again := nc.Files[0]
 				again.Contents += "x"
 				nc.Files = append(nc.Files, again)
 			},
 			[]string{"files[3].path"}},
 		{"a key readable by all", "control-plane-a",
-			func(nc *NodeConfig) { nc.Files[1].Mode = "0644" },
+			func(nc *model.NodeConfig) { nc.Files[1].Mode = "0644" },
 			[]string{"files[1].mode"}},
 		{"a key not sensitive", "control-plane-a",
-			func(nc *NodeConfig) { nc.Files[1].Sensitive = false },
+			func(nc *model.NodeConfig) { nc.Files[1].Sensitive = false },
 			[]string{"files[1].sensitive"}},
 		{"no kube-proxy configuration", "nodes",
-			func(nc *NodeConfig) { nc.Cluster.Spec.KubeProxy = nil },
+			func(nc *model.NodeConfig) { nc.Cluster.Spec.KubeProxy = nil },
 			[]string{"cluster.spec.kubeProxy"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			nc := NewNodeConfig(c, findInstanceGroup(igs, tt.group))
-			if err := nc.AddKeystoreFiles(Issued{}); err != nil {
+			nc := model.NewNodeConfig(c, model.FindInstanceGroup(igs, tt.group))
+			if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 				t.Fatal(err)
 			}
 			tt.mutate(nc)
@@ -138,13 +139,13 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeNodeConfigObject("conf", obj, nil)
+			_, err = model.DecodeNodeConfigObject("conf", obj, nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}
 			t.Log(err)
 			var paths []string
-			for _, p := range problemsOf(t, err) {
+			for _, p := range model.ProblemsOf(t, err) {
 				paths = append(paths, p.Path)
 				for _, want := range []string{"this object is not what this kubeup (", "re-run `kubeup update cluster --yes` with the kubeup whose nodeup runs on this node"} {
 					if !strings.Contains(p.Message, want) {
@@ -161,19 +162,19 @@ func TestDecodeNodeConfigDerivedRefused(t *testing.T) {
 
 // TestDecodeNodeConfigDerivedMessage: what the operator reads.
 func TestDecodeNodeConfigDerivedMessage(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-a"))
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	nc := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "control-plane-a"))
 	nc.Protokube.EtcdClusters[0].Name = "main/../../x"
-	nc.Files = []NodeFile{{Path: "/etc/sudoers.d/zz", Mode: "0440", Contents: "secret-7c1d"}}
+	nc.Files = []model.NodeFile{{Path: "/etc/sudoers.d/zz", Mode: "0440", Contents: "secret-7c1d"}}
 	obj, err := nc.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = DecodeNodeConfigObject("s3://state/demo/nodeup/control-plane-a", obj, nil)
+	_, err = model.DecodeNodeConfigObject("s3://state/demo/nodeup/control-plane-a", obj, nil)
 	want := fmt.Sprintf("s3://state/demo/nodeup/control-plane-a: 2 problems:\n"+
 		"  protokube.etcdClusters[0].name: \"main/../../x\", but kubeup writes %q from this cluster and instance group; %s\n"+
 		"  files[0].path: \"/etc/sudoers.d/zz\" is not a file kubeup writes for instance group \"control-plane-a\" (role ControlPlane); %s",
-		c.Spec.EtcdClusters[0].Name, notWritten, notWritten)
+		c.Spec.EtcdClusters[0].Name, model.NotWritten, model.NotWritten)
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
@@ -185,22 +186,22 @@ func TestDecodeNodeConfigDerivedMessage(t *testing.T) {
 // TestNodeConfigLeavesTheSizeOut: a group's size is the cloud's, not a node's: resizing a group changes no node
 // configuration, so no launch template or instance template, and no machine is to be replaced for it.
 func TestNodeConfigLeavesTheSizeOut(t *testing.T) {
-	c, igs := completeSpec(t, CloudAWS, 3)
-	ig := findInstanceGroup(igs, "nodes")
-	before, err := NewNodeConfig(c, ig).Encode()
+	c, igs := model.CompleteSpec(t, model.CloudAWS, 3)
+	ig := model.FindInstanceGroup(igs, "nodes")
+	before, err := model.NewNodeConfig(c, ig).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	resized := *ig
-	resized.Spec.MinSize, resized.Spec.MaxSize = ptr(int32(7)), ptr(int32(9))
-	after, err := NewNodeConfig(c, &resized).Encode()
+	resized.Spec.MinSize, resized.Spec.MaxSize = model.Ptr(int32(7)), model.Ptr(int32(9))
+	after, err := model.NewNodeConfig(c, &resized).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(before) != string(after) {
 		t.Errorf("a resize changed the node configuration:\n%s\n---\n%s", before, after)
 	}
-	if _, err := DecodeNodeConfigObject("conf", after, nil); err != nil {
+	if _, err := model.DecodeNodeConfigObject("conf", after, nil); err != nil {
 		t.Errorf("the configuration without the size is refused: %v", err)
 	}
 }

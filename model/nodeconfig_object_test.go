@@ -1,10 +1,12 @@
-package model
+package model_test
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
 	"maps"
 	"slices"
 	"strings"
@@ -19,8 +21,8 @@ import (
 // that carries its own sha256 on its first line (no .sha256 object beside it that a killed update could leave out
 // of step), checkable by hand with `tail -n +2 FILE | sha256sum`.
 func TestNodeConfigIsOneObject(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	g, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +48,9 @@ func TestNodeConfigIsOneObject(t *testing.T) {
 	}
 	var paths []string
 	for _, ig := range igs {
-		paths = append(paths, NodeConfigPath(c.Metadata.Name, ig.Metadata.Name))
+		paths = append(paths, model.NodeConfigPath(c.Metadata.Name, ig.Metadata.Name))
 	}
-	paths = append(paths, RoleConfigPath(c.Metadata.Name, RoleControlPlane), RoleConfigPath(c.Metadata.Name, RoleNode))
+	paths = append(paths, model.RoleConfigPath(c.Metadata.Name, model.RoleControlPlane), model.RoleConfigPath(c.Metadata.Name, model.RoleNode))
 	for _, p := range paths {
 		obj, ok := objects[p]
 		if !ok {
@@ -62,9 +64,9 @@ func TestNodeConfigIsOneObject(t *testing.T) {
 			t.Errorf("%s: first line %q, want %q (the sha256 of the rest)", p, first, want)
 		}
 		switch p {
-		case NodeConfigPath(c.Metadata.Name, "nodes"):
+		case model.NodeConfigPath(c.Metadata.Name, "nodes"):
 			golden.Assert(t, "testdata/nodeconfig-object-nodes.golden", []byte(obj))
-		case RoleConfigPath(c.Metadata.Name, RoleNode):
+		case model.RoleConfigPath(c.Metadata.Name, model.RoleNode):
 			golden.Assert(t, "testdata/nodeconfig-object-node-role.golden", []byte(obj))
 		}
 	}
@@ -76,8 +78,8 @@ func TestNodeConfigIsOneObject(t *testing.T) {
 // TestNodeConfigObjectRoundTrip: what Encode writes, DecodeNodeConfigObject reads back to the same
 // configuration, byte-stable.
 func TestNodeConfigObjectRoundTrip(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
-	nc := NewNodeConfig(c, findInstanceGroup(igs, "control-plane-b"))
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
+	nc := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "control-plane-b"))
 	obj, err := nc.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func TestNodeConfigObjectRoundTrip(t *testing.T) {
 	if again, _ := nc.Encode(); !bytes.Equal(obj, again) {
 		t.Error("Encode is not byte-stable")
 	}
-	got, err := DecodeNodeConfigObject("conf", obj, nil)
+	got, err := model.DecodeNodeConfigObject("conf", obj, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +101,12 @@ func TestNodeConfigObjectRoundTrip(t *testing.T) {
 // *NodeConfigSumError (a copy still being written, or a damaged one: the caller decides how long to wait); an
 // object without the first line is refused as not written by this kubeup.
 func TestDecodeNodeConfigObjectDamaged(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
-	obj, err := NewNodeConfig(c, findInstanceGroup(igs, "nodes")).Encode()
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
+	obj, err := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "nodes")).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, sum, _ := NewNodeConfig(c, findInstanceGroup(igs, "nodes")).Marshal()
+	body, sum, _ := model.NewNodeConfig(c, model.FindInstanceGroup(igs, "nodes")).Marshal()
 	header := string(obj[:bytes.IndexByte(obj, '\n')+1])
 	changed := bytes.Clone(obj)
 	changed[len(changed)/2] ^= 0x01
@@ -127,11 +129,11 @@ func TestDecodeNodeConfigObjectDamaged(t *testing.T) {
 		{name: "not a node configuration", obj: []byte("hello\n"), want: []string{"the first line is not"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeNodeConfigObject("conf", tt.obj, nil)
+			_, err := model.DecodeNodeConfigObject("conf", tt.obj, nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			var se *NodeConfigSumError
+			var se *model.NodeConfigSumError
 			if errors.As(err, &se) != tt.wantSum {
 				t.Fatalf("error %v: *NodeConfigSumError %v, want %v", err, !tt.wantSum, tt.wantSum)
 			}

@@ -1,6 +1,7 @@
-package model
+package model_test
 
 import (
+	"kubeup.dev/kubeup/model"
 	"strings"
 	"testing"
 
@@ -26,13 +27,13 @@ func TestRedactWithoutSensitiveFlag(t *testing.T) {
 			if !kubeconfig {
 				t.Fatalf("no file %s in the configuration", c.Spec.KubeProxy.Kubeconfig)
 			}
-			for name, loosen := range map[string]func(*NodeFile){
-				"flag removed":               func(*NodeFile) {},
-				"flag removed, mode 0644":    func(f *NodeFile) { f.Mode = "0644" },
-				"flag removed, mode unknown": func(f *NodeFile) { f.Mode = "rw-------" },
+			for name, loosen := range map[string]func(*model.NodeFile){
+				"flag removed":               func(*model.NodeFile) {},
+				"flag removed, mode 0644":    func(f *model.NodeFile) { f.Mode = "0644" },
+				"flag removed, mode unknown": func(f *model.NodeFile) { f.Mode = "rw-------" },
 			} {
 				edited := *nc
-				edited.Files = append([]NodeFile(nil), nc.Files...)
+				edited.Files = append([]model.NodeFile(nil), nc.Files...)
 				for i := range edited.Files {
 					loosen(&edited.Files[i])
 				}
@@ -40,7 +41,7 @@ func TestRedactWithoutSensitiveFlag(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				shown, err := RedactNodeConfigObject(string(obj))
+				shown, err := model.RedactNodeConfigObject(string(obj))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -52,7 +53,7 @@ func TestRedactWithoutSensitiveFlag(t *testing.T) {
 						t.Errorf("%s: the plan shows %q", name, mark)
 					}
 				}
-				var back NodeConfig
+				var back model.NodeConfig
 				if err := yaml.Unmarshal([]byte(strings.SplitN(shown, "\n", 2)[1]), &back); err != nil {
 					t.Fatal(err)
 				}
@@ -75,26 +76,26 @@ func TestNodeFileSecret(t *testing.T) {
 	cert := "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n"
 	tests := []struct {
 		name string
-		f    NodeFile
+		f    model.NodeFile
 		want bool
 	}{
-		{"a certificate", NodeFile{Mode: "0644", Contents: cert}, false},
-		{"a public key", NodeFile{Mode: "0644", Contents: "-----BEGIN PUBLIC KEY-----\nQ0E=\n-----END PUBLIC KEY-----\n"}, false},
-		{"readable by the group", NodeFile{Mode: "0640", Contents: cert}, false},
-		{"flagged", NodeFile{Mode: "0644", Contents: cert, Sensitive: true}, true},
-		{"0600", NodeFile{Mode: "0600", Contents: cert}, true},
-		{"0400", NodeFile{Mode: "0400", Contents: "x"}, true},
-		{"0700", NodeFile{Mode: "0700", Contents: "x"}, true},
-		{"0000", NodeFile{Mode: "0000", Contents: "x"}, true},
-		{"mode not octal", NodeFile{Mode: "rw-r--r--", Contents: cert}, true},
-		{"mode empty", NodeFile{Contents: cert}, true},
-		{"mode with file type bits", NodeFile{Mode: "0100644", Contents: cert}, true},
-		{"a PEM key, 0644", NodeFile{Mode: "0644", Contents: "-----BEGIN EC PRIVATE KEY-----\nQ0E=\n-----END EC PRIVATE KEY-----\n"}, true},
-		{"a kubeconfig, 0644", NodeFile{Mode: "0644", Contents: "users:\n- user:\n    client-key-data: Q0E=\n"}, true},
-		{"a token, 0644", NodeFile{Mode: "0644", Contents: "users:\n- user:\n    token: abc\n"}, true},
+		{"a certificate", model.NodeFile{Mode: "0644", Contents: cert}, false},
+		{"a public key", model.NodeFile{Mode: "0644", Contents: "-----BEGIN PUBLIC KEY-----\nQ0E=\n-----END PUBLIC KEY-----\n"}, false},
+		{"readable by the group", model.NodeFile{Mode: "0640", Contents: cert}, false},
+		{"flagged", model.NodeFile{Mode: "0644", Contents: cert, Sensitive: true}, true},
+		{"0600", model.NodeFile{Mode: "0600", Contents: cert}, true},
+		{"0400", model.NodeFile{Mode: "0400", Contents: "x"}, true},
+		{"0700", model.NodeFile{Mode: "0700", Contents: "x"}, true},
+		{"0000", model.NodeFile{Mode: "0000", Contents: "x"}, true},
+		{"mode not octal", model.NodeFile{Mode: "rw-r--r--", Contents: cert}, true},
+		{"mode empty", model.NodeFile{Contents: cert}, true},
+		{"mode with file type bits", model.NodeFile{Mode: "0100644", Contents: cert}, true},
+		{"a PEM key, 0644", model.NodeFile{Mode: "0644", Contents: "-----BEGIN EC PRIVATE KEY-----\nQ0E=\n-----END EC PRIVATE KEY-----\n"}, true},
+		{"a kubeconfig, 0644", model.NodeFile{Mode: "0644", Contents: "users:\n- user:\n    client-key-data: Q0E=\n"}, true},
+		{"a token, 0644", model.NodeFile{Mode: "0644", Contents: "users:\n- user:\n    token: abc\n"}, true},
 	}
 	for _, tt := range tests {
-		if got := tt.f.secret(); got != tt.want {
+		if got := tt.f.Secret(); got != tt.want {
 			t.Errorf("%s: secret() = %v, want %v", tt.name, got, tt.want)
 		}
 	}

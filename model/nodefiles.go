@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kubeup.dev/kubeup/engine"
-	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
 // NodeFile is a file of the keystore a node's role needs (a certificate, a key, a kubeconfig), as the node
@@ -163,8 +162,8 @@ const (
 
 // Where etcd's CAs' certificates are on a control-plane node.
 const (
-	EtcdPeersCAFile   = etcdPKI + "/peers-ca.crt"
-	EtcdClientsCAFile = etcdPKI + "/clients-ca.crt"
+	EtcdPeersCAFile   = EtcdPKI + "/peers-ca.crt"
+	EtcdClientsCAFile = EtcdPKI + "/clients-ca.crt"
 )
 
 // EtcdMemberFiles are the paths of a member's certificates and keys on a control-plane node.
@@ -174,7 +173,7 @@ type EtcdMemberFiles struct {
 
 // EtcdMemberPKI is where member m of etcd cluster e finds its certificates: /srv/kubernetes/etcd/<e>-<m>-*.
 func EtcdMemberPKI(e, m string) EtcdMemberFiles {
-	base := path.Join(etcdPKI, e+"-"+m)
+	base := path.Join(EtcdPKI, e+"-"+m)
 	return EtcdMemberFiles{
 		PeerCert: base + "-peer.crt", PeerKey: base + "-peer.key",
 		ServerCert: base + "-server.crt", ServerKey: base + "-server.key",
@@ -188,14 +187,14 @@ func apiPortSuffix(s *ClusterSpec) string {
 	return ""
 }
 
-func certPEM(is *pkitasks.Issued) string {
+func certPEM(is *IssuedKeypair) string {
 	if is == nil {
 		return PendingPEM
 	}
 	return is.CertPEM
 }
 
-func keyPEM(is *pkitasks.Issued) string {
+func keyPEM(is *IssuedKeypair) string {
 	if is == nil {
 		return PendingPEM
 	}
@@ -203,7 +202,7 @@ func keyPEM(is *pkitasks.Issued) string {
 }
 
 // bundlePEM is the certificates of several CAs in one file; PendingPEM while one is still to be issued.
-func bundlePEM(cas ...*pkitasks.Issued) string {
+func bundlePEM(cas ...*IssuedKeypair) string {
 	var b strings.Builder
 	for _, ca := range cas {
 		if ca == nil {
@@ -214,15 +213,11 @@ func bundlePEM(cas ...*pkitasks.Issued) string {
 	return b.String()
 }
 
-func publicKeyPEM(is *pkitasks.Issued) string {
+func publicKeyPEM(is *IssuedKeypair) string {
 	if is == nil {
 		return PendingPEM
 	}
-	pub, err := is.PublicKeyPEM()
-	if err != nil {
-		return PendingPEM // a key that was read and parsed has a public half: unreachable
-	}
-	return pub
+	return is.PublicKeyPEM
 }
 
 // nodeKubeconfig is a kubeconfig for the client certificate name, trusting the Kubernetes CA.

@@ -65,7 +65,7 @@ func NewGroupNodeConfig(ig *InstanceGroup, roleObj []byte) (*NodeConfig, error) 
 	if err != nil {
 		return nil, err
 	}
-	nc := &NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, InstanceGroup: deepCopy(ig),
+	nc := &NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, InstanceGroup: DeepCopy(ig),
 		RoleConfig: &RoleConfigRef{Object: name, SHA256: sum}}
 	// As NewNodeConfig: the group's size is the cloud's business, not a node's.
 	nc.InstanceGroup.Spec.MinSize, nc.InstanceGroup.Spec.MaxSize = nil, nil

@@ -1,8 +1,10 @@
-package model
+package model_test
 
 import (
 	"errors"
 	"io/fs"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
 	"path"
 	"strings"
 	"testing"
@@ -16,9 +18,9 @@ import (
 
 // nodeupObjects are the objects a local cloud graph of c writes under <cluster>/nodeup, by path, as a dry run
 // makes them (every keypair PendingPEM).
-func nodeupObjects(t *testing.T, c *Cluster, igs []*InstanceGroup) map[string]string {
+func nodeupObjects(t *testing.T, c *model.Cluster, igs []*model.InstanceGroup) map[string]string {
 	t.Helper()
-	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+	g, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func nodeupObjects(t *testing.T, c *Cluster, igs []*InstanceGroup) map[string]st
 
 // besideIn reads the objects beside a node configuration from objects (by store path); read, when not nil,
 // may change what is read.
-func besideIn(objects map[string]string, conf string, read func(name, obj string) string) ReadBeside {
+func besideIn(objects map[string]string, conf string, read func(name, obj string) string) model.ReadBeside {
 	return func(name string) (string, []byte, error) {
 		p := path.Join(path.Dir(conf), name)
 		obj, ok := objects[p]
@@ -57,22 +59,22 @@ func besideIn(objects map[string]string, conf string, read func(name, obj string
 // redacted and compared) M copies of what grows with M. Now the control-plane role's configuration holds each
 // member's files once, and a group's configuration holds neither spec nor files.
 func TestMemberFilesStoredOnce(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
 	objects := nodeupObjects(t, c, igs)
 	for _, e := range c.Spec.EtcdClusters {
 		for _, m := range e.Members {
-			key := EtcdMemberPKI(e.Name, m.Name).PeerKey
+			key := model.EtcdMemberPKI(e.Name, m.Name).PeerKey
 			copies := 0
 			for _, obj := range objects {
 				copies += strings.Count(obj, "path: "+key+"\n")
 			}
 			if copies != 1 {
-				t.Errorf("%s is stored %d times under nodeup/, want once (in %s)", key, copies, RoleConfigName(RoleControlPlane))
+				t.Errorf("%s is stored %d times under nodeup/, want once (in %s)", key, copies, model.RoleConfigName(model.RoleControlPlane))
 			}
 		}
 	}
 	for _, ig := range igs {
-		obj := objects[NodeConfigPath(c.Metadata.Name, ig.Metadata.Name)]
+		obj := objects[model.NodeConfigPath(c.Metadata.Name, ig.Metadata.Name)]
 		for _, held := range []string{"\ncluster:", "\nfiles:", "\nprotokube:", "etcdClusters"} {
 			if strings.Contains(obj, held) {
 				t.Errorf("the node configuration of %s holds %q: its role's configuration holds it, once", ig.Metadata.Name, strings.TrimSpace(held))
@@ -85,19 +87,19 @@ func TestMemberFilesStoredOnce(t *testing.T) {
 // configuration kubeup derives for the group (NewNodeConfig, AddKeystoreFiles), and a node writes back both
 // objects byte for byte (what protokube reads, and what a rolling update compares).
 func TestStoredNodeConfigIsWhole(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
 	objects := nodeupObjects(t, c, igs)
 	for _, ig := range igs {
-		p := NodeConfigPath(c.Metadata.Name, ig.Metadata.Name)
-		got, err := DecodeNodeConfigObject(p, []byte(objects[p]), besideIn(objects, p, nil))
+		p := model.NodeConfigPath(c.Metadata.Name, ig.Metadata.Name)
+		got, err := model.DecodeNodeConfigObject(p, []byte(objects[p]), besideIn(objects, p, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", ig.Metadata.Name, err)
 		}
-		want := NewNodeConfig(c, ig)
-		if err := want.AddKeystoreFiles(Issued{}); err != nil {
+		want := model.NewNodeConfig(c, ig)
+		if err := want.AddKeystoreFiles(model.Issued{}); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(NodeConfig{}, "RoleConfig"), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(model.NodeConfig{}, "RoleConfig"), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: read back (-derived +read):\n%s", ig.Metadata.Name, diff)
 		}
 		again, err := got.Encode()
@@ -105,7 +107,7 @@ func TestStoredNodeConfigIsWhole(t *testing.T) {
 			t.Errorf("%s: encoded again, the configuration is not the stored object (%v)", ig.Metadata.Name, err)
 		}
 		role, err := got.RoleObject()
-		if err != nil || string(role) != objects[RoleConfigPath(c.Metadata.Name, ig.Spec.Role)] {
+		if err != nil || string(role) != objects[model.RoleConfigPath(c.Metadata.Name, ig.Spec.Role)] {
 			t.Errorf("%s: encoded again, the role's configuration is not the stored object (%v)", ig.Metadata.Name, err)
 		}
 	}
@@ -115,9 +117,9 @@ func TestStoredNodeConfigIsWhole(t *testing.T) {
 // configuration pins, and whole; anything else is refused with the field and the fix, or, for one out of step
 // (read while the other was being written), a *NodeConfigSumError the reader waits on.
 func TestRoleConfigRefused(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 1)
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 	objects := nodeupObjects(t, c, igs)
-	conf := NodeConfigPath(c.Metadata.Name, "control-plane-a")
+	conf := model.NodeConfigPath(c.Metadata.Name, "control-plane-a")
 	stored := objects[conf]
 	// reseal replaces old by new in an object's YAML and writes its first line again.
 	reseal := func(obj, old, new string) string {
@@ -126,9 +128,9 @@ func TestRoleConfigRefused(t *testing.T) {
 			t.Fatalf("no %q in the object", old)
 		}
 		rest = strings.Replace(rest, old, new, 1)
-		return string(withSumLine([]byte(rest), sha256Hex([]byte(rest))))
+		return string(model.WithSumLine([]byte(rest), model.Sha256Hex([]byte(rest))))
 	}
-	refName := "object: " + RoleConfigName(RoleControlPlane)
+	refName := "object: " + model.RoleConfigName(model.RoleControlPlane)
 	tests := []struct {
 		name       string
 		conf       string
@@ -140,7 +142,7 @@ func TestRoleConfigRefused(t *testing.T) {
 	}{
 		{name: "another path", conf: reseal(stored, refName, "object: ../../../etc/shadow"), beside: true,
 			want: []string{"roleConfig.object", `the configuration of role ControlPlane is "ControlPlane.role"`}},
-		{name: "another role's", conf: reseal(stored, refName, "object: "+RoleConfigName(RoleNode)), beside: true,
+		{name: "another role's", conf: reseal(stored, refName, "object: "+model.RoleConfigName(model.RoleNode)), beside: true,
 			want: []string{"roleConfig.object", "Node.role"}},
 		{name: "sha256 not hex", conf: reseal(stored, "sha256: ", "sha256: X"), beside: true,
 			want: []string{"roleConfig.sha256", "lower-case hex"}},
@@ -165,11 +167,11 @@ func TestRoleConfigRefused(t *testing.T) {
 			if tt.notPresent {
 				objs = map[string]string{conf: tt.conf}
 			}
-			var beside ReadBeside
+			var beside model.ReadBeside
 			if tt.beside {
 				beside = besideIn(objs, conf, tt.read)
 			}
-			_, err := DecodeNodeConfigObject(conf, []byte(tt.conf), beside)
+			_, err := model.DecodeNodeConfigObject(conf, []byte(tt.conf), beside)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -178,7 +180,7 @@ func TestRoleConfigRefused(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			var sumErr *NodeConfigSumError
+			var sumErr *model.NodeConfigSumError
 			if isSum := errors.As(err, &sumErr) && sumErr.PinnedBy != ""; isSum != tt.sumPinned {
 				t.Errorf("a *NodeConfigSumError pinned by the configuration: %t, want %t (%v)", isSum, tt.sumPinned, err)
 			}

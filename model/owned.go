@@ -34,24 +34,24 @@ const KubeupStateDir = "/var/lib/kubeup"
 // binaries of spec.assets (kubelet, containerd, containerd-shim-runc-v2, ctr, crictl and protokube in
 // /usr/local/bin, runc in /usr/local/sbin, the CNI plugins in /opt/cni/bin). OwnedNodePath adds them.
 var NodeupFiles = append([]string{
-	kubeletEnvFile,
+	KubeletEnvFile,
 	path.Join(systemdUnitDir, "kubelet.service"),
 	path.Join(systemdUnitDir, "protokube.service"),
-	containerdConfigFile,
-	cniConfigTemplate,
-	crictlConfig,
-	path.Join(systemdUnitDir, containerdUnit),
+	ContainerdConfigFile,
+	CNIConfigTemplate,
+	CrictlConfig,
+	path.Join(systemdUnitDir, ContainerdUnit),
 }, assetFiles...)
 
 // NodeupUnits are the systemd units nodeup installs from a node configuration.
-var NodeupUnits = []string{"kubelet.service", "protokube.service", containerdUnit}
+var NodeupUnits = []string{"kubelet.service", "protokube.service", ContainerdUnit}
 
 // reservedNodePaths are files in SpecNodeDirs that kubeup itself writes, which no spec path may name: the node's
 // configuration and its role's beside it.
 var reservedNodePaths = []string{
-	nodeConfFile,
-	path.Join(path.Dir(nodeConfFile), RoleConfigName(RoleControlPlane)),
-	path.Join(path.Dir(nodeConfFile), RoleConfigName(RoleNode)),
+	NodeConfFile,
+	path.Join(path.Dir(NodeConfFile), RoleConfigName(RoleControlPlane)),
+	path.Join(path.Dir(NodeConfFile), RoleConfigName(RoleNode)),
 }
 
 // under reports whether p is strictly below dir.

@@ -242,7 +242,7 @@ func TestSpecPathsStayInOwnedDirs(t *testing.T) {
 		}
 		for _, p := range systemPaths {
 			t.Run(field+"="+p, func(t *testing.T) {
-				c := deepCopy(specs[base].c)
+				c := DeepCopy(specs[base].c)
 				setJSONField(t, c, field, p)
 				err := Validate("cluster demo.example.com", c, specs[base].igs)
 				var at []Problem

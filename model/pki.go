@@ -1,15 +1,10 @@
 package model
 
 import (
-	"fmt"
-	"maps"
 	"path"
-	"slices"
 	"time"
 
 	"kubeup.dev/kubeup/engine"
-	"kubeup.dev/kubeup/tasks/pkitasks"
-	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
 // The cluster's keystore: its CAs, its service-account key and the certificates its components use, each a
@@ -73,98 +68,14 @@ func EtcdServerKeypair(e, m string) string { return "etcd-" + e + "-" + m + "-se
 // protokube points at the node that holds the member's volume, and which its certificates name.
 func EtcdMemberDNSName(cluster, e, m string) string { return m + ".etcd-" + e + ".internal." + cluster }
 
-// keystore is the keypair tasks of one cloud graph, by name.
-type keystore[C storetasks.World] map[string]*pkitasks.Keypair[C]
-
-// addKeystore adds every keypair of a complete spec to g.
-func addKeystore[C storetasks.World](g *engine.Graph[C], c *Cluster) (keystore[C], error) {
-	name, s := c.Metadata.Name, &c.Spec
-	dir := KeystoreDir(name)
-	ks := keystore[C]{}
-	add := func(k *pkitasks.Keypair[C]) *pkitasks.Keypair[C] {
-		k.Dir, k.Status = dir, pkitasks.Valid
-		slices.Sort(k.DNSNames)
-		slices.Sort(k.IPAddresses)
-		if k.Usage == pkitasks.UsageCA {
-			k.Lifetime = CALifetime
-		} else if k.Usage != pkitasks.UsageKey && k.Usage != pkitasks.UsageToken {
-			k.Lifetime = CertLifetime
-		}
-		k = engine.Add(g, k)
-		ks[k.Name] = k
-		return k
-	}
-	ca := func(n string) *pkitasks.Keypair[C] {
-		return add(&pkitasks.Keypair[C]{Name: n, CommonName: n, Usage: pkitasks.UsageCA})
-	}
-	kubeCA, peersCA, clientsCA, proxyCA := ca(KeypairKubernetesCA), ca(KeypairEtcdPeersCA), ca(KeypairEtcdClientsCA), ca(KeypairFrontProxyCA)
-	add(&pkitasks.Keypair[C]{Name: KeypairServiceAccount, Usage: pkitasks.UsageKey})
-	ca(KeypairKubeletCA)
-	add(&pkitasks.Keypair[C]{Name: KeypairBootstrapToken, Usage: pkitasks.UsageToken})
-
-	serviceIP, ok := nthAddress(s.Networking.ServiceClusterIPRange, 1)
-	if !ok {
-		return nil, fmt.Errorf("cluster %s: spec.networking.serviceClusterIPRange %q has no first address", name, s.Networking.ServiceClusterIPRange)
-	}
-	domain := s.Networking.ClusterDomain
-	add(&pkitasks.Keypair[C]{
-		Name: KeypairKubeAPIServer, CommonName: KeypairKubeAPIServer, Usage: pkitasks.UsageServer, Signer: kubeCA,
-		DNSNames: []string{
-			s.API.PublicName, s.API.InternalName,
-			"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + domain,
-			"localhost",
-		},
-		IPAddresses: []string{serviceIP, "127.0.0.1"},
-	})
-	client := func(n, cn string, signer *pkitasks.Keypair[C], org ...string) {
-		add(&pkitasks.Keypair[C]{Name: n, CommonName: cn, Organization: org, Usage: pkitasks.UsageClient, Signer: signer})
-	}
-	client(KeypairKubeletAPIClient, KeypairKubeletAPIClient, kubeCA, AdminGroup)
-	client(KeypairEtcdAPIClient, "kube-apiserver", clientsCA)
-	client(KeypairFrontProxyClient, KeypairFrontProxyClient, proxyCA)
-	client(KeypairKubeControllerManager, "system:kube-controller-manager", kubeCA)
-	client(KeypairKubeScheduler, "system:kube-scheduler", kubeCA)
-	client(KeypairKubeProxy, "system:kube-proxy", kubeCA)
-	client(KeypairAdmin, AdminUser, kubeCA, AdminGroup)
-	client(KeypairProtokube, ProtokubeUser, kubeCA, AdminGroup)
-	client(KeypairCSRApprover, CSRApproverUser, kubeCA)
-
-	for _, e := range s.EtcdClusters {
-		for _, m := range e.Members {
-			dns := EtcdMemberDNSName(name, e.Name, m.Name)
-			add(&pkitasks.Keypair[C]{
-				Name: EtcdPeerKeypair(e.Name, m.Name), CommonName: dns, Usage: pkitasks.UsagePeer, Signer: peersCA,
-				DNSNames: []string{dns},
-			})
-			// Server and client usages both, as kubeadm has it: etcd's gRPC gateway (its HTTP/JSON API) dials the
-			// member's own client port presenting this certificate, which client-cert-auth then checks.
-			add(&pkitasks.Keypair[C]{
-				Name: EtcdServerKeypair(e.Name, m.Name), CommonName: dns, Usage: pkitasks.UsagePeer, Signer: clientsCA,
-				DNSNames: []string{dns, "localhost"}, IPAddresses: []string{"127.0.0.1"},
-			})
-		}
-	}
-	return ks, nil
-}
-
-// tasks returns the keypairs, sorted by name: what a task that reads their outputs runs after.
-func (ks keystore[C]) tasks() []engine.Task {
-	out := make([]engine.Task, 0, len(ks))
-	for _, n := range slices.Sorted(maps.Keys(ks)) {
-		out = append(out, ks[n])
-	}
-	return out
-}
-
-// issued returns what the keystore holds now: the outputs of its tasks (nil for a keypair that is still to be
-// issued, in a dry run).
-func (ks keystore[C]) issued() Issued {
-	out := Issued{}
-	for n, k := range ks {
-		out[n] = k.Issued
-	}
-	return out
-}
-
 // Issued is the keystore's keypairs as found or issued, by name; nil for one still to be issued (in a dry run).
-type Issued map[string]*pkitasks.Issued
+type Issued map[string]*IssuedKeypair
+
+// IssuedKeypair is what the node configurations hold of one keypair of the keystore, in PEM: its certificate,
+// its key and its public key (PendingPEM when it has none), or a bootstrap token.
+type IssuedKeypair struct {
+	CertPEM      string
+	KeyPEM       engine.Secret
+	PublicKeyPEM string
+	Token        engine.Secret
+}

@@ -1,4 +1,4 @@
-package model
+package model_test
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"io/fs"
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/storetasks/storetest"
 	"log/slog"
 	"maps"
@@ -30,7 +33,7 @@ import (
 type memStore = storetest.MemStore
 
 // localCloud is the local provider's world in a temporary directory, with an in-memory state store.
-func localCloud(t *testing.T, c *Cluster) (*localtasks.Cloud, *memStore) {
+func localCloud(t *testing.T, c *model.Cluster) (*localtasks.Cloud, *memStore) {
 	t.Helper()
 	dir := t.TempDir()
 	store := &memStore{Objects: map[string]string{}}
@@ -47,9 +50,9 @@ type cloudRun struct {
 	text, json, logs string
 }
 
-func runCloudGraph(t *testing.T, c *Cluster, igs []*InstanceGroup, cloud *localtasks.Cloud, target engine.Target) cloudRun {
+func runCloudGraph(t *testing.T, c *model.Cluster, igs []*model.InstanceGroup, cloud *localtasks.Cloud, target engine.Target) cloudRun {
 	t.Helper()
-	g, err := BuildLocalCloudGraph(c, igs, LocalCloudState{})
+	g, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +77,10 @@ func runCloudGraph(t *testing.T, c *Cluster, igs []*InstanceGroup, cloud *localt
 
 // appliedCluster is a complete local cluster of controlPlanes control-plane groups and a group "nodes", its cloud
 // graph applied to a fresh local cloud.
-func appliedCluster(t *testing.T, controlPlanes int) (*Cluster, []*InstanceGroup, *localtasks.Cloud, *memStore) {
+func appliedCluster(t *testing.T, controlPlanes int) (*model.Cluster, []*model.InstanceGroup, *localtasks.Cloud, *memStore) {
 	t.Helper()
-	c, igs := completeSpec(t, CloudLocal, controlPlanes)
-	if err := Validate("test", c, igs); err != nil {
+	c, igs := model.CompleteSpec(t, model.CloudLocal, controlPlanes)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
 	cloud, store := localCloud(t, c)
@@ -86,17 +89,17 @@ func appliedCluster(t *testing.T, controlPlanes int) (*Cluster, []*InstanceGroup
 }
 
 // storedKeystore decodes every keypair of the cluster's keystore in the store, by name.
-func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
+func storedKeystore(t *testing.T, store *memStore, cluster string) map[string]*pkitasks.Issued {
 	t.Helper()
-	ks := Issued{}
-	prefix := KeystoreDir(cluster) + "/"
+	ks := map[string]*pkitasks.Issued{}
+	prefix := model.KeystoreDir(cluster) + "/"
 	for p, obj := range store.Snapshot() {
 		name, ok := strings.CutPrefix(p, prefix)
 		if !ok {
 			continue
 		}
 		decode := pkitasks.Decode
-		if name == KeypairBootstrapToken {
+		if name == model.KeypairBootstrapToken {
 			decode = pkitasks.DecodeToken
 		}
 		is, err := decode([]byte(obj))
@@ -111,16 +114,16 @@ func storedKeystore(t *testing.T, store *memStore, cluster string) Issued {
 // storedNodeConfig reads an instance group's node configuration back from the store, whole (with its role's
 // configuration, as a node reads it), and returns it with the stored object that holds its files and keys: the
 // role's configuration.
-func storedNodeConfig(t *testing.T, store *memStore, cluster, ig string) (*NodeConfig, string) {
+func storedNodeConfig(t *testing.T, store *memStore, cluster, ig string) (*model.NodeConfig, string) {
 	t.Helper()
-	p := NodeConfigPath(cluster, ig)
+	p := model.NodeConfigPath(cluster, ig)
 	snap := store.Snapshot()
 	obj, ok := snap[p]
 	if !ok {
 		t.Fatalf("no node configuration %s", p)
 	}
 	var role string
-	nc, err := DecodeNodeConfigObject(p, []byte(obj), func(name string) (string, []byte, error) {
+	nc, err := model.DecodeNodeConfigObject(p, []byte(obj), func(name string) (string, []byte, error) {
 		where := path.Join(path.Dir(p), name)
 		o, ok := snap[where]
 		if !ok {
@@ -168,7 +171,7 @@ func holdsKey(s string, is *pkitasks.Issued) bool {
 }
 
 // keyNames lists the keypairs whose private key s holds.
-func keyNames(s string, ks Issued) []string {
+func keyNames(s string, ks map[string]*pkitasks.Issued) []string {
 	var names []string
 	for _, n := range slices.Sorted(maps.Keys(ks)) {
 		if holdsKey(s, ks[n]) {
@@ -178,8 +181,8 @@ func keyNames(s string, ks Issued) []string {
 	return names
 }
 
-func filesByPath(nc *NodeConfig) map[string]NodeFile {
-	m := map[string]NodeFile{}
+func filesByPath(nc *model.NodeConfig) map[string]model.NodeFile {
+	m := map[string]model.NodeFile{}
 	for _, f := range nc.Files {
 		m[f.Path] = f
 	}
@@ -196,7 +199,7 @@ func TestKeystoreFilesByRole(t *testing.T) {
 	if len(ks) != 7+10+2*2*3 {
 		t.Errorf("the keystore holds %d keypairs, want 29 (5 CAs, the service-account key, the bootstrap token, 10 certificates, 2 per etcd member)", len(ks))
 	}
-	cas := []string{KeypairKubernetesCA, KeypairEtcdPeersCA, KeypairEtcdClientsCA, KeypairFrontProxyCA}
+	cas := []string{model.KeypairKubernetesCA, model.KeypairEtcdPeersCA, model.KeypairEtcdClientsCA, model.KeypairFrontProxyCA}
 
 	for _, ig := range igs {
 		t.Run(ig.Metadata.Name, func(t *testing.T) {
@@ -218,8 +221,8 @@ func TestKeystoreFilesByRole(t *testing.T) {
 				if !f.Sensitive && f.Mode != "0644" {
 					t.Errorf("%s: mode %s, want 0644 for what holds no key", f.Path, f.Mode)
 				}
-				if strings.Contains(f.Contents, PendingPEM) {
-					t.Errorf("%s: after the apply, it still holds %q", f.Path, PendingPEM)
+				if strings.Contains(f.Contents, model.PendingPEM) {
+					t.Errorf("%s: after the apply, it still holds %q", f.Path, model.PendingPEM)
 				}
 			}
 			// No CA's key in any form, anywhere in the object.
@@ -229,17 +232,17 @@ func TestKeystoreFilesByRole(t *testing.T) {
 				}
 			}
 
-			if ig.Spec.Role == RoleNode {
+			if ig.Spec.Role == model.RoleNode {
 				want := []string{c.Spec.Kubelet.ClientCAFile, c.Spec.KubeProxy.Kubeconfig, c.Spec.Kubelet.BootstrapKubeconfig}
 				if diff := slices.Sorted(maps.Keys(files)); !slices.Equal(diff, slices.Sorted(slices.Values(want))) {
 					t.Errorf("a worker's files: %v, want only %v", diff, want)
 				}
-				if got := files[c.Spec.Kubelet.ClientCAFile].Contents; got != ks[KeypairKubernetesCA].CertPEM {
+				if got := files[c.Spec.Kubelet.ClientCAFile].Contents; got != ks[model.KeypairKubernetesCA].CertPEM {
 					t.Errorf("%s is not the Kubernetes CA's certificate", c.Spec.Kubelet.ClientCAFile)
 				}
 				// The bootstrap token asks for a certificate of a new node's name only (docs/pki.md); the kubelet CA's
 				// key is the control plane's.
-				if got := keyNames(obj, ks); !slices.Equal(got, []string{KeypairBootstrapToken, KeypairKubeProxy}) {
+				if got := keyNames(obj, ks); !slices.Equal(got, []string{model.KeypairBootstrapToken, model.KeypairKubeProxy}) {
 					t.Errorf("a worker's configuration holds the keys of %v, want the bootstrap token's and kube-proxy's only", got)
 				}
 				if nc.Protokube != nil {
@@ -251,10 +254,10 @@ func TestKeystoreFilesByRole(t *testing.T) {
 			// The control plane: every member's peer and server pair, wherever the member runs.
 			for _, e := range c.Spec.EtcdClusters {
 				for _, m := range e.Members {
-					p := EtcdMemberPKI(e.Name, m.Name)
+					p := model.EtcdMemberPKI(e.Name, m.Name)
 					for _, pair := range []struct{ cert, key, keypair string }{
-						{p.PeerCert, p.PeerKey, EtcdPeerKeypair(e.Name, m.Name)},
-						{p.ServerCert, p.ServerKey, EtcdServerKeypair(e.Name, m.Name)},
+						{p.PeerCert, p.PeerKey, model.EtcdPeerKeypair(e.Name, m.Name)},
+						{p.ServerCert, p.ServerKey, model.EtcdServerKeypair(e.Name, m.Name)},
 					} {
 						is := ks[pair.keypair]
 						if files[pair.cert].Contents != is.CertPEM || files[pair.key].Contents != is.KeyPEM.Reveal() {
@@ -267,7 +270,7 @@ func TestKeystoreFilesByRole(t *testing.T) {
 			// kube-controller-manager signs kubelets' certificates.
 			var want []string
 			for _, n := range slices.Sorted(maps.Keys(ks)) {
-				if !slices.Contains(cas, n) && n != KeypairAdmin {
+				if !slices.Contains(cas, n) && n != model.KeypairAdmin {
 					want = append(want, n)
 				}
 			}
@@ -286,7 +289,7 @@ func TestRedactNodeConfigObject(t *testing.T) {
 	for _, ig := range []string{"control-plane-a", "nodes"} {
 		t.Run(ig, func(t *testing.T) {
 			nc, obj := storedNodeConfig(t, store, c.Metadata.Name, ig)
-			shown, err := RedactNodeConfigObject(obj)
+			shown, err := model.RedactNodeConfigObject(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +303,7 @@ func TestRedactNodeConfigObject(t *testing.T) {
 				t.Error("the redacted configuration lost its first line, the sha256 a reviewer compares")
 			}
 			// It still reads as a node configuration (its sha256 no longer matches: it is for showing only).
-			var back NodeConfig
+			var back model.NodeConfig
 			if err := yaml.Unmarshal([]byte(strings.SplitN(shown, "\n", 2)[1]), &back); err != nil {
 				t.Fatal(err)
 			}
@@ -322,7 +325,7 @@ func TestRedactNodeConfigObject(t *testing.T) {
 		})
 	}
 	for _, junk := range []string{"", "hunter2 secret-7c1d", "# sha256:00\nhunter2: [secret-7c1d"} {
-		if _, err := RedactNodeConfigObject(junk); err == nil {
+		if _, err := model.RedactNodeConfigObject(junk); err == nil {
 			t.Errorf("RedactNodeConfigObject(%q) accepted it", junk)
 		} else if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "secret-7c1d") {
 			t.Errorf("the error quotes the object: %v", err)
@@ -397,13 +400,13 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 		return f.Contents
 	}
 
-	api := flagMap(Flags(c.Spec.KubeAPIServer))
-	kcm := flagMap(Flags(c.Spec.KubeControllerManager))
-	kubelet := flagMap(Flags(c.Spec.Kubelet))
+	api := flagMap(model.Flags(c.Spec.KubeAPIServer))
+	kcm := flagMap(model.Flags(c.Spec.KubeControllerManager))
+	kubelet := flagMap(model.Flags(c.Spec.Kubelet))
 	var etcd map[string]string
 	for _, ec := range nc.Protokube.EtcdClusters {
 		if ec.Name == "main" {
-			pod := EtcdPod(nc.Protokube, ec, ec.Members[1], "/mnt/data", false)
+			pod := nodegraph.EtcdPod(nc.Protokube, ec, ec.Members[1], "/mnt/data", false)
 			etcd = flagMap(pod.Spec.Containers[0].Args)
 		}
 	}
@@ -431,7 +434,7 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 		}
 	}
 
-	serviceIP, _ := nthAddress(c.Spec.Networking.ServiceClusterIPRange, 1)
+	serviceIP, _ := model.NthAddress(c.Spec.Networking.ServiceClusterIPRange, 1)
 	for _, tt := range []struct {
 		name   string
 		cert   string // the file presented
@@ -495,9 +498,9 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 	for _, tt := range []struct {
 		path, server, user, commonName string
 	}{
-		{c.Spec.KubeControllerManager.Kubeconfig, "https://127.0.0.1", KeypairKubeControllerManager, "system:kube-controller-manager"},
-		{c.Spec.KubeScheduler.Kubeconfig, "https://127.0.0.1", KeypairKubeScheduler, "system:kube-scheduler"},
-		{c.Spec.KubeProxy.Kubeconfig, "https://" + c.Spec.API.InternalName, KeypairKubeProxy, "system:kube-proxy"},
+		{c.Spec.KubeControllerManager.Kubeconfig, "https://127.0.0.1", model.KeypairKubeControllerManager, "system:kube-controller-manager"},
+		{c.Spec.KubeScheduler.Kubeconfig, "https://127.0.0.1", model.KeypairKubeScheduler, "system:kube-scheduler"},
+		{c.Spec.KubeProxy.Kubeconfig, "https://" + c.Spec.API.InternalName, model.KeypairKubeProxy, "system:kube-proxy"},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			var kc kubeconfigFile
@@ -542,8 +545,8 @@ func TestKeystoreFilesWorkTogether(t *testing.T) {
 // progress. None is there, in any form. A change of the service range issues kube-apiserver's certificate again,
 // says why, and shows neither its old key nor its new one.
 func TestKeystoreSentinel(t *testing.T) {
-	c, igs := completeSpec(t, CloudLocal, 3)
-	if err := Validate("test", c, igs); err != nil {
+	c, igs := model.CompleteSpec(t, model.CloudLocal, 3)
+	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
 	cloud, store := localCloud(t, c)
@@ -561,8 +564,8 @@ func TestKeystoreSentinel(t *testing.T) {
 	if a, b := changeKeys(first.plan), changeKeys(applied.plan); !slices.Equal(a, b) {
 		t.Errorf("the apply made\n%v\nthe dry run announced\n%v", b, a)
 	}
-	if !strings.Contains(first.json, PendingPEM) || strings.Contains(applied.json, PendingPEM) {
-		t.Errorf("the first dry run does not show the certificates still to be issued as %q, or the apply does", PendingPEM)
+	if !strings.Contains(first.json, model.PendingPEM) || strings.Contains(applied.json, model.PendingPEM) {
+		t.Errorf("the first dry run does not show the certificates still to be issued as %q, or the apply does", model.PendingPEM)
 	}
 	runs = append(runs, first, applied)
 	for i := range 2 {
@@ -575,10 +578,10 @@ func TestKeystoreSentinel(t *testing.T) {
 	before := storedKeystore(t, store, c.Metadata.Name)
 
 	// A new service range: kube-apiserver's certificate names a new service IP.
-	u, uigs := userSpec(t, CloudLocal, 3)
-	u.Spec.Networking = &NetworkingSpec{ServiceClusterIPRange: "100.65.0.0/16"}
-	c2, igs2 := Complete(u, uigs)
-	if err := Validate("test", c2, igs2); err != nil {
+	u, uigs := model.UserSpec(t, model.CloudLocal, 3)
+	u.Spec.Networking = &model.NetworkingSpec{ServiceClusterIPRange: "100.65.0.0/16"}
+	c2, igs2 := model.Complete(u, uigs)
+	if err := model.Validate("test", c2, igs2); err != nil {
 		t.Fatal(err)
 	}
 	planned := runCloudGraph(t, c2, igs2, cloud, engine.DryRun)
@@ -588,7 +591,7 @@ func TestKeystoreSentinel(t *testing.T) {
 			keypairs = append(keypairs, ch.Key.Name)
 		}
 	}
-	if !slices.Equal(keypairs, []string{KeypairKubeAPIServer}) {
+	if !slices.Equal(keypairs, []string{model.KeypairKubeAPIServer}) {
 		t.Errorf("a new service range issues again %v, want kube-apiserver's certificate only:\n%s", keypairs, planned.text)
 	}
 	if want := "IPAddresses    [100.64.0.1, 127.0.0.1] -> [100.65.0.1, 127.0.0.1]"; !strings.Contains(planned.text, want) {
@@ -596,8 +599,8 @@ func TestKeystoreSentinel(t *testing.T) {
 	}
 	// The node configurations of the dry run carry no certificate that is to be issued again: they show it
 	// as still to be issued, so that the plan shows every configuration the apply will write.
-	if !strings.Contains(planned.json, PendingPEM) {
-		t.Errorf("the dry run's node configurations do not show kube-apiserver's new certificate as %q", PendingPEM)
+	if !strings.Contains(planned.json, model.PendingPEM) {
+		t.Errorf("the dry run's node configurations do not show kube-apiserver's new certificate as %q", model.PendingPEM)
 	}
 	reissued := runCloudGraph(t, c2, igs2, cloud, engine.Apply)
 	if a, b := changeKeys(planned.plan), changeKeys(reissued.plan); !slices.Equal(a, b) {
@@ -610,11 +613,11 @@ func TestKeystoreSentinel(t *testing.T) {
 	}
 	runs = append(runs, planned, reissued)
 	after := storedKeystore(t, store, c.Metadata.Name)
-	if before[KeypairKubeAPIServer].KeyPEM.Reveal() == after[KeypairKubeAPIServer].KeyPEM.Reveal() {
+	if before[model.KeypairKubeAPIServer].KeyPEM.Reveal() == after[model.KeypairKubeAPIServer].KeyPEM.Reveal() {
 		t.Error("kube-apiserver's key was not issued again")
 	}
 	for n, is := range after {
-		if n != KeypairKubeAPIServer && is.KeyPEM.Reveal() != before[n].KeyPEM.Reveal() {
+		if n != model.KeypairKubeAPIServer && is.KeyPEM.Reveal() != before[n].KeyPEM.Reveal() {
 			t.Errorf("%s was issued again", n)
 		}
 	}
@@ -623,7 +626,7 @@ func TestKeystoreSentinel(t *testing.T) {
 	for n, is := range before {
 		keys[n] = is
 	}
-	keys["kube-apiserver (new)"] = after[KeypairKubeAPIServer]
+	keys["kube-apiserver (new)"] = after[model.KeypairKubeAPIServer]
 	if len(keys) != 30 {
 		t.Fatalf("%d keys to look for, want 30", len(keys))
 	}
@@ -643,7 +646,7 @@ func TestKeystoreSentinel(t *testing.T) {
 	}
 	// The search finds what it looks for: the stored node configurations hold keys in both forms.
 	nc, obj := storedNodeConfig(t, store, c.Metadata.Name, "control-plane-a")
-	if !strings.Contains(obj, "PRIVATE KEY") || !strings.Contains(obj, armour) || !holdsKey(obj, keys[KeypairKubeProxy]) || len(nc.Files) == 0 {
+	if !strings.Contains(obj, "PRIVATE KEY") || !strings.Contains(obj, armour) || !holdsKey(obj, keys[model.KeypairKubeProxy]) || len(nc.Files) == 0 {
 		t.Fatal("the sentinel search would not find a key: the test is broken")
 	}
 }
@@ -676,7 +679,7 @@ func TestNodeGraphWritesKeystoreFiles(t *testing.T) {
 			var logs bytes.Buffer
 			run := func(target engine.Target) (*engine.Plan, string) {
 				t.Helper()
-				g, err := BuildNodeGraph(nc)
+				g, err := nodegraph.BuildNodeGraph(nc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -749,14 +752,14 @@ func TestBootstrapKubeconfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		ca, _ := base64.StdEncoding.DecodeString(kc.Clusters[0].Cluster.CAData)
-		if kc.Clusters[0].Cluster.Server != server || string(ca) != ks[KeypairKubernetesCA].CertPEM {
+		if kc.Clusters[0].Cluster.Server != server || string(ca) != ks[model.KeypairKubernetesCA].CertPEM {
 			t.Errorf("%s: server %s (want %s), or the CA is not the Kubernetes CA", ig, kc.Clusters[0].Cluster.Server, server)
 		}
-		if u := kc.Users[0].User; u.CertData != "" || u.KeyData != "" || u.Token != ks[KeypairBootstrapToken].Token.Reveal() {
+		if u := kc.Users[0].User; u.CertData != "" || u.KeyData != "" || u.Token != ks[model.KeypairBootstrapToken].Token.Reveal() {
 			t.Errorf("%s: the user is not the bootstrap token alone", ig)
 		}
 	}
-	flags := flagMap(Flags(c.Spec.Kubelet))
+	flags := flagMap(model.Flags(c.Spec.Kubelet))
 	for flag, want := range map[string]string{"bootstrap-kubeconfig": c.Spec.Kubelet.BootstrapKubeconfig, "kubeconfig": "/var/lib/kubelet/kubeconfig",
 		"cert-dir": "/var/lib/kubelet/pki", "rotate-certificates": "true", "rotate-server-certificates": "true"} {
 		if flags[flag] != want {

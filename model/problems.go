@@ -106,4 +106,4 @@ func (ps *problems) err(source string) error {
 	return &InvalidError{Source: source, Problems: ps.list}
 }
 
-func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+func Index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }

@@ -3,13 +3,9 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
-
-	"kubeup.dev/kubeup/engine"
-	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // The container runtime of every node: containerd 2.x (2.1 or later) with runc, configured by nodeup from the
@@ -18,15 +14,15 @@ import (
 
 // Paths of the container runtime on a node.
 const (
-	containerdBinary     = "/usr/local/bin/containerd"
-	ctrBinary            = "/usr/local/bin/ctr"
-	runcBinary           = "/usr/local/sbin/runc"
-	containerdConfigFile = "/etc/containerd/config.toml"
-	cniConfigTemplate    = "/etc/containerd/cni-conf.template"
-	crictlConfig         = "/etc/crictl.yaml"
+	ContainerdBinary     = "/usr/local/bin/containerd"
+	CtrBinary            = "/usr/local/bin/ctr"
+	RuncBinary           = "/usr/local/sbin/runc"
+	ContainerdConfigFile = "/etc/containerd/config.toml"
+	CNIConfigTemplate    = "/etc/containerd/cni-conf.template"
+	CrictlConfig         = "/etc/crictl.yaml"
 	cniBinDir            = "/opt/cni/bin"
-	cniConfDir           = "/etc/cni/net.d"
-	containerdUnit       = "containerd.service"
+	CNIConfDir           = "/etc/cni/net.d"
+	ContainerdUnit       = "containerd.service"
 )
 
 // DefaultSandboxImage is the pod sandbox ("pause") image by default: the one containerd 2.4 itself defaults to.
@@ -61,73 +57,6 @@ func validateContainerd(ps *problems, s *ClusterSpec) {
 	if c := s.Containerd; c != nil && c.SandboxImage != "" {
 		check(ps, "spec.containerd.sandboxImage", imageProblem(c.SandboxImage))
 	}
-}
-
-// RuntimeImage is an image nodeup imports into containerd before kubelet starts: its reference as the manifests
-// name it, the node path of its OCI archive, and the task that installs the archive (nil: none of the graph).
-type RuntimeImage struct {
-	Name    string
-	Archive string
-	Source  engine.Task
-}
-
-// RuntimeAssets are what the assets install for the container runtime, as the runtime's tasks need them: the
-// tasks that install containerd's binaries (containerd, its shim, runc: containerd restarts when one of them
-// changes, and starts after them), and the images to import.
-type RuntimeAssets struct {
-	Binaries []engine.Task
-	Images   []RuntimeImage
-}
-
-// runtimeTasks are the tasks addRuntimeTasks adds that kubelet must come after: containerd's service and the
-// image imports.
-type runtimeTasks struct {
-	service *nodetasks.SystemdService
-	imports []engine.Task
-}
-
-// after is what kubelet.service comes after.
-func (r runtimeTasks) after() []engine.Task {
-	return append([]engine.Task{r.service}, r.imports...)
-}
-
-// addRuntimeTasks adds to g the container runtime's configuration (containerd's, the CNI template, crictl's),
-// containerd's unit, started, and restarted when its configuration or a binary of a.Binaries changes, and the
-// import of each image of a.Images into containerd once it runs.
-func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *ClusterSpec, a RuntimeAssets) (runtimeTasks, error) {
-	config, err := ContainerdConfig(s)
-	if err != nil {
-		return runtimeTasks{}, err
-	}
-	crictl, err := crictlConfigText(s.Kubelet.ContainerRuntimeEndpoint)
-	if err != nil {
-		return runtimeTasks{}, err
-	}
-	file := func(p, contents string) engine.Task {
-		return engine.AddIn(g, in, &nodetasks.File{Path: p, Contents: ptr(contents), Mode: ptr(os.FileMode(0o644))})
-	}
-	conf := file(containerdConfigFile, config)
-	template := file(cniConfigTemplate, cniTemplateText)
-	file(crictlConfig, crictl)
-	var r runtimeTasks
-	r.service = engine.AddIn(g, in, &nodetasks.SystemdService{
-		Name:       containerdUnit,
-		Definition: ptr(containerdUnitText),
-		Enabled:    ptr(true),
-		Running:    ptr(true),
-		DependsOn:  append([]engine.Task{conf, template}, a.Binaries...),
-	})
-	sock, _ := strings.CutPrefix(s.Kubelet.ContainerRuntimeEndpoint, "unix://")
-	for _, img := range a.Images {
-		after := []engine.Task{r.service}
-		if img.Source != nil {
-			after = append(after, img.Source)
-		}
-		r.imports = append(r.imports, engine.AddIn(g, in, &nodetasks.ImageImport{
-			Name: img.Name, Archive: img.Archive, Address: sock, Ctr: ctrBinary, After: after,
-		}))
-	}
-	return r, nil
 }
 
 // ContainerdConfig is /etc/containerd/config.toml of the nodes of a complete spec. Version 3 is read by every containerd 2.x (2.4 migrates it
@@ -175,13 +104,13 @@ version = 3
   runtime_type = 'io.containerd.runc.v2'
 
 [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-  BinaryName = ` + q(runcBinary) + `
+  BinaryName = ` + q(RuncBinary) + `
   SystemdCgroup = ` + strconv.FormatBool(systemdCgroup) + `
 
 [plugins.'io.containerd.cri.v1.runtime'.cni]
   bin_dirs = [` + q(cniBinDir) + `]
-  conf_dir = ` + q(cniConfDir) + `
-  conf_template = ` + q(cniConfigTemplate) + `
+  conf_dir = ` + q(CNIConfDir) + `
+  conf_template = ` + q(CNIConfigTemplate) + `
 `, nil
 }
 
@@ -211,7 +140,7 @@ func tomlString(s string) string {
 // (portmap). Routes between nodes' ranges are not the bridge's: pods reach pods of other nodes once the cluster
 // has a pod network that routes them. containerd brings up each pod's loopback itself, with the loopback plugin.
 // Until the node has a pod CIDR there is no network configuration, and kubelet reports the node NotReady.
-const cniTemplateText = `{
+const CNITemplateText = `{
   "cniVersion": "1.0.0",
   "name": "kubeup",
   "plugins": [
@@ -236,7 +165,7 @@ const cniTemplateText = `{
 `
 
 // crictlConfigText is /etc/crictl.yaml: crictl talks to containerd where kubelet does.
-func crictlConfigText(endpoint string) (string, error) {
+func CrictlConfigText(endpoint string) (string, error) {
 	e, err := json.Marshal(endpoint) // a JSON string is a YAML scalar, quoted
 	if err != nil {
 		return "", err
@@ -249,7 +178,7 @@ func crictlConfigText(endpoint string) (string, error) {
 // containers, KillMode=process leaves the containers (their shims) running when containerd stops or restarts,
 // and OOMScoreAdjust keeps the kernel from killing it before the containers (systemd goes on without it where
 // it may not lower it). No LimitNOFILE: containerd raises its own soft limit to the hard one.
-var containerdUnitText = `# Managed by kubeup (nodeup).
+var ContainerdUnitText = `# Managed by kubeup (nodeup).
 [Unit]
 Description=containerd container runtime
 Documentation=https://containerd.io
@@ -257,7 +186,7 @@ After=network.target local-fs.target dbus.service
 
 [Service]
 ExecStartPre=-` + must(execLine("/sbin/modprobe", "overlay")) + `
-ExecStart=` + must(execLine(containerdBinary)) + `
+ExecStart=` + must(execLine(ContainerdBinary)) + `
 Type=notify
 Delegate=yes
 KillMode=process

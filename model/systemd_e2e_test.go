@@ -1,8 +1,10 @@
 //go:build e2e
 
-package model
+package model_test
 
 import (
+	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,46 +62,46 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 		args := strings.Split(string(data), "\x00")
 		return args[:len(args)-1]
 	}
-	put(kubeletBinary, argvStub, 0o755)
+	put(model.KubeletBinary, argvStub, 0o755)
 	put("/usr/local/bin/echoargs", argvStub, 0o755)
 
 	t.Run("kubelet.service and /etc/default/kubelet", func(t *testing.T) {
-		cl, igs := completeSpec(t, CloudLocal, 1)
+		cl, igs := model.CompleteSpec(t, model.CloudLocal, 1)
 		cl.Spec.Kubelet.NodeLabels = map[string]string{"example.com/team": "a.b_c-D9", "plain": ""}
 		cl.Spec.Kubelet.FeatureGates = map[string]string{"InPlacePodVerticalScaling": "true"}
 		cl.Spec.Kubelet.ClusterDNS = "fd00::a"
-		if err := Validate("test", cl, igs); err != nil {
+		if err := model.Validate("test", cl, igs); err != nil {
 			t.Fatal(err)
 		}
-		nc := NewNodeConfig(cl, findInstanceGroup(igs, "control-plane-a"))
-		g, err := BuildNodeGraph(nc)
+		nc := model.NewNodeConfig(cl, model.FindInstanceGroup(igs, "control-plane-a"))
+		g, err := nodegraph.BuildNodeGraph(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, _ := g.Lookup(engine.Key{Type: "File", Name: kubeletEnvFile})
+		env, _ := g.Lookup(engine.Key{Type: "File", Name: model.KubeletEnvFile})
 		unit, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: "kubelet.service"})
-		runtime, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: containerdUnit})
-		put(kubeletEnvFile, *env.(*nodetasks.File).Contents, 0o644)
+		runtime, _ := g.Lookup(engine.Key{Type: "SystemdService", Name: model.ContainerdUnit})
+		put(model.KubeletEnvFile, *env.(*nodetasks.File).Contents, 0o644)
 		put("/etc/systemd/system/kubelet.service", *unit.(*nodetasks.SystemdService).Definition, 0o644)
 		// kubelet requires containerd: its unit, with a stand-in that tells systemd it is ready (Type=notify).
-		put("/etc/systemd/system/"+containerdUnit, *runtime.(*nodetasks.SystemdService).Definition, 0o644)
-		put(containerdBinary, "#!/bin/sh\nsystemd-notify --pid=$$ --ready\nexec sleep infinity\n", 0o755)
+		put("/etc/systemd/system/"+model.ContainerdUnit, *runtime.(*nodetasks.SystemdService).Definition, 0o644)
+		put(model.ContainerdBinary, "#!/bin/sh\nsystemd-notify --pid=$$ --ready\nexec sleep infinity\n", 0o755)
 		c.MustExec(t, "systemctl", "daemon-reload")
 		c.MustExec(t, "systemctl", "start", "kubelet.service")
-		if got := c.MustExec(t, "systemctl", "show", "--property=ActiveState", "--value", containerdUnit); strings.TrimSpace(got) != "active" {
-			t.Errorf("starting kubelet.service left %s %s, want it started first (Requires=)", containerdUnit, got)
+		if got := c.MustExec(t, "systemctl", "show", "--property=ActiveState", "--value", model.ContainerdUnit); strings.TrimSpace(got) != "active" {
+			t.Errorf("starting kubelet.service left %s %s, want it started first (Requires=)", model.ContainerdUnit, got)
 		}
-		want := kubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)
+		want := model.KubeletFlags(nc.Cluster.Spec.Kubelet, nc.InstanceGroup)
 		if diff := cmp.Diff(want, argv("kubelet")); diff != "" {
 			t.Errorf("kubelet's arguments under systemd (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(append([]string{kubeletBinary}, want...), kubeletArgv(t, g)); diff != "" {
+		if diff := cmp.Diff(append([]string{model.KubeletBinary}, want...), kubeletArgv(t, g)); diff != "" {
 			t.Errorf("the test's reader of systemd's syntax disagrees with systemd (-systemd +reader):\n%s", diff)
 		}
 	})
 
 	var values []string
-	for _, v := range append(hostileValues, "", " lead", "trail ", "two\n\nlines\n", `\"\\`, "'", "\"", "%%", "$$") {
+	for _, v := range append(model.HostileValues, "", " lead", "trail ", "two\n\nlines\n", `\"\\`, "'", "\"", "%%", "$$") {
 		if utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
 			values = append(values, v)
 		}
@@ -110,7 +112,7 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 		env.WriteString("# comment\n")
 		line.WriteString("/usr/local/bin/echoargs")
 		for i, v := range values {
-			a, err := envAssignment("V"+strconv.Itoa(i), v)
+			a, err := model.EnvAssignment("V"+strconv.Itoa(i), v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +120,7 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 			line.WriteString(" ${V" + strconv.Itoa(i) + "}")
 		}
 		put("/etc/default/echoargs", env.String(), 0o644)
-		put("/etc/systemd/system/echoargs.service", "[Service]\nType=oneshot\nEnvironmentFile="+must(unitPath("/etc/default/echoargs"))+
+		put("/etc/systemd/system/echoargs.service", "[Service]\nType=oneshot\nEnvironmentFile="+model.Must(model.UnitPath("/etc/default/echoargs"))+
 			"\nExecStart="+line.String()+"\n", 0o644)
 		c.MustExec(t, "systemctl", "daemon-reload")
 		c.MustExec(t, "systemctl", "start", "echoargs.service")
@@ -128,7 +130,7 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 	})
 
 	t.Run("command line arguments", func(t *testing.T) {
-		line, err := execLine(append([]string{"/usr/local/bin/echoargs"}, values...)...)
+		line, err := model.ExecLineForTest(append([]string{"/usr/local/bin/echoargs"}, values...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,18 +88,14 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	} else {
 		check(ps, "metadata.name", derivedNameProblem(name, s.CloudProvider, s.EtcdClusters))
 	}
-	switch s.CloudProvider {
-	case CloudAWS:
-		validateAWSRegionAndZones(ps, s)
-		validateAWS(ps, s)
-	case CloudGCE:
-		validateGCE(ps, s)
-	case CloudLocal:
-		validateLocal(ps, s)
-	case "":
-		ps.add("spec.cloudProvider", "required: aws, gce or local")
+	cm, known := cloudModels[s.CloudProvider]
+	switch {
+	case known:
+		cm.validate(ps, s)
+	case s.CloudProvider == "":
+		ps.add("spec.cloudProvider", "required: %s", cloudNames())
 	default:
-		ps.add("spec.cloudProvider", "%q is not supported: want aws, gce or local", s.CloudProvider)
+		ps.add("spec.cloudProvider", "%q is not supported: want %s", s.CloudProvider, cloudNames())
 	}
 	if s.AWS != nil && s.CloudProvider != CloudAWS && s.CloudProvider != "" {
 		ps.add("spec.aws", "is for cloudProvider aws only, and cloudProvider is %s: remove it", s.CloudProvider)
@@ -108,23 +104,21 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		ps.add("spec.gce", "is for cloudProvider gce only, and cloudProvider is %s: remove it", s.CloudProvider)
 	}
 	validateAssets(ps, s)
-	switch s.CloudProvider {
-	case CloudAWS, CloudGCE:
+	switch {
+	case known && cm.fetchesNodeup:
 		validateNodeup(ps, s)
-	case CloudLocal:
-		if s.Nodeup != nil {
-			ps.add("spec.nodeup", "is for the clouds whose machines fetch nodeup at boot (aws, gce); the local provider does not: remove it")
-		}
+	case known && s.Nodeup != nil:
+		ps.add("spec.nodeup", "is for the clouds whose machines fetch nodeup at boot (aws, gce); the %s provider does not: remove it", s.CloudProvider)
 	}
 	if len(s.Zones) == 0 {
 		ps.add("spec.zones", "required: at least one zone")
 	}
 	for i, z := range s.Zones {
 		if !zoneName.MatchString(z) {
-			ps.add(index("spec.zones", i), "%q is not a valid zone name: lowercase letters, digits and '-'", z)
+			ps.add(Index("spec.zones", i), "%q is not a valid zone name: lowercase letters, digits and '-'", z)
 		}
 		if slices.Index(s.Zones, z) < i {
-			ps.add(index("spec.zones", i), "%q is listed twice", z)
+			ps.add(Index("spec.zones", i), "%q is listed twice", z)
 		}
 	}
 	check(ps, "spec.kubernetesVersion", kubernetesVersionProblem(s.KubernetesVersion))
@@ -133,7 +127,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		ps.add("spec.dnsZone", "%s", msg)
 	} else if validDNSName(name, 2) == "" && !inDomain(name, s.DNSZone) {
 		ps.add("spec.dnsZone", "%q does not hold the cluster's name %q: use %q or a parent domain of it", s.DNSZone, name, parentDomain(name))
-	} else if name == s.DNSZone && s.CloudProvider == CloudAWS {
+	} else if name == s.DNSZone && cloudModels[s.CloudProvider].hostedZone {
 		// A hosted zone's apex holds the zone's own records (its NS and SOA, and often the domain's mail, site and
 		// verification TXT records). An aws cluster's names are kept strictly below it, so that no name the
 		// cluster owns, publishes or cleans up can ever be the apex. (The local provider's zone file is kubeup's
@@ -223,7 +217,7 @@ func validateEtcd(ps *problems, s *ClusterSpec, igs []*InstanceGroup, all bool) 
 	names := map[string]bool{}
 	ports := map[int32]string{}
 	for i, e := range s.EtcdClusters {
-		p := index("spec.etcdClusters", i)
+		p := Index("spec.etcdClusters", i)
 		switch {
 		case !dnsLabel.MatchString(e.Name):
 			ps.add(p+".name", "%q is not a valid name: lowercase letters, digits and '-'", e.Name)
@@ -279,7 +273,7 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 	memberNames := map[string]bool{}
 	groups := map[string]string{}
 	for j, m := range e.Members {
-		mp := index(p+".members", j)
+		mp := Index(p+".members", j)
 		switch {
 		case !dnsLabel.MatchString(m.Name):
 			ps.add(mp+".name", "%q is not a valid member name: lowercase letters, digits and '-'", m.Name)
@@ -319,18 +313,14 @@ func validateMembers(ps *problems, s *ClusterSpec, p string, e EtcdClusterSpec, 
 		if m.VolumeType != nil {
 			validateVolumeType(ps, mp+".volumeType", s.CloudProvider, *m.VolumeType)
 		}
-		if s.CloudProvider == CloudLocal && m.Encrypted != nil && *m.Encrypted {
-			ps.add(mp+".encrypted", "the local provider cannot encrypt volumes: set false or leave it out")
+		if cm, ok := cloudModels[s.CloudProvider]; ok && !cm.encrypts && m.Encrypted != nil && *m.Encrypted {
+			ps.add(mp+".encrypted", "the %s provider cannot encrypt volumes: set false or leave it out", s.CloudProvider)
 		}
 	}
 }
 
 func validateVolumeType(ps *problems, p, cloud, t string) {
-	valid := map[string][]string{
-		CloudAWS:   {"gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"},
-		CloudGCE:   {"pd-standard", "pd-balanced", "pd-ssd", "pd-extreme", "hyperdisk-balanced"},
-		CloudLocal: {"sparse"},
-	}[cloud]
+	valid := cloudModels[cloud].volumeTypes
 	if valid != nil && !slices.Contains(valid, t) {
 		ps.add(p, "%q is not a volume type of %s: want one of %v", t, cloud, valid)
 	}
@@ -371,7 +361,7 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	}
 	for i, z := range s.Zones {
 		if !slices.Contains(c.Spec.Zones, z) {
-			ps.add(p+index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
+			ps.add(p+Index("spec.zones", i), "%q is not one of the cluster's spec.zones %v", z, c.Spec.Zones)
 		}
 	}
 	switch {
@@ -398,13 +388,8 @@ func validateInstanceGroup(ps *problems, c *Cluster, ig *InstanceGroup) {
 	if s.MinSize != nil && s.MaxSize != nil && *s.MaxSize < *s.MinSize {
 		ps.add(p+"spec.maxSize", "%d is smaller than spec.minSize %d", *s.MaxSize, *s.MinSize)
 	}
-	switch c.Spec.CloudProvider {
-	case CloudAWS:
-		validateAWSInstanceGroup(ps, c, ig)
-	case CloudGCE:
-		validateGCEInstanceGroup(ps, ig)
-	case CloudLocal:
-		validateLocalInstanceGroup(ps, ig)
+	if cm, ok := cloudModels[c.Spec.CloudProvider]; ok {
+		cm.validateInstanceGroup(ps, c, ig)
 	}
 }
 

@@ -53,9 +53,9 @@ func validateAWSRegionAndZones(ps *problems, s *ClusterSpec) {
 		case z == "": // said with the zones' names
 		case m == nil:
 			malformed = true
-			ps.add(index("spec.zones", i), "%q is not an AWS availability zone: %s", z, fix)
+			ps.add(Index("spec.zones", i), "%q is not an AWS availability zone: %s", z, fix)
 		case s.Region != "" && m[1] != s.Region:
-			ps.add(index("spec.zones", i), "%q is not a zone of spec.region %q: %s", z, s.Region, fix)
+			ps.add(Index("spec.zones", i), "%q is not a zone of spec.region %q: %s", z, s.Region, fix)
 		}
 	}
 	if s.Region == "" && !malformed {
@@ -87,7 +87,7 @@ func validateAWS(ps *problems, s *ClusterSpec) {
 	zones := map[string]bool{}
 	ids := map[string]bool{}
 	for i, sn := range a.Subnets {
-		sp := index(p+".subnets", i)
+		sp := Index(p+".subnets", i)
 		switch {
 		case sn.Zone == "":
 			ps.add(sp+".zone", "required: one of spec.zones %v", s.Zones)
@@ -130,7 +130,7 @@ func validateAWS(ps *problems, s *ClusterSpec) {
 	for i, e := range s.EtcdClusters {
 		for j, m := range e.Members {
 			if v := EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]; len(v) > maxAWSTagValue {
-				ps.add(index(index("spec.etcdClusters", i)+".members", j)+".name", "the member's volume tag %s=%q would be %d characters, more than the %d AWS takes: use shorter member names",
+				ps.add(Index(Index("spec.etcdClusters", i)+".members", j)+".name", "the member's volume tag %s=%q would be %d characters, more than the %d AWS takes: use shorter member names",
 					EtcdTagKey(e.Name), shorten(v), len(v), maxAWSTagValue)
 			}
 		}
@@ -140,7 +140,7 @@ func validateAWS(ps *problems, s *ClusterSpec) {
 // validateCIDRList checks a list of IPv4 CIDRs a security group lets in: each valid, without host bits, once.
 func validateCIDRList(ps *problems, p string, cidrs []string) {
 	for i, v := range cidrs {
-		ip := index(p, i)
+		ip := Index(p, i)
 		pfx, err := netip.ParsePrefix(v)
 		switch {
 		case err != nil:

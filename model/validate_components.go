@@ -119,7 +119,7 @@ func validateKubelet(ps *problems, k *KubeletConfig, clusterDomain string) {
 		check(ps, lp, labelValueProblem(k.NodeLabels[key]))
 	}
 	for i, taint := range k.RegisterWithTaints {
-		check(ps, index(p+".registerWithTaints", i), taintProblem(taint))
+		check(ps, Index(p+".registerWithTaints", i), taintProblem(taint))
 	}
 	validateFeatureGates(ps, p+".featureGates", k.FeatureGates)
 }
@@ -136,10 +136,10 @@ func validateKubeAPIServer(ps *problems, a *KubeAPIServerConfig) {
 		ps.add(p+".etcdServers", "required: the main etcd cluster's client URLs")
 	}
 	for i, u := range a.EtcdServers {
-		check(ps, index(p+".etcdServers", i), hostPortURLProblem(u, "http", "https"))
+		check(ps, Index(p+".etcdServers", i), hostPortURLProblem(u, "http", "https"))
 	}
 	for i, o := range a.EtcdServersOverrides {
-		check(ps, index(p+".etcdServersOverrides", i), etcdOverrideProblem(o))
+		check(ps, Index(p+".etcdServersOverrides", i), etcdOverrideProblem(o))
 	}
 	if a.StorageBackend != "" {
 		check(ps, p+".storageBackend", oneOf(a.StorageBackend, "etcd3"))
@@ -157,7 +157,7 @@ func validateKubeAPIServer(ps *problems, a *KubeAPIServerConfig) {
 	}
 	for i, plugin := range a.EnableAdmissionPlugins {
 		if !identifier.MatchString(plugin) {
-			ps.add(index(p+".enableAdmissionPlugins", i), "%q is not an admission plugin's name: want letters and digits, starting with a letter (for example NodeRestriction)", plugin)
+			ps.add(Index(p+".enableAdmissionPlugins", i), "%q is not an admission plugin's name: want letters and digits, starting with a letter (for example NodeRestriction)", plugin)
 		}
 	}
 	for _, l := range []struct {
@@ -171,17 +171,17 @@ func validateKubeAPIServer(ps *problems, a *KubeAPIServerConfig) {
 	} {
 		for i, w := range l.words {
 			if !headerWord.MatchString(w) {
-				ps.add(index(p+"."+l.field, i), "%q: want letters, digits, '-', '_', ':' and '.', starting with a letter or digit", w)
+				ps.add(Index(p+"."+l.field, i), "%q: want letters, digits, '-', '_', ':' and '.', starting with a letter or digit", w)
 			}
 		}
 	}
 	for i, aud := range a.APIAudiences {
 		if !audience.MatchString(aud) {
-			ps.add(index(p+".apiAudiences", i), "%q is not an audience: want letters, digits and . _ : / -, starting with a letter or digit (for example kubernetes.svc.default)", aud)
+			ps.add(Index(p+".apiAudiences", i), "%q is not an audience: want letters, digits and . _ : / -, starting with a letter or digit (for example kubernetes.svc.default)", aud)
 		}
 	}
 	for i, t := range a.KubeletPreferredAddressTypes {
-		tp := index(p+".kubeletPreferredAddressTypes", i)
+		tp := Index(p+".kubeletPreferredAddressTypes", i)
 		if msg := oneOf(t, nodeAddressTypes...); msg != "" {
 			ps.add(tp, "%s", msg)
 		} else if slices.Index(a.KubeletPreferredAddressTypes, t) < i {

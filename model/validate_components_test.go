@@ -236,7 +236,7 @@ func TestValidateRefusesHostileValues(t *testing.T) {
 		{"configBase", fixed("spec.configBase"), func(c *Cluster, v string) { c.Spec.ConfigBase = "file:///tmp/s/" + v }},
 	}
 	for _, f := range kubeletFields {
-		fields = append(fields, field{"kubelet " + f.name, f.path, f.set})
+		fields = append(fields, field{"kubelet " + f.Name, f.Path, f.Set})
 	}
 	for _, f := range fields {
 		for _, v := range hostileValues {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"kubeup.dev/kubeup/tasks/gcetasks"
+	"kubeup.dev/kubeup/internal/gcelabels"
 )
 
 // The syntax of GCE's names that the spec carries.
@@ -29,7 +29,7 @@ var (
 )
 
 // maxGCEName is the longest name of a GCE resource.
-const maxGCEName = 63
+const MaxGCEName = 63
 
 // validateGCE checks spec.gce and what else a gce cluster needs: its project, its zones, and its state store on
 // Google Cloud Storage (the machines read their configuration there at boot).
@@ -42,7 +42,7 @@ func validateGCE(ps *problems, s *ClusterSpec) {
 	}
 	for i, z := range s.Zones {
 		if zoneName.MatchString(z) && !gceZone.MatchString(z) {
-			ps.add(index("spec.zones", i), "%q is not a GCE zone: want REGION-LETTER, for example europe-west1-b", z)
+			ps.add(Index("spec.zones", i), "%q is not a GCE zone: want REGION-LETTER, for example europe-west1-b", z)
 		}
 	}
 	if s.ConfigBase != "" && !strings.HasPrefix(s.ConfigBase, "gs://") {
@@ -69,7 +69,7 @@ func validateGCE(ps *problems, s *ClusterSpec) {
 	}
 	seen := map[string]bool{}
 	for i, sn := range g.Subnetworks {
-		sp := index(p+".subnetworks", i)
+		sp := Index(p+".subnetworks", i)
 		switch {
 		case sn.Region == "":
 			ps.add(sp+".region", "required: one of the regions of spec.zones %v", regions)
@@ -96,19 +96,19 @@ func validateGCE(ps *problems, s *ClusterSpec) {
 	// Each etcd disk's label names every member of its cluster (gcetasks' encoding of EtcdVolumeTags): key and
 	// value must fit GCE's 63 characters.
 	for i, e := range s.EtcdClusters {
-		if k := gcetasks.EtcdLabelKey(e.Name); len(k) > maxGCELabel {
-			ps.add(index("spec.etcdClusters", i)+".name", "the members' disk label key %q would be %d characters, more than the %d GCE takes: use a name of at most %d characters",
+		if k := gcelabels.EtcdLabelKey(e.Name); len(k) > maxGCELabel {
+			ps.add(Index("spec.etcdClusters", i)+".name", "the members' disk label key %q would be %d characters, more than the %d GCE takes: use a name of at most %d characters",
 				shorten(k), len(k), maxGCELabel, maxGCELabel-len(k)+len(e.Name))
 			continue
 		}
 		for j, m := range e.Members {
-			labels, err := gcetasks.EncodeTags(map[string]string{EtcdTagKey(e.Name): EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]})
-			if v := labels[gcetasks.EtcdLabelKey(e.Name)]; err == nil && len(v) <= maxGCELabel {
+			labels, err := gcelabels.EncodeTags(map[string]string{EtcdTagKey(e.Name): EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]})
+			if v := labels[gcelabels.EtcdLabelKey(e.Name)]; err == nil && len(v) <= maxGCELabel {
 				continue
 			}
 			v := EtcdVolumeTags("", e, m)[EtcdTagKey(e.Name)]
-			ps.add(index(index("spec.etcdClusters", i)+".members", j)+".name", "the member's disk label %s (%q, every member's name) would be more than the %d characters GCE takes a label value: use shorter member names",
-				gcetasks.EtcdLabelKey(e.Name), shorten(v), maxGCELabel)
+			ps.add(Index(Index("spec.etcdClusters", i)+".members", j)+".name", "the member's disk label %s (%q, every member's name) would be more than the %d characters GCE takes a label value: use shorter member names",
+				gcelabels.EtcdLabelKey(e.Name), shorten(v), maxGCELabel)
 		}
 	}
 }

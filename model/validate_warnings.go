@@ -42,7 +42,7 @@ func Warnings(c *Cluster) []Problem {
 		}
 		v := full.Spec.EtcdClusters[i].Version
 		if tag, ok := versionTag(e.Image); ok && !sameVersion(tag, v) {
-			ps.add(index("spec.etcdClusters", i)+".image", "%s is tagged %s, not this etcd cluster's version %s: etcd runs %s. Leave the image out to follow version, or set its tag to it",
+			ps.add(Index("spec.etcdClusters", i)+".image", "%s is tagged %s, not this etcd cluster's version %s: etcd runs %s. Leave the image out to follow version, or set its tag to it",
 				e.Image, tag, v, tag)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package nodeup is the node's side of kubeup: it loads the node configuration that `kubeup update cluster`
 // wrote (a file, or an object in an s3:// or gs:// state store), verifies it against the sha256 on its first
-// line and validates it (model.DecodeNodeConfigObject), builds the node task graph with model.BuildNodeGraph and
+// line and validates it (model.DecodeNodeConfigObject), builds the node task graph with nodegraph.BuildNodeGraph and
 // converges the node with the engine: a dry run that prints the plan, or an apply. Its world is a
 // nodetasks.Node: a filesystem root and, when a systemd runs there, its D-Bus connection.
 //

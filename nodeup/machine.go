@@ -65,11 +65,18 @@ func LocalMachinesDir(poolDir string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(poolDir)), "machines")
 }
 
+// recordMachine is how nodeup records the machine it converged where the cluster's cloud does not (kubeup's
+// rolling-update finds its machines there), by spec.cloudProvider: the local provider's machines
+// (recordLocalMachine). A cloud's own machines (aws, gce) need no record.
+var recordMachine = map[string]func(o *Options, nc *model.NodeConfig, conf []byte, root string, systemd bool) error{
+	model.CloudLocal: (*Options).recordLocalMachine,
+}
+
 // recordLocalMachine records the machine nodeup just converged, when its cluster is on the local provider and its
 // volume pool is on this host: see LocalMachine. conf is the configuration object nodeup read (its first line holds its sha256).
 func (o *Options) recordLocalMachine(nc *model.NodeConfig, conf []byte, root string, systemd bool) error {
 	c, ig := nc.Cluster, nc.InstanceGroup
-	if c.Spec.CloudProvider != model.CloudLocal || c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
+	if c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
 		return nil
 	}
 	// Only a machine of this host's pool is recorded: kubeup, on the host of the pool, reaches it. A machine

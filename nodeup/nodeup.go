@@ -14,6 +14,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -199,7 +200,7 @@ func (o *Options) runOnce(ctx context.Context, src *confSource, root string, sel
 	if err != nil {
 		return err
 	}
-	g, err := model.BuildNodeGraph(nc)
+	g, err := nodegraph.BuildNodeGraph(nc)
 	if err != nil {
 		return &ConfigError{Err: fmt.Errorf("%s: %w", src.name, err)}
 	}
@@ -274,8 +275,8 @@ func (o *Options) converge(ctx context.Context, g *engine.Graph[*nodetasks.Node]
 			err = werr
 		}
 	}
-	if err == nil {
-		if rerr := o.recordLocalMachine(nc, conf, root, node.Systemd != nil); rerr != nil {
+	if record := recordMachine[nc.Cluster.Spec.CloudProvider]; err == nil && record != nil {
+		if rerr := record(o, nc, conf, root, node.Systemd != nil); rerr != nil {
 			log.Warn("the machine is converged but not recorded: kubeup rolling-update will not know it", "err", rerr)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -568,7 +569,7 @@ func TestApplyChangesWhatTheDryRunAnnounced(t *testing.T) {
 	}
 	defer n.Close()
 	enginetest.ApplyThenNoChanges(t, ctx, n, func() *engine.Graph[*nodetasks.Node] {
-		g, err := model.BuildNodeGraph(nc)
+		g, err := nodegraph.BuildNodeGraph(nc)
 		if err != nil {
 			t.Fatal(err)
 		}

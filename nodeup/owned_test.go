@@ -13,6 +13,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
@@ -121,7 +122,7 @@ func TestCheckOwned(t *testing.T) {
 		c.Spec.KubeProxy.Kubeconfig = "/etc/passwd"
 		c.Spec.Kubelet.PodManifestPath = "/etc/systemd/system"
 	})
-	g, err := model.BuildNodeGraph(nc)
+	g, err := nodegraph.BuildNodeGraph(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestCheckOwned(t *testing.T) {
 		}
 	}
 
-	good, err := model.BuildNodeGraph(completeNodeConfig(t, "control-plane-a", nil))
+	good, err := nodegraph.BuildNodeGraph(completeNodeConfig(t, "control-plane-a", nil))
 	if err != nil {
 		t.Fatal(err)
 	}

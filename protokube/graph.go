@@ -8,6 +8,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -29,7 +30,7 @@ const contestedWait = 3 * time.Minute
 func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumetasks.Holder, ch *choice, api error, log *slog.Logger) (*engine.Graph[*Round], error) {
 	pc := nc.Protokube
 	g := engine.NewGraph[*Round]()
-	keystoreFiles, err := model.AddNodeTasks(g, (*Round).Node, nc, model.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true, LeaveAssets: true})
+	keystoreFiles, err := nodegraph.AddNodeTasks(g, (*Round).Node, nc, nodegraph.NodeTasksOptions{StartKubelet: true, LeaveNodeConf: true, LeaveAssets: true})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func buildGraph(ctx context.Context, r *Round, nc *model.NodeConfig, me volumeta
 		data := engine.AddIn(g, (*Round).Node, &nodetasks.File{
 			Path: dataDir, Type: ptr(nodetasks.TypeDirectory), Mode: ptr(os.FileMode(0o700)), After: []engine.Task{mount},
 		})
-		pod := model.EtcdPod(pc, *ec, *mv.member, dataDir, existing)
+		pod := nodegraph.EtcdPod(pc, *ec, *mv.member, dataDir, existing)
 		engine.AddIn(g, (*Round).Node, &nodetasks.ManifestFile{Path: manifest, Pod: pod, After: append([]engine.Task{mount, data}, keystoreFiles...)})
 		if me.InternalIP != "" {
 			engine.Add(g, &dnstasks.Record[*Round]{Name: mv.member.DNSName, Type: "A", TTL: ptr(apiTTL), Values: []string{me.InternalIP}})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 )
 
@@ -32,7 +33,7 @@ func kubeClients(root string, nc *model.NodeConfig) (objects, approver *kubetask
 		if err != nil {
 			return nil, err
 		}
-		return kubetasks.NewClient(server, model.FieldManager, ca, cert, key)
+		return kubetasks.NewClient(server, nodegraph.FieldManager, ca, cert, key)
 	}
 	if objects, err = client(model.ProtokubeCertFile, model.ProtokubeKeyFile); err != nil {
 		return nil, nil, fmt.Errorf("protokube's client certificate: %w", err)
@@ -49,4 +50,4 @@ func (r *Round) KubeAPI() *kubetasks.Client { return r.kube }
 // ApproverAPI is this node's kube-apiserver as the CSR approver.
 func (r *Round) ApproverAPI() *kubetasks.Client { return r.approver }
 
-var _ model.KubeWorld = (*Round)(nil)
+var _ nodegraph.KubeWorld = (*Round)(nil)

@@ -11,6 +11,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/pkitasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -113,7 +114,7 @@ func TestCheckOwned(t *testing.T) {
 		}, ""},
 		{"kubelet credentials' objects and approvals: the cluster's API, nothing on the node", func(g *engine.Graph[*Round]) {
 			nc := roundNodeConfig(t)
-			if err := model.AddKubeObjects(g, nc, nil); err != nil {
+			if err := nodegraph.AddKubeObjects(g, nc, nil); err != nil {
 				t.Fatal(err)
 			}
 		}, ""},
@@ -191,7 +192,7 @@ func roundNodeConfig(t *testing.T) *model.NodeConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nc.AddKeystoreFiles(model.Issued{model.KeypairBootstrapToken: tok}); err != nil {
+	if err := nc.AddKeystoreFiles(model.Issued{model.KeypairBootstrapToken: {Token: tok.Token}}); err != nil {
 		t.Fatal(err)
 	}
 	return nc

@@ -19,6 +19,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
@@ -269,11 +270,11 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	// While this node's kube-apiserver is ready, the round keeps kubeup's objects for kubelets' credentials in
-	// the cluster and decides kubelets' certificate requests (model.AddKubeObjects, docs/pki.md).
+	// the cluster and decides kubelets' certificate requests (nodegraph.AddKubeObjects, docs/pki.md).
 	if api == nil {
 		if r.kube, r.approver, err = kubeClients(o.Root, nc); err != nil {
 			o.Logger.Warn("kubelet credentials: kubeup's objects and the CSR approver wait for this node's files", "err", err)
-		} else if err := model.AddKubeObjects(g, nc, o.Proof); err != nil {
+		} else if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
 			return false, err
 		}
 	}
@@ -310,14 +311,8 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 		flags := o.Node
 		o.flags = &flags
 	}
-	if o.cloud == nil && (pc.CloudProvider == model.CloudAWS || pc.CloudProvider == model.CloudGCE) {
-		var c instanceCloud
-		var err error
-		if pc.CloudProvider == model.CloudAWS {
-			c, err = newAWSCloud(ctx)
-		} else {
-			c, err = newGCECloud(ctx)
-		}
+	if p := nodeProviders[pc.CloudProvider]; o.cloud == nil && p.openInstance != nil {
+		c, err := p.openInstance(ctx)
 		if err != nil {
 			return err
 		}
@@ -389,33 +384,12 @@ type instanceCloud interface {
 
 // cloudProviders returns the volumes and DNS of the configuration's cloud.
 func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
-	pc := nc.Protokube
-	switch pc.CloudProvider {
-	case model.CloudAWS, model.CloudGCE:
-		if o.cloud == nil {
-			return nil, nil, fmt.Errorf("protokube: cloudProvider %s: this instance's identity was not read", pc.CloudProvider)
-		}
-		return o.cloud.providers(pc, root, me)
-	case model.CloudLocal:
-		if pc.Local == nil || pc.Local.PoolDir == "" {
-			return nil, nil, errors.New("protokube: the configuration names no local pool (spec.local.poolDir)")
-		}
-		pool, err := localtasks.NewPool(pc.Local.PoolDir)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !o.DryRun { // a dry run changes nothing: it may run beside the node's protokube
-			if err := o.lockNode(pool, pc.Local.PoolDir, me.NodeID); err != nil {
-				return nil, nil, err
-			}
-		}
-		dns, err := localDNS(pc, root)
-		if err != nil {
-			return nil, nil, err
-		}
-		return localtasks.NewVolumes(pool, me, lease), dns, nil
+	p, ok := nodeProviders[nc.Protokube.CloudProvider]
+	if !ok {
+		return nil, nil, fmt.Errorf("protokube: spec.cloudProvider %s is not a cloud this protokube has (it has %s)",
+			model.Echo(nc.Protokube.CloudProvider), strings.Join(slices.Sorted(maps.Keys(nodeProviders)), ", "))
 	}
-	return nil, nil, fmt.Errorf("protokube: cloudProvider %s: kubeup cannot run its volumes and DNS yet (its provider is a later issue)", pc.CloudProvider)
+	return p.providers(o, nc, root, me, lease)
 }
 
 // lockNode takes, once, the pool's lock of this node's id: no two protokubes run as one node of a pool (two

@@ -20,9 +20,11 @@ import (
 	dns "google.golang.org/api/dns/v1"
 	"google.golang.org/api/option"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -159,7 +161,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 	// disk's by-id link (an instance mounts only what GCE says is attached to it).
 	var disks []string
 	for _, z := range zones {
-		list, err := computeSvc.Disks.List(project, z).Filter(fmt.Sprintf("labels.%s=%s", gcetasks.ClusterLabelKey(cluster), gcetasks.OwnedValue)).Do()
+		list, err := computeSvc.Disks.List(project, z).Filter(fmt.Sprintf("labels.%s=%s", gcelabels.ClusterLabelKey(cluster), gcelabels.OwnedValue)).Do()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +232,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("etcd cluster %s has no member in zone %s", e.Name, n.zone)
 			}
-			name := model.GCEDiskName(cluster, e, e.Members[i])
+			name := cloudgraph.GCEDiskName(cluster, e, e.Members[i])
 			if attached[name] != n.me.NodeID {
 				t.Errorf("disk %s (%s, %s) is attached to %q, want %s", name, e.Name, n.zone, attached[name], n.me.NodeID)
 			}

@@ -77,11 +77,13 @@
 //
 // Errors are wrapped with the operation and the object's URL ("reading s3://bucket/prefix/demo/config: ..."). An
 // absent object matches fs.ErrNotExist (on s3://, a missing bucket does not: NoSuchBucket is a configuration
-// error; GCS answers both with the same 404); permission errors wrap engine.ErrAccessDenied; throttling and
-// server errors are engine.Retryable.
+// error; GCS answers both with the same 404); permission errors wrap errclass.ErrAccessDenied (engine.ErrAccessDenied);
+// throttling and server errors are errclass.Retryable (engine.Retryable): the engine's classes, from the leaf
+// internal/errclass.
 //
 // # Imports
 //
-// statestore imports the cloud SDKs it speaks and engine (for error classes), nothing else from kubeup: not
-// model/, not cloudup or its other packages, so that anything may use it.
+// statestore imports the cloud SDKs it speaks and internal/errclass (the engine's error classes), nothing else
+// from kubeup: not the engine, not model/, not cloudup or its other packages, so that anything may use it
+// (test/imports holds it to that).
 package statestore

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
 
-	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/errclass"
 )
 
 // EnvStorageEmulatorHost names the environment variable that points the gs:// store at an emulator
@@ -37,7 +37,7 @@ type gsStore struct {
 var _ Store = (*gsStore)(nil)
 
 // newGSStore builds the client with the application default credentials, or for the emulator named by
-// STORAGE_EMULATOR_HOST. A failure to find credentials is engine.Retryable: at boot the metadata server may not
+// STORAGE_EMULATOR_HOST. A failure to find credentials is errclass.Retryable: at boot the metadata server may not
 // answer yet.
 func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 	var opts []option.ClientOption
@@ -52,14 +52,14 @@ func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 		// that "no" for the life of the process, and every retry failed to find credentials. Asked here, each
 		// time, a store opened again once the server answers works.
 		if _, err := metadata.NewClient(nil).ProjectIDWithContext(ctx); err != nil {
-			return nil, engine.Retryable(fmt.Errorf("state store %s: no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's application "+
+			return nil, errclass.Retryable(fmt.Errorf("state store %s: no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's application "+
 				"default credentials are not there, and the metadata server does not answer (%w): on GCE, try again once it does", location("gs://"+bucket, prefix), err))
 		}
 		opts = append(opts, option.WithTokenSource(google.ComputeTokenSource("", storage.DevstorageFullControlScope)))
 	}
 	svc, err := storage.NewService(ctx, opts...)
 	if err != nil {
-		return nil, engine.Retryable(fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err))
+		return nil, errclass.Retryable(fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err))
 	}
 	return &gsStore{svc: svc, bucketRoot: bucketRoot{scheme: "gs", bucket: bucket, prefix: prefix}}, nil
 }
@@ -101,7 +101,7 @@ func (s *gsStore) Read(ctx context.Context, p string) ([]byte, Generation, error
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), engine.Retryable(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), errclass.Retryable(err))
 	}
 	gen := res.Header.Get("X-Goog-Generation")
 	if _, err := strconv.ParseInt(gen, 10, 64); err != nil {
@@ -209,7 +209,7 @@ func (s *gsStore) Check(ctx context.Context) error {
 }
 
 // gsError maps the API's errors to the store's and the engine's: 404 to fs.ErrNotExist, 412 to ErrConflict, 401
-// and 403 to engine.ErrAccessDenied, 429 and 5xx to engine.Retryable. Anything else is returned as is.
+// and 403 to errclass.ErrAccessDenied, 429 and 5xx to errclass.Retryable. Anything else is returned as is.
 func gsError(err error) error {
 	var ge *googleapi.Error
 	if !errors.As(err, &ge) {
@@ -221,9 +221,9 @@ func gsError(err error) error {
 	case ge.Code == http.StatusPreconditionFailed:
 		return ErrConflict
 	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
-		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
+		return fmt.Errorf("%w: %w", errclass.ErrAccessDenied, err)
 	case ge.Code == http.StatusTooManyRequests || ge.Code >= 500:
-		return engine.Retryable(err)
+		return errclass.Retryable(err)
 	}
 	return err
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/errclass"
 )
 
 // EnvS3PathStyle names the environment variable that, set to 1, makes the s3:// store address buckets in the
@@ -130,7 +130,7 @@ func (s *s3Store) Read(ctx context.Context, p string) ([]byte, Generation, error
 	defer out.Body.Close()
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), engine.Retryable(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), errclass.Retryable(err))
 	}
 	return data, Generation(aws.ToString(out.ETag)), nil
 }
@@ -256,8 +256,8 @@ func sameETag(a, b Generation) bool {
 }
 
 // s3Error maps the SDK's errors to the store's and the engine's: 404 to fs.ErrNotExist (except a missing
-// bucket, which is a configuration error), 412 to ErrConflict, 403 to engine.ErrAccessDenied, throttling and 5xx
-// to engine.Retryable. Anything else is returned as is.
+// bucket, which is a configuration error), 412 to ErrConflict, 403 to errclass.ErrAccessDenied, throttling and 5xx
+// to errclass.Retryable. Anything else is returned as is.
 func s3Error(err error) error {
 	if err == nil {
 		return nil
@@ -280,11 +280,11 @@ func s3Error(err error) error {
 	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
 		return ErrConflict
 	case code == "AccessDenied" || status == http.StatusForbidden:
-		return fmt.Errorf("%w: %w", engine.ErrAccessDenied, err)
+		return fmt.Errorf("%w: %w", errclass.ErrAccessDenied, err)
 	case code == "ConditionalRequestConflict", // a concurrent conditional write is in flight: retry
 		code == "SlowDown", code == "Throttling", code == "ThrottlingException", code == "RequestTimeout",
 		status == http.StatusTooManyRequests, status >= 500:
-		return engine.Retryable(err)
+		return errclass.Retryable(err)
 	}
 	return err
 }

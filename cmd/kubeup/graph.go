@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/nodeup/nodegraph"
 )
 
 func newGraphCommand(g *globals) *cobra.Command {
@@ -39,28 +41,7 @@ the first instance group with that role.`,
 			}
 			out := cmd.OutOrStdout()
 			if role == "" {
-				switch c.Spec.CloudProvider {
-				case model.CloudAWS:
-					graph, err := model.BuildAWSCloudGraph(c, igs)
-					if err != nil {
-						return err
-					}
-					return graph.WriteDOT(out)
-				case model.CloudGCE:
-					graph, err := model.BuildGCECloudGraph(c, igs)
-					if err != nil {
-						return err
-					}
-					return graph.WriteDOT(out)
-				case model.CloudLocal:
-				default:
-					return fmt.Errorf("cluster %s: this kubeup has no %s provider; --role works for every provider", c.Metadata.Name, c.Spec.CloudProvider)
-				}
-				graph, err := model.BuildLocalCloudGraph(c, igs, model.LocalCloudState{})
-				if err != nil {
-					return err
-				}
-				return graph.WriteDOT(out)
+				return cloudup.WriteCloudGraph(out, c, igs)
 			}
 			// The instance groups' spelling (spec.role) is taken too.
 			want := map[string]string{"control-plane": model.RoleControlPlane, "node": model.RoleNode,
@@ -77,7 +58,7 @@ the first instance group with that role.`,
 				if err := nc.AddKeystoreFiles(model.Issued{}); err != nil {
 					return err
 				}
-				graph, err := model.BuildNodeGraph(nc)
+				graph, err := nodegraph.BuildNodeGraph(nc)
 				if err != nil {
 					return err
 				}

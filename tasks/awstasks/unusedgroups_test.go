@@ -42,7 +42,7 @@ func groupsGraph(n network, cluster string, groups ...string) func() *engine.Gra
 	}
 }
 
-// unusedGroups is what the groups of cluster not among groups leave (as model.AWSUnusedGroups makes it).
+// unusedGroups is what the groups of cluster not among groups leave (as cloudgraph.AWSUnusedGroups makes it).
 func unusedGroups(cluster string, groups ...string) *UnusedGroups {
 	u := &UnusedGroups{Cluster: cluster, GroupTag: testGroupTag, Groups: groups}
 	for _, g := range groups {

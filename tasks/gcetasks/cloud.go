@@ -3,6 +3,7 @@ package gcetasks
 import (
 	"context"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"sync"
 
 	"google.golang.org/api/compute/v1"
@@ -95,12 +96,12 @@ func (c *Cloud) NewRun() {
 
 // ownerFilter is the list filter of what the cluster owns by label.
 func (c *Cloud) ownerFilter() string {
-	return fmt.Sprintf("labels.%s = %q", ClusterLabelKey(c.Cluster), OwnedValue)
+	return fmt.Sprintf("labels.%s = %q", gcelabels.ClusterLabelKey(c.Cluster), gcelabels.OwnedValue)
 }
 
 // owns reports whether labels mark what the cluster owns.
 func (c *Cloud) owns(labels map[string]string) bool {
-	return labels[ClusterLabelKey(c.Cluster)] == OwnedValue
+	return labels[gcelabels.ClusterLabelKey(c.Cluster)] == gcelabels.OwnedValue
 }
 
 // ownedDescription is the description of what the cluster owns among the kinds without labels (firewall rules,

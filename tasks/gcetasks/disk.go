@@ -3,6 +3,7 @@ package gcetasks
 import (
 	"context"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"maps"
 	"strings"
 
@@ -81,7 +82,7 @@ func (d *Disk) Find(ctx context.Context, c *Cloud) (*Disk, error) {
 // kubeup's prefix ("kubeup-", which a run removes when the task does not ask for it), without ClusterLabels.
 func (c *Cloud) labelView(raw, want map[string]string) map[string]string {
 	out := map[string]string{}
-	own := ClusterLabels(c.Cluster)
+	own := gcelabels.ClusterLabels(c.Cluster)
 	for k, v := range raw {
 		if _, ok := own[k]; ok {
 			continue
@@ -113,7 +114,7 @@ func (c *Cloud) desiredLabels(raw, want map[string]string) map[string]string {
 		}
 	}
 	maps.Copy(out, want)
-	maps.Copy(out, ClusterLabels(c.Cluster))
+	maps.Copy(out, gcelabels.ClusterLabels(c.Cluster))
 	return out
 }
 
@@ -121,7 +122,7 @@ func (c *Cloud) desiredLabels(raw, want map[string]string) map[string]string {
 // type, or to shrink it.
 func (d *Disk) CheckChanges(actual, expected, changes *Disk) error {
 	switch {
-	case !validName(expected.Name):
+	case !gcelabels.ValidName(expected.Name):
 		return fmt.Errorf("field Name of disk %q is not a GCE resource name (a lowercase letter, then up to 62 of a-z, 0-9 and '-', "+
 			"not ending with '-')", expected.Name)
 	case expected.Zone == nil || *expected.Zone == "":
@@ -130,7 +131,7 @@ func (d *Disk) CheckChanges(actual, expected, changes *Disk) error {
 		return fmt.Errorf("field SizeGB of disk %s: %d is not a size: give a positive number of GB", expected.Name, *expected.SizeGB)
 	}
 	for k, v := range expected.Labels {
-		if !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
+		if !gcelabels.LabelKeyRE.MatchString(k) || !gcelabels.LabelValueRE.MatchString(v) {
 			return fmt.Errorf("field Labels of disk %s: %s=%s is not a GCE label (encode tags with EncodeTags)", expected.Name, k, v)
 		}
 	}
@@ -235,7 +236,7 @@ func (c *Cloud) existingDisk(ctx context.Context, zone, name string, dup error) 
 	}
 	if got != nil && !c.owns(got.Labels) {
 		return engine.Terminal(fmt.Errorf("a disk named %s exists in zone %s and is not cluster %s's (no label %s=%s): rename the "+
-			"disk or remove it: %w", name, zone, c.Cluster, ClusterLabelKey(c.Cluster), OwnedValue, dup))
+			"disk or remove it: %w", name, zone, c.Cluster, gcelabels.ClusterLabelKey(c.Cluster), gcelabels.OwnedValue, dup))
 	}
 	return engine.NotReady(fmt.Errorf("disk %s exists already: reading it again: %w", name, dup))
 }

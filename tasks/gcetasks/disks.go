@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,15 +90,15 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 			exact[k] = v
 		}
 	}
-	want, err := EncodeTags(exact)
+	want, err := gcelabels.EncodeTags(exact)
 	if err != nil {
 		return nil, engine.Terminal(fmt.Errorf("listing the disks: %w", err))
 	}
-	clusters := ClustersOfTags(filter)
+	clusters := gcelabels.ClustersOfTags(filter)
 	var serverFilter string
 	for _, c := range clusters {
-		if filter[clusterTagPrefix+c] != "" {
-			serverFilter = fmt.Sprintf("labels.%s = %q", ClusterLabelKey(c), LabelValue(filter[clusterTagPrefix+c]))
+		if filter[gcelabels.ClusterTagPrefix+c] != "" {
+			serverFilter = fmt.Sprintf("labels.%s = %q", gcelabels.ClusterLabelKey(c), gcelabels.LabelValue(filter[gcelabels.ClusterTagPrefix+c]))
 		}
 	}
 	var found []*compute.Disk
@@ -121,7 +122,7 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 					continue disks
 				}
 			}
-			tags := DecodeLabels(disk.Labels, clusters...)
+			tags := gcelabels.DecodeLabels(disk.Labels, clusters...)
 			for _, k := range anyValue {
 				if _, ok := tags[k]; !ok {
 					continue disks
@@ -136,7 +137,7 @@ func (d *Disks) List(ctx context.Context, filter map[string]string) ([]volumetas
 	}
 	vols := make([]volumetasks.Volume, 0, len(found))
 	for _, disk := range found {
-		v := volumetasks.Volume{ID: disk.Name, Zone: lastSegment(disk.Zone), Tags: DecodeLabels(disk.Labels, clusters...)}
+		v := volumetasks.Volume{ID: disk.Name, Zone: lastSegment(disk.Zone), Tags: gcelabels.DecodeLabels(disk.Labels, clusters...)}
 		for i, u := range rankedUsers(disk) {
 			h, err := d.holder(ctx, u)
 			if err != nil {

@@ -3,6 +3,7 @@ package gcetasks
 import (
 	"context"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"maps"
 	"net/http"
 
@@ -33,14 +34,14 @@ var _ volumetasks.FormatIntents = (*Disks)(nil)
 // gives) becomes LabelValue of its first 54 characters, '-' and the first 8 hex digits of its SHA-256, so that
 // two such names stay apart and the value fits in 63 characters.
 func intentValue(node string) string {
-	if node != "" && labelValueRE.MatchString(node) {
+	if node != "" && gcelabels.LabelValueRE.MatchString(node) {
 		return node
 	}
-	v := LabelValue(node)
+	v := gcelabels.LabelValue(node)
 	if len(v) > 54 {
 		v = v[:54]
 	}
-	return v + "-" + hash8(node)
+	return v + "-" + gcelabels.Hash8(node)
 }
 
 // FormatIntent returns the value of disk id's FormatIntentLabel (the instance that began formatting it), "" when

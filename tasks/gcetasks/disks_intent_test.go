@@ -2,6 +2,7 @@ package gcetasks
 
 import (
 	"context"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"maps"
 	"net/http"
 	"os"
@@ -112,13 +113,13 @@ func TestIntentValue(t *testing.T) {
 	long := strings.Repeat("x", 70)
 	for _, c := range []struct{ node, want string }{
 		{"cp-us-central1-a-gce-example-com-4bp8", "cp-us-central1-a-gce-example-com-4bp8"},
-		{"Node.One", "node-one-" + hash8("Node.One")},
+		{"Node.One", "node-one-" + gcelabels.Hash8("Node.One")},
 		{"node-one", "node-one"},
-		{long, strings.Repeat("x", 54) + "-" + hash8(long)},
-		{"", "-" + hash8("")},
+		{long, strings.Repeat("x", 54) + "-" + gcelabels.Hash8(long)},
+		{"", "-" + gcelabels.Hash8("")},
 	} {
 		got := intentValue(c.node)
-		if got != c.want || !labelValueRE.MatchString(got) {
+		if got != c.want || !gcelabels.LabelValueRE.MatchString(got) {
 			t.Errorf("intentValue(%q) = %q, want %q (a label value)", c.node, got, c.want)
 		}
 	}

@@ -2,6 +2,7 @@ package gcetasks
 
 import (
 	"context"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"testing"
 
 	"google.golang.org/api/compute/v1"
@@ -66,7 +67,7 @@ func TestClusterConvergesUnderFaults(t *testing.T) {
 func TestDiskCreateRepeatedAfterACrashMakesNoSecondDisk(t *testing.T) {
 	c, srv := newTestCloud(t)
 	ctx := context.Background()
-	d := &Disk{Name: "a-etcd-main-gce-example-com", Zone: ptr(zones[0]), SizeGB: ptr[int64](20), Labels: EtcdLabels("main", "a", []string{"a"})}
+	d := &Disk{Name: "a-etcd-main-gce-example-com", Zone: ptr(zones[0]), SizeGB: ptr[int64](20), Labels: gcelabels.EtcdLabels("main", "a", []string{"a"})}
 	if err := srv.SetFaults(fakegce.Faults{DiskInvisibleCalls: 1}); err != nil {
 		t.Fatal(err)
 	}

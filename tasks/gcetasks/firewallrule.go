@@ -3,6 +3,7 @@ package gcetasks
 import (
 	"context"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"slices"
 	"strings"
 
@@ -106,7 +107,7 @@ func sortedCopy(s []string) []string {
 // rule to another network.
 func (f *FirewallRule) CheckChanges(actual, expected, changes *FirewallRule) error {
 	switch {
-	case !validName(expected.Name):
+	case !gcelabels.ValidName(expected.Name):
 		return fmt.Errorf("field Name of firewall rule %q is not a GCE resource name (a lowercase letter, then up to 62 of a-z, 0-9 "+
 			"and '-', not ending with '-')", expected.Name)
 	case expected.Network == nil:

@@ -2,6 +2,7 @@ package gcetasks
 
 import (
 	"context"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"net/http/httptest"
 	"testing"
 
@@ -88,8 +89,8 @@ func clusterGraph(s spec) func() *engine.Graph[*Cloud] {
 			TargetTags: []string{"control-plane"}, Allowed: []FirewallAllow{{Protocol: "tcp", Ports: []string{"2379-2380", "443"}}, {Protocol: "icmp"}}})
 		members := []string{"a", "b", "c"}
 		for i, m := range members {
-			engine.Add(g, &Disk{Name: ResourceName(m+".etcd-main."+testCluster, 63), Zone: &zones[i], SizeGB: ptr(s.diskGB),
-				Type: ptr(s.diskType), Labels: EtcdLabels("main", m, members)})
+			engine.Add(g, &Disk{Name: gcelabels.ResourceName(m+".etcd-main."+testCluster, 63), Zone: &zones[i], SizeGB: ptr(s.diskGB),
+				Type: ptr(s.diskType), Labels: gcelabels.EtcdLabels("main", m, members)})
 		}
 		tmpl := engine.Add(g, &InstanceTemplate{Name: "nodes-gce-example-com", MachineType: s.machine,
 			Image: "projects/debian-cloud/global/images/family/debian-12", ServiceAccount: ptr("default"), Network: nw, Subnetwork: sub,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 
 	"google.golang.org/api/compute/v1"
 
@@ -98,7 +99,7 @@ func (g *InstanceGroupManager) Find(ctx context.Context, c *Cloud) (*InstanceGro
 // cannot change.
 func (g *InstanceGroupManager) CheckChanges(actual, expected, changes *InstanceGroupManager) error {
 	switch {
-	case !validName(expected.Name):
+	case !gcelabels.ValidName(expected.Name):
 		return fmt.Errorf("field Name of managed instance group %q is not a GCE resource name", expected.Name)
 	case expected.Zone == nil || *expected.Zone == "":
 		return fmt.Errorf("field Zone is required for managed instance group %s", expected.Name)

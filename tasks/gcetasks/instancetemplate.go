@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"regexp"
 	"slices"
 	"strings"
@@ -250,7 +251,7 @@ func regionOf(url string) string {
 // CheckChanges requires a base name that leaves room for the hash, a machine type, an image and a network.
 func (t *InstanceTemplate) CheckChanges(actual, expected, changes *InstanceTemplate) error {
 	switch {
-	case !validName(expected.Name) || len(expected.Name) > maxBaseName:
+	case !gcelabels.ValidName(expected.Name) || len(expected.Name) > maxBaseName:
 		return fmt.Errorf("field Name of instance template %q is not a GCE resource name of at most %d characters (the real name "+
 			"adds '-' and 8 hex digits)", expected.Name, maxBaseName)
 	case expected.MachineType == "":
@@ -263,7 +264,7 @@ func (t *InstanceTemplate) CheckChanges(actual, expected, changes *InstanceTempl
 		return fmt.Errorf("field RootDiskSizeGB of instance template %s: %d is not a size", expected.Name, *expected.RootDiskSizeGB)
 	}
 	for k, v := range expected.Labels {
-		if !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
+		if !gcelabels.LabelKeyRE.MatchString(k) || !gcelabels.LabelValueRE.MatchString(v) {
 			return fmt.Errorf("field Labels of instance template %s: %s=%s is not a GCE label (encode tags with EncodeTags)", expected.Name, k, v)
 		}
 	}

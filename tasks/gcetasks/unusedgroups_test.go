@@ -2,6 +2,7 @@ package gcetasks
 
 import (
 	"context"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func groupsGraph(cluster string, groups ...string) func() *engine.Graph[*Cloud] 
 		nw := engine.Add(g, &Network{Name: "net"}, validate)
 		sub := engine.Add(g, &Subnetwork{Name: "sub", Region: testRegion, Network: nw}, validate)
 		for _, ig := range groups {
-			base := ResourceName(ig+"-"+cluster, 54)
+			base := gcelabels.ResourceName(ig+"-"+cluster, 54)
 			tmpl := engine.Add(g, &InstanceTemplate{Name: base, MachineType: "e2-standard-2",
 				Image: "projects/debian-cloud/global/images/family/debian-12", Network: nw, Subnetwork: sub,
 				Labels: map[string]string{testGroupLabel: ig}, StartupScript: ptr("#!/bin/sh\n")})
@@ -37,10 +38,10 @@ func groupsGraph(cluster string, groups ...string) func() *engine.Graph[*Cloud] 
 
 // groupManagerName is the name of the managed instance group of cluster's group ig in the first zone.
 func groupManagerName(cluster, ig string) string {
-	return ResourceName(ig+"-"+zones[0]+"-"+cluster, 63)
+	return gcelabels.ResourceName(ig+"-"+zones[0]+"-"+cluster, 63)
 }
 
-// unusedGroups is what the groups of cluster not among groups leave (as model.GCEUnusedGroups makes it).
+// unusedGroups is what the groups of cluster not among groups leave (as cloudgraph.GCEUnusedGroups makes it).
 func unusedGroups(cluster string, groups ...string) *UnusedGroups {
 	u := &UnusedGroups{Cluster: cluster, GroupLabel: testGroupLabel, Groups: groups}
 	for _, g := range groups {

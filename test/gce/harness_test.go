@@ -19,7 +19,7 @@ import (
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
-	"kubeup.dev/kubeup/tasks/gcetasks"
+	"kubeup.dev/kubeup/internal/gcelabels"
 )
 
 // The acceptance of the gce provider, as an operator runs it: the kubeup binary against internal/fakegce (and the
@@ -159,7 +159,7 @@ type owned struct {
 
 func (a *account) owned(name string) owned {
 	a.t.Helper()
-	filter := fmt.Sprintf("labels.%s=%s", gcetasks.ClusterLabelKey(name), gcetasks.OwnedValue)
+	filter := fmt.Sprintf("labels.%s=%s", gcelabels.ClusterLabelKey(name), gcelabels.OwnedValue)
 	var o owned
 	for _, z := range zones {
 		disks, err := a.compute.Disks.List(project, z).Filter(filter).Do()
@@ -174,7 +174,7 @@ func (a *account) owned(name string) owned {
 			a.t.Fatal(err)
 		}
 		for _, g := range groups.Items {
-			if strings.HasSuffix(g.Name, gcetasks.LabelValue(name)) || strings.Contains(g.Name, strings.ReplaceAll(name, ".", "-")) {
+			if strings.HasSuffix(g.Name, gcelabels.LabelValue(name)) || strings.Contains(g.Name, strings.ReplaceAll(name, ".", "-")) {
 				o.Groups = append(o.Groups, g.Name)
 			}
 		}
@@ -184,7 +184,7 @@ func (a *account) owned(name string) owned {
 		a.t.Fatal(err)
 	}
 	for _, tpl := range templates.Items {
-		if tpl.Properties != nil && tpl.Properties.Labels[gcetasks.ClusterLabelKey(name)] == gcetasks.OwnedValue {
+		if tpl.Properties != nil && tpl.Properties.Labels[gcelabels.ClusterLabelKey(name)] == gcelabels.OwnedValue {
 			o.Templates = append(o.Templates, tpl.Name)
 		}
 	}

@@ -1,10 +1,12 @@
-package model
+package cloudgraph
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/model"
 	"strings"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
@@ -24,41 +26,41 @@ const maxGCEInstanceBaseName = 58
 const maxGCETemplateBaseName = 54
 
 // gceRoles are the roles of the network tags and firewall rules, as they appear in the names.
-var gceRoles = map[string]string{RoleControlPlane: "control-plane", RoleNode: "node"}
+var gceRoles = map[string]string{model.RoleControlPlane: "control-plane", model.RoleNode: "node"}
 
 // GCENetworkTag is the network tag of a role's machines: kubeup-<cluster>-control-plane or kubeup-<cluster>-node
-// ('.' as '-'; cut with a hash when longer than GCE takes, see gcetasks.ResourceName). The firewall rules
+// ('.' as '-'; cut with a hash when longer than GCE takes, see gcelabels.ResourceName). The firewall rules
 // target and allow machines by it.
 func GCENetworkTag(cluster, role string) string {
-	return gcetasks.ResourceName("kubeup-"+cluster+"-"+gceRoles[role], maxGCEName)
+	return gcelabels.ResourceName("kubeup-"+cluster+"-"+gceRoles[role], model.MaxGCEName)
 }
 
 // GCEFirewallRuleName is the name of one of the cluster's firewall rules: kubeup-<cluster>-<rule>.
 func GCEFirewallRuleName(cluster, rule string) string {
-	return gcetasks.ResourceName("kubeup-"+cluster+"-"+rule, maxGCEName)
+	return gcelabels.ResourceName("kubeup-"+cluster+"-"+rule, model.MaxGCEName)
 }
 
 // GCEDiskName is the name of an etcd member's disk: its EtcdVolumeName as a GCE name
 // (a-etcd-main-gce-example-com).
-func GCEDiskName(cluster string, e EtcdClusterSpec, m EtcdMemberSpec) string {
-	return gcetasks.ResourceName(EtcdVolumeName(cluster, e, m), maxGCEName)
+func GCEDiskName(cluster string, e model.EtcdClusterSpec, m model.EtcdMemberSpec) string {
+	return gcelabels.ResourceName(model.EtcdVolumeName(cluster, e, m), model.MaxGCEName)
 }
 
 // GCEInstanceTemplateName is the base name of an instance group's template in a region (the template's real
 // name adds a hash of its content): <group>-<cluster>, or <group>-<region>-<cluster> for a group whose zones are
 // in more than one region (a template names one region's subnetwork).
-func GCEInstanceTemplateName(cluster string, ig *InstanceGroup, region string) string {
+func GCEInstanceTemplateName(cluster string, ig *model.InstanceGroup, region string) string {
 	base := ig.Metadata.Name + "-" + cluster
-	if len(GCERegions(ig.Spec.Zones)) > 1 {
+	if len(model.GCERegions(ig.Spec.Zones)) > 1 {
 		base = ig.Metadata.Name + "-" + region + "-" + cluster
 	}
-	return gcetasks.ResourceName(base, maxGCETemplateBaseName)
+	return gcelabels.ResourceName(base, maxGCETemplateBaseName)
 }
 
 // GCEInstanceGroupManagerName is the name of an instance group's managed instance group in a zone:
 // <group>-<zone>-<cluster>.
 func GCEInstanceGroupManagerName(cluster, ig, zone string) string {
-	return gcetasks.ResourceName(ig+"-"+zone+"-"+cluster, maxGCEName)
+	return gcelabels.ResourceName(ig+"-"+zone+"-"+cluster, model.MaxGCEName)
 }
 
 // GCEImage is an instance group's spec.image as an instance template takes it: PROJECT/FAMILY is the newest image
@@ -92,10 +94,10 @@ func GCEImage(project, image string) string {
 //     GCEUnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
-func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
+func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
 	name := c.Metadata.Name
 	s := &c.Spec
-	if s.CloudProvider != CloudGCE {
+	if s.CloudProvider != model.CloudGCE {
 		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not gce", name, s.CloudProvider)
 	}
 	if s.GCE == nil {
@@ -115,7 +117,7 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, engine.WithLifecycle(engine.WarnIfInsufficientAccess))
 
 	// The firewall rules.
-	cp, node := GCENetworkTag(name, RoleControlPlane), GCENetworkTag(name, RoleNode)
+	cp, node := GCENetworkTag(name, model.RoleControlPlane), GCENetworkTag(name, model.RoleNode)
 	var rules []*gcetasks.FirewallRule
 	rule := func(r string, f *gcetasks.FirewallRule) {
 		f.Name, f.Network = GCEFirewallRuleName(name, r), network
@@ -152,10 +154,10 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	// The etcd members' disks.
 	for _, e := range s.EtcdClusters {
 		for _, m := range e.Members {
-			// The ownership labels are gcetasks' to add (gcetasks.ClusterLabels), not the task's.
-			tags := EtcdVolumeTags(name, e, m)
-			delete(tags, ClusterTagKey(name))
-			labels, err := gcetasks.EncodeTags(tags)
+			// The ownership labels are gcetasks' to add (gcelabels.ClusterLabels), not the task's.
+			tags := model.EtcdVolumeTags(name, e, m)
+			delete(tags, model.ClusterTagKey(name))
+			labels, err := gcelabels.EncodeTags(tags)
 			if err != nil {
 				return nil, fmt.Errorf("etcd member %s of %s: %w", m.Name, e.Name, err)
 			}
@@ -181,18 +183,18 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 	// Each instance group's templates and managed instance groups.
 	for _, ig := range igs {
 		roleTag := TagNode
-		if ig.Spec.Role == RoleControlPlane {
-			roleTag = TagControlPlane
+		if ig.Spec.Role == model.RoleControlPlane {
+			roleTag = model.TagControlPlane
 		}
-		labels, err := gcetasks.EncodeTags(map[string]string{roleTag: "1"})
+		labels, err := gcelabels.EncodeTags(map[string]string{roleTag: "1"})
 		if err != nil {
 			return nil, err
 		}
-		labels[LabelInstanceGroup] = gcetasks.LabelValue(ig.Metadata.Name)
+		labels[LabelInstanceGroup] = gcelabels.LabelValue(ig.Metadata.Name)
 		conf := common.nodeConfigs[ig.Metadata.Name]
 		makeConf := common.nodeConfig[ig.Metadata.Name]
 		templates := map[string]*gcetasks.InstanceTemplate{}
-		for _, region := range GCERegions(ig.Spec.Zones) {
+		for _, region := range model.GCERegions(ig.Spec.Zones) {
 			sn := subnetworks[region]
 			if sn == nil {
 				return nil, fmt.Errorf("instance group %s: region %s has no subnetwork in spec.gce.subnetworks", ig.Metadata.Name, region)
@@ -214,11 +216,11 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 					if err != nil {
 						return "", err
 					}
-					sum, err := NodeConfigObjectSHA256(NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+					sum, err := model.NodeConfigObjectSHA256(model.NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
 					if err != nil {
 						return "", err
 					}
-					return StartupScript(c, ig, sum)
+					return model.StartupScript(c, ig, sum)
 				},
 				After: []engine.Task{conf, account},
 			})
@@ -229,8 +231,8 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 				Name:             GCEInstanceGroupManagerName(name, ig.Metadata.Name, z),
 				Zone:             ptr(z),
 				TargetSize:       ptr(sizes[i]),
-				Template:         templates[GCERegion(z)],
-				BaseInstanceName: gcetasks.ResourceName(ig.Metadata.Name+"-"+name, maxGCEInstanceBaseName),
+				Template:         templates[model.GCERegion(z)],
+				BaseInstanceName: gcelabels.ResourceName(ig.Metadata.Name+"-"+name, maxGCEInstanceBaseName),
 			})
 		}
 	}
@@ -240,10 +242,10 @@ func BuildGCECloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*gcetas
 // GCEUnusedGroups is what the instance groups removed from the spec of a complete gce cluster leave: their managed
 // instance groups and instance templates, by the templates' LabelInstanceGroup. It is no task of the cloud graph:
 // an update deletes them once the graph is applied, and its dry run lists each one it will delete.
-func GCEUnusedGroups(c *Cluster, igs []*InstanceGroup) *gcetasks.UnusedGroups {
+func GCEUnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *gcetasks.UnusedGroups {
 	u := &gcetasks.UnusedGroups{Cluster: c.Metadata.Name, GroupLabel: LabelInstanceGroup}
 	for _, ig := range igs {
-		u.Groups = append(u.Groups, gcetasks.LabelValue(ig.Metadata.Name))
+		u.Groups = append(u.Groups, gcelabels.LabelValue(ig.Metadata.Name))
 		for _, z := range ig.Spec.Zones {
 			u.Keep = append(u.Keep, z+"/"+GCEInstanceGroupManagerName(c.Metadata.Name, ig.Metadata.Name, z))
 		}

@@ -1,6 +1,7 @@
-package model
+package nodegraph
 
 import (
+	"kubeup.dev/kubeup/model"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,13 +15,13 @@ import (
 // TestAPIServerPodMountsItsFiles: kube-apiserver's pod mounts the directory of every file it reads, wherever the
 // spec puts it, and no directory twice.
 func TestAPIServerPodMountsItsFiles(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := completeSpec(t, model.CloudLocal, 1)
 	a := c.Spec.KubeAPIServer
 	a.EtcdKeyFile = "/etc/kubeup-pki/etcd/client.key"
 	a.EtcdCertFile = "/etc/kubeup-pki/etcd/client.crt"
 	a.ProxyClientKeyFile = "/srv/kubernetes/elsewhere/proxy.key"
 	var mounts []string
-	for _, m := range kubeAPIServerPod(a).Spec.Containers[0].VolumeMounts {
+	for _, m := range KubeAPIServerPod(a).Spec.Containers[0].VolumeMounts {
 		mounts = append(mounts, m.MountPath)
 	}
 	want := []string{"/srv/kubernetes", "/etc/ssl/certs", "/etc/kubeup-pki/etcd"}
@@ -60,12 +61,12 @@ func checkPodVolumes(t *testing.T, p *nodetasks.Pod) {
 // /srv/kube/rnetes, /etc/ssl/certs and /etc/sslcerts) get two names, the same whatever order they come in;
 // a path without a clash keeps the name it always had.
 func TestVolumeNamesUnique(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := completeSpec(t, model.CloudLocal, 1)
 	a := c.Spec.KubeAPIServer
 	a.EtcdKeyFile = "/srv/kube/rnetes/etcd-client.key"
 	a.EtcdCertFile = "/etc/sslcerts/etcd-client.crt"
 	a.ProxyClientKeyFile = "/var/lib/x/proxy.key"
-	p := kubeAPIServerPod(a)
+	p := KubeAPIServerPod(a)
 	checkPodVolumes(t, p)
 	got := map[string]string{}
 	for _, v := range p.Spec.Volumes {
@@ -104,7 +105,7 @@ func TestVolumeNamesUnique(t *testing.T) {
 // TestLockFileMounts: the xtables lock, a file kube-proxy writes, is mounted FileOrCreate and writable; a
 // directory whose name ends with .lock is a directory mounted read-only like any other.
 func TestLockFileMounts(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := completeSpec(t, model.CloudLocal, 1)
 	k := c.Spec.KubeProxy
 	k.Kubeconfig = "/var/lib/kube-proxy.lock/kubeconfig"
 	p := kubeProxyPod(k)
@@ -130,7 +131,7 @@ func TestLockFileMounts(t *testing.T) {
 // TestHostPathMountedOnce: a directory the spec names twice (the controller-manager's kubeconfig beside the files the
 // pod mounts already) is one volume, not two at the same mount path.
 func TestHostPathMountedOnce(t *testing.T) {
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := completeSpec(t, model.CloudLocal, 1)
 	m := c.Spec.KubeControllerManager
 	m.Kubeconfig = "/srv/kubernetes/kube-controller-manager.kubeconfig"
 	p := kubeControllerManagerPod(m)

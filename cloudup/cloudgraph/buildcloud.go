@@ -1,7 +1,8 @@
-package model
+package cloudgraph
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/model"
 	"path"
 	"slices"
 	"strings"
@@ -12,23 +13,6 @@ import (
 	"kubeup.dev/kubeup/tasks/localtasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
-
-// Paths of a cluster in the state store, relative to the store's root.
-
-// ConfigPath is the cluster's spec as the user wrote it.
-func ConfigPath(cluster string) string { return path.Join(cluster, "config") }
-
-// InstanceGroupPath is an instance group's spec.
-func InstanceGroupPath(cluster, ig string) string { return path.Join(cluster, "instancegroup", ig) }
-
-// CompletedSpecPath is the complete spec the last `update cluster --yes` applied.
-func CompletedSpecPath(cluster string) string { return path.Join(cluster, "cluster-completed.spec") }
-
-// NodeConfigPath is an instance group's node configuration: one object, the YAML of a NodeConfig after a first
-// line "# sha256:<hex of the rest>" (NodeConfig.Encode, DecodeNodeConfigObject). kubeup writes it in one atomic
-// write; there is no separate .sha256 object to be out of step with it. It names its role's configuration beside
-// it (RoleConfigPath), which it pins by that object's own first line.
-func NodeConfigPath(cluster, ig string) string { return path.Join(cluster, "nodeup", ig) }
 
 // cloudWorld is what every cloud's world offers besides its own API: DNS and the state store.
 type cloudWorld interface {
@@ -50,19 +34,19 @@ type LocalCloudState struct {
 // node configuration in the state store; and, when spec.local.zoneFile changed since the last apply, the
 // removal of the cluster's records from the former zone file (before the complete spec that names the new one is
 // written: a failed run tried again still knows the former file).
-func BuildLocalCloudGraph(c *Cluster, igs []*InstanceGroup, last LocalCloudState) (*engine.Graph[*localtasks.Cloud], error) {
-	if c.Spec.CloudProvider != CloudLocal {
+func BuildLocalCloudGraph(c *model.Cluster, igs []*model.InstanceGroup, last LocalCloudState) (*engine.Graph[*localtasks.Cloud], error) {
+	if c.Spec.CloudProvider != model.CloudLocal {
 		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not local", c.Metadata.Name, c.Spec.CloudProvider)
 	}
 	g := engine.NewGraph[*localtasks.Cloud]()
 	for _, e := range c.Spec.EtcdClusters {
 		for _, m := range e.Members {
 			engine.Add(g, &localtasks.Volume{
-				Name:       EtcdVolumeName(c.Metadata.Name, e, m),
+				Name:       model.EtcdVolumeName(c.Metadata.Name, e, m),
 				Zone:       ptr(m.Zone),
 				SizeGB:     m.VolumeSize,
 				VolumeType: m.VolumeType,
-				Tags:       EtcdVolumeTags(c.Metadata.Name, e, m),
+				Tags:       model.EtcdVolumeTags(c.Metadata.Name, e, m),
 			})
 		}
 	}
@@ -92,28 +76,28 @@ type commonTasks[C storetasks.World] struct {
 // addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
 // complete spec (written after the tasks of specBefore) and node configurations in the state store (those of
 // groups no longer in the spec are no task: see StaleNodeConfigs).
-func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
+func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *model.Cluster, igs []*model.InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
 		engine.Add(g, &dnstasks.Record[C]{
-			Name: n, Type: "A", Values: []string{DNSPlaceholderIPv4}, Placeholder: true,
+			Name: n, Type: "A", Values: []string{model.DNSPlaceholderIPv4}, Placeholder: true,
 		})
 	}
 
 	// Marked as `kubeup get --full` marks it: a copy of the stored complete spec is refused by replace.
-	marked := deepCopy(c)
-	marked.Metadata.Annotations = MarkedComplete(c.Metadata.Annotations)
+	marked := model.DeepCopy(c)
+	marked.Metadata.Annotations = model.MarkedComplete(c.Metadata.Annotations)
 	objs := []any{marked}
 	for _, ig := range igs {
-		ig = deepCopy(ig)
-		ig.Metadata.Annotations = MarkedComplete(ig.Metadata.Annotations)
+		ig = model.DeepCopy(ig)
+		ig.Metadata.Annotations = model.MarkedComplete(ig.Metadata.Annotations)
 		objs = append(objs, ig)
 	}
-	spec, err := Encode(objs...)
+	spec, err := model.Encode(objs...)
 	if err != nil {
 		return nil, err
 	}
-	engine.Add(g, &storetasks.File[C]{Path: CompletedSpecPath(name), Contents: ptr(string(spec)), After: specBefore})
+	engine.Add(g, &storetasks.File[C]{Path: model.CompletedSpecPath(name), Contents: ptr(string(spec)), After: specBefore})
 
 	ks, err := addKeystore(g, c)
 	if err != nil {
@@ -127,7 +111,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 	roleTasks := map[string]*storetasks.SecretFile[C]{}
 	for _, role := range groupRoles(igs) {
 		roleObjs[role] = sync.OnceValues(func() (nodeConfigMade, error) {
-			rc, err := NewNodeRoleConfig(c, role, ks.issued())
+			rc, err := model.NewNodeRoleConfig(c, role, ks.issued())
 			if err != nil {
 				return nodeConfigMade{}, err
 			}
@@ -138,9 +122,9 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 			return shownObject(obj)
 		})
 		roleTasks[role] = engine.Add(g, &storetasks.SecretFile[C]{
-			Path:   RoleConfigPath(name, role),
+			Path:   model.RoleConfigPath(name, role),
 			Make:   madeBy(roleObjs[role]),
-			Redact: RedactNodeConfigObject,
+			Redact: model.RedactNodeConfigObject,
 			After:  ks.tasks(),
 		})
 	}
@@ -152,7 +136,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 			if err != nil {
 				return nodeConfigMade{}, err
 			}
-			nc, err := NewGroupNodeConfig(ig, []byte(role.obj.Reveal()))
+			nc, err := model.NewGroupNodeConfig(ig, []byte(role.obj.Reveal()))
 			if err != nil {
 				return nodeConfigMade{}, err
 			}
@@ -164,9 +148,9 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 		})
 		common.nodeConfig[ig.Metadata.Name] = madeBy(once)
 		common.nodeConfigs[ig.Metadata.Name] = engine.Add(g, &storetasks.SecretFile[C]{
-			Path:   NodeConfigPath(name, ig.Metadata.Name),
+			Path:   model.NodeConfigPath(name, ig.Metadata.Name),
 			Make:   common.nodeConfig[ig.Metadata.Name],
-			Redact: RedactNodeConfigObject,
+			Redact: model.RedactNodeConfigObject,
 			After:  []engine.Task{roleTasks[ig.Spec.Role]},
 		})
 	}
@@ -174,7 +158,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *Cluster, igs []*Instanc
 }
 
 // groupRoles are the roles of igs, sorted, each once.
-func groupRoles(igs []*InstanceGroup) []string {
+func groupRoles(igs []*model.InstanceGroup) []string {
 	var roles []string
 	for _, ig := range igs {
 		roles = append(roles, ig.Spec.Role)
@@ -187,13 +171,13 @@ func groupRoles(igs []*InstanceGroup) []string {
 // store: their node configurations, and the configuration of a role no group has any more (NodeRoleConfig). It
 // is no task of the cloud graph: an update deletes them once the graph is applied (the kept ones written), and
 // its dry run lists each one it will delete.
-func StaleNodeConfigs[C storetasks.World](c *Cluster, igs []*InstanceGroup) *storetasks.StaleObjects[C] {
-	s := &storetasks.StaleObjects[C]{Prefix: path.Dir(NodeConfigPath(c.Metadata.Name, "x"))}
+func StaleNodeConfigs[C storetasks.World](c *model.Cluster, igs []*model.InstanceGroup) *storetasks.StaleObjects[C] {
+	s := &storetasks.StaleObjects[C]{Prefix: path.Dir(model.NodeConfigPath(c.Metadata.Name, "x"))}
 	for _, ig := range igs {
 		s.Keep = append(s.Keep, ig.Metadata.Name)
 	}
 	for _, role := range groupRoles(igs) {
-		s.Keep = append(s.Keep, RoleConfigName(role))
+		s.Keep = append(s.Keep, model.RoleConfigName(role))
 	}
 	s.Note = func(name string) string {
 		if role, ok := strings.CutSuffix(name, ".role"); ok {
@@ -219,9 +203,11 @@ func madeBy(once func() (nodeConfigMade, error)) func() (engine.Secret, string, 
 
 // shownObject is a stored configuration (a node's or a role's) and how a plan shows it.
 func shownObject(obj []byte) (nodeConfigMade, error) {
-	shown, err := RedactNodeConfigObject(string(obj))
+	shown, err := model.RedactNodeConfigObject(string(obj))
 	if err != nil {
 		return nodeConfigMade{}, err
 	}
 	return nodeConfigMade{engine.NewSecret(string(obj)), shown}, nil
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,7 @@
-package model
+package nodegraph
 
 import (
+	"kubeup.dev/kubeup/model"
 	"maps"
 	"path"
 	"slices"
@@ -13,12 +14,13 @@ import (
 // The static pods of a node: each runs one component with the flags of its configuration (Flags), on the host's
 // network, with the host paths it reads mounted read-only.
 
-func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
+// KubeAPIServerPod is kube-apiserver's static pod.
+func KubeAPIServerPod(a *model.KubeAPIServerConfig) *nodetasks.Pod {
 	port := int32(443)
 	if a.SecurePort != nil {
 		port = *a.SecurePort
 	}
-	p := staticPod("kube-apiserver", a.Image, "/usr/local/bin/kube-apiserver", Flags(a), "150m")
+	p := staticPod("kube-apiserver", a.Image, "/usr/local/bin/kube-apiserver", model.Flags(a), "150m")
 	c := &p.Spec.Containers[0]
 	c.Ports = []nodetasks.ContainerPort{{Name: "https", ContainerPort: port, HostPort: port}}
 	// kubelet's probe carries no credentials: with anonymous requests refused it would get 401 every time and
@@ -26,7 +28,7 @@ func kubeAPIServerPod(a *KubeAPIServerConfig) *nodetasks.Pod {
 	if a.AnonymousAuth == nil || *a.AnonymousAuth {
 		c.LivenessProbe = httpsProbe("/livez", port)
 	}
-	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs"}, a.ClientCAFile, a.TLSCertFile, a.TLSPrivateKeyFile,
+	mountHostPaths(p, hostDirs([]string{model.SrvKubernetes, "/etc/ssl/certs"}, a.ClientCAFile, a.TLSCertFile, a.TLSPrivateKeyFile,
 		a.EtcdCAFile, a.EtcdCertFile, a.EtcdKeyFile, a.KubeletClientCertificate, a.KubeletClientKey,
 		a.RequestheaderClientCAFile, a.ProxyClientCertFile, a.ProxyClientKeyFile,
 		a.ServiceAccountKeyFile, a.ServiceAccountSigningKeyFile, a.KubeletCertificateAuthority)...)
@@ -55,23 +57,23 @@ func hostDirs(dirs []string, files ...string) []string {
 	return dirs
 }
 
-func kubeControllerManagerPod(m *KubeControllerManagerConfig) *nodetasks.Pod {
-	p := staticPod("kube-controller-manager", m.Image, "/usr/local/bin/kube-controller-manager", Flags(m), "100m")
+func kubeControllerManagerPod(m *model.KubeControllerManagerConfig) *nodetasks.Pod {
+	p := staticPod("kube-controller-manager", m.Image, "/usr/local/bin/kube-controller-manager", model.Flags(m), "100m")
 	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10257)
-	mountHostPaths(p, hostDirs([]string{srvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig)}, m.ServiceAccountPrivateKeyFile, m.RootCAFile,
+	mountHostPaths(p, hostDirs([]string{model.SrvKubernetes, "/etc/ssl/certs", path.Dir(m.Kubeconfig)}, m.ServiceAccountPrivateKeyFile, m.RootCAFile,
 		m.ClusterSigningKubeletClientCertFile, m.ClusterSigningKubeletClientKeyFile, m.ClusterSigningKubeletServingCertFile, m.ClusterSigningKubeletServingKeyFile)...)
 	return p
 }
 
-func kubeSchedulerPod(s *KubeSchedulerConfig) *nodetasks.Pod {
-	p := staticPod("kube-scheduler", s.Image, "/usr/local/bin/kube-scheduler", Flags(s), "100m")
+func kubeSchedulerPod(s *model.KubeSchedulerConfig) *nodetasks.Pod {
+	p := staticPod("kube-scheduler", s.Image, "/usr/local/bin/kube-scheduler", model.Flags(s), "100m")
 	p.Spec.Containers[0].LivenessProbe = httpsProbe("/healthz", 10259)
 	mountHostPaths(p, path.Dir(s.Kubeconfig))
 	return p
 }
 
-func kubeProxyPod(k *KubeProxyConfig) *nodetasks.Pod {
-	p := staticPod("kube-proxy", k.Image, "/usr/local/bin/kube-proxy", Flags(k), "100m")
+func kubeProxyPod(k *model.KubeProxyConfig) *nodetasks.Pod {
+	p := staticPod("kube-proxy", k.Image, "/usr/local/bin/kube-proxy", model.Flags(k), "100m")
 	p.Spec.Containers[0].LivenessProbe = &nodetasks.Probe{
 		HTTPGet:             &nodetasks.HTTPGetAction{Host: "127.0.0.1", Path: "/healthz", Port: 10256, Scheme: "HTTP"},
 		InitialDelaySeconds: 15, TimeoutSeconds: 15,

@@ -1,9 +1,10 @@
-package model
+package nodegraph
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"kubeup.dev/kubeup/model"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ type KubeWorld interface {
 
 // BootstrapToken returns the bootstrap token a node configuration carries in its bootstrap kubeconfig
 // (spec.kubelet.bootstrapKubeconfig): what protokube makes the token's Secret of.
-func BootstrapToken(nc *NodeConfig) (*pkitasks.Issued, error) {
+func BootstrapToken(nc *model.NodeConfig) (*pkitasks.Issued, error) {
 	if nc.Cluster == nil || nc.Cluster.Spec.Kubelet == nil || nc.Cluster.Spec.Kubelet.BootstrapKubeconfig == "" {
 		return nil, errors.New("the node configuration names no bootstrap kubeconfig (spec.kubelet.bootstrapKubeconfig)")
 	}
@@ -79,7 +80,7 @@ func BootstrapToken(nc *NodeConfig) (*pkitasks.Issued, error) {
 //     (system:certificates.k8s.io:certificatesigningrequests:selfnodeclient, approved by kube-controller-manager);
 //   - ClusterRole and ClusterRoleBinding kubeup:csr-approver: the approver's identity (CSRApproverUser) reads
 //     requests and Nodes, and approves or denies requests of the two kubelet signers, nothing else.
-func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *NodeConfig, proof kubetasks.IdentityProof) error {
+func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *model.NodeConfig, proof kubetasks.IdentityProof) error {
 	token, err := BootstrapToken(nc)
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *NodeConfig, proof kubet
 	if err != nil {
 		return err
 	}
-	bound, err := add(binding("kubeup:csr-approver", "kubeup:csr-approver", "User", CSRApproverUser), "clusterrolebindings", false, role)
+	bound, err := add(binding("kubeup:csr-approver", "kubeup:csr-approver", "User", model.CSRApproverUser), "clusterrolebindings", false, role)
 	if err != nil {
 		return err
 	}

@@ -1,37 +1,22 @@
-package model
+package nodegraph
 
 import (
 	"fmt"
-	"maps"
+	"kubeup.dev/kubeup/model"
 	"os"
 	"path"
-	"strconv"
-	"strings"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
-// Paths on a node.
-const (
-	kubeletEnvFile  = "/etc/default/kubelet"
-	kubeletBinary   = "/usr/local/bin/kubelet"
-	protokubeBinary = "/usr/local/bin/protokube"
-	// nodeConfFile is the node configuration nodeup converged the node to, as Encode writes it (its sha256 on
-	// the first line): what protokube reads, with the same checks as nodeup, to run the same node tasks.
-	nodeConfFile       = "/etc/kubeup/node.conf"
-	systemdUnitDir     = "/etc/systemd/system"
-	controlPlaneTaint  = "node-role.kubernetes.io/control-plane=:NoSchedule"
-	instanceGroupLabel = "kubeup.dev/instancegroup"
-)
-
 // BuildNodeGraph returns the graph nodeup converges on a node of the configuration's instance group: the node
 // tasks of AddNodeTasks. nodeup starts kubelet on a Node; on the control plane it writes and enables kubelet's
 // unit but leaves kubelet to protokube, which makes sure it runs in each round (AddNodeTasks with StartKubelet).
-func BuildNodeGraph(nc *NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
+func BuildNodeGraph(nc *model.NodeConfig) (*engine.Graph[*nodetasks.Node], error) {
 	g := engine.NewGraph[*nodetasks.Node]()
 	o := NodeTasksOptions{
-		StartKubelet:   nc.InstanceGroup == nil || nc.InstanceGroup.Spec.Role != RoleControlPlane,
+		StartKubelet:   nc.InstanceGroup == nil || nc.InstanceGroup.Spec.Role != model.RoleControlPlane,
 		StartProtokube: true,
 	}
 	if _, err := AddNodeTasks(g, func(n *nodetasks.Node) *nodetasks.Node { return n }, nc, o); err != nil {
@@ -69,7 +54,7 @@ type NodeTasksOptions struct {
 // plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds
 // them to each round's graph, whose world is made of the node and the cloud.
-func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *NodeConfig, o NodeTasksOptions) (keystoreFiles []engine.Task, err error) {
+func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *model.NodeConfig, o NodeTasksOptions) (keystoreFiles []engine.Task, err error) {
 	if nc.Cluster == nil || nc.InstanceGroup == nil {
 		return nil, fmt.Errorf("node configuration: cluster and instanceGroup are required")
 	}
@@ -79,15 +64,15 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		return nil, fmt.Errorf("node configuration of %s: the cluster spec is not complete (no kubelet, kubeProxy or containerd)", ig.Metadata.Name)
 	}
 	switch ig.Spec.Role {
-	case RoleControlPlane, RoleNode:
+	case model.RoleControlPlane, model.RoleNode:
 	default:
-		return nil, fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, RoleControlPlane, RoleNode)
+		return nil, fmt.Errorf("node configuration of %s: spec.role %q is not a role: want %s or %s", ig.Metadata.Name, ig.Spec.Role, model.RoleControlPlane, model.RoleNode)
 	}
-	controlPlane := ig.Spec.Role == RoleControlPlane
+	controlPlane := ig.Spec.Role == model.RoleControlPlane
 	if controlPlane && (s.KubeAPIServer == nil || s.KubeControllerManager == nil || s.KubeScheduler == nil || nc.Protokube == nil) {
 		return nil, fmt.Errorf("node configuration of %s: the control plane's configuration is not complete", ig.Metadata.Name)
 	}
-	envText, err := kubeletEnv(kubeletFlags(s.Kubelet, ig))
+	envText, err := model.KubeletEnv(model.KubeletFlags(s.Kubelet, ig))
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
@@ -132,7 +117,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		})
 	}
 	if controlPlane {
-		addManifest(kubeAPIServerPod(s.KubeAPIServer))
+		addManifest(KubeAPIServerPod(s.KubeAPIServer))
 		addManifest(kubeControllerManagerPod(s.KubeControllerManager))
 		addManifest(kubeSchedulerPod(s.KubeScheduler))
 	}
@@ -145,18 +130,18 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
 	env := engine.AddIn(g, in, &nodetasks.File{
-		Path:     kubeletEnvFile,
+		Path:     model.KubeletEnvFile,
 		Contents: ptr(envText),
 		Mode:     ptr(os.FileMode(0o644)),
 	})
 	engine.AddIn(g, in, &nodetasks.SystemdService{
 		Name:       "kubelet.service",
-		Definition: ptr(kubeletUnit),
+		Definition: ptr(model.KubeletUnit),
 		Enabled:    ptr(true),
 		Running:    startIf(o.StartKubelet),
 		// kubelet restarts when its flags or its binary change; it picks up changed manifests by itself, without
 		// a restart. containerd's service and the image imports only order it.
-		DependsOn: append(append([]engine.Task{env}, dependsOnAsset(assets, AssetKubelet)...), runtime.after()...),
+		DependsOn: append(append([]engine.Task{env}, dependsOnAsset(assets, model.AssetKubelet)...), runtime.after()...),
 	})
 
 	if controlPlane {
@@ -165,21 +150,21 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *Nod
 		// is the cluster's spec.
 		// A configuration that names its role's (NodeConfig.RoleConfig) finds it beside it: that copy is written
 		// first, so that protokube never reads a node.conf whose role's configuration is not there yet.
-		dependsOn := dependsOnAsset(assets, AssetProtokube)
+		dependsOn := dependsOnAsset(assets, model.AssetProtokube)
 		if !o.LeaveNodeConf {
 			var after []engine.Task
 			if roleConf != "" {
 				after = append(after, engine.AddIn(g, in, &nodetasks.File{
-					Path: path.Join(path.Dir(nodeConfFile), nc.RoleConfig.Object), SecretContents: ptr(engine.NewSecret(roleConf)), Mode: ptr(os.FileMode(0o600)),
+					Path: path.Join(path.Dir(model.NodeConfFile), nc.RoleConfig.Object), SecretContents: ptr(engine.NewSecret(roleConf)), Mode: ptr(os.FileMode(0o600)),
 				}))
 			}
 			dependsOn = append(dependsOn, engine.AddIn(g, in, &nodetasks.File{
-				Path: nodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)), After: after,
+				Path: model.NodeConfFile, SecretContents: ptr(engine.NewSecret(conf)), Mode: ptr(os.FileMode(0o600)), After: after,
 			}))
 		}
 		engine.AddIn(g, in, &nodetasks.SystemdService{
 			Name:       "protokube.service",
-			Definition: ptr(protokubeUnit),
+			Definition: ptr(model.ProtokubeUnit),
 			Enabled:    ptr(true),
 			Running:    startIf(o.StartProtokube),
 			DependsOn:  dependsOn,
@@ -198,98 +183,3 @@ func startIf(start bool) *bool {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// kubeletFlags adds what the instance group implies (its node label; the control plane's taint) to the spec's
-// kubelet flags. A value the user set for the same flag wins.
-//
-// The control plane's node-role.kubernetes.io/control-plane label is not among them: kubelet refuses to start
-// with a --node-labels key in the kubernetes.io or k8s.io namespaces outside the few it may set on itself
-// (kubeletLabelAllowed), and the NodeRestriction admission plugin would refuse it anyway. That label is set on
-// the Node object once it has registered, as kops-controller does; its taint is allowed here.
-func kubeletFlags(k *KubeletConfig, ig *InstanceGroup) []string {
-	cfg := *k
-	labels := map[string]string{instanceGroupLabel: ig.Metadata.Name}
-	if ig.Spec.Role == RoleControlPlane {
-		if cfg.RegisterWithTaints == nil {
-			cfg.RegisterWithTaints = []string{controlPlaneTaint}
-		}
-	}
-	maps.Copy(labels, k.NodeLabels)
-	cfg.NodeLabels = labels
-	return Flags(&cfg)
-}
-
-// kubeletEnv is the environment file kubelet.service reads its flags from: DAEMON_ARGS, as kops' nodeup writes
-// it, so that an operator finds kubelet's flags where they look for them.
-//
-// kubelet.service starts `kubelet $DAEMON_ARGS`, and systemd splits such a variable into arguments at
-// whitespace, and (systemd 252, Debian 12) also removes quotes and backslashes in it as a shell would. So every
-// flag must be one plain word (plainWord): then it is exactly one argument under any of these rules, and the
-// assignment itself is written escaped by systemd's rules (envAssignment). A flag with any other character is
-// refused here, whatever validation said, naming the flag: validation refuses every such value with its field
-// path first, so this only stops a spec that bypassed it. The alternative, each flag a quoted word of
-// ExecStart=, would pass any value, but none of kubelet's values needs more than plainWord allows, and the flags
-// would leave /etc/default/kubelet.
-func kubeletEnv(flags []string) (string, error) {
-	for _, f := range flags {
-		if !plainWord(f) {
-			return "", fmt.Errorf("kubelet flag %q cannot be passed through %s: only %s reach kubelet as exactly "+
-				"one argument of $DAEMON_ARGS; fix the cluster spec (kubeup validates it) and run kubeup update cluster again", f, kubeletEnvFile, plainChars)
-		}
-	}
-	line, err := envAssignment("DAEMON_ARGS", strings.Join(flags, " "))
-	if err != nil {
-		return "", err
-	}
-	return "# Managed by kubeup (nodeup): kubelet's flags, from the cluster spec.\n" + line, nil
-}
-
-// The units nodeup installs. Their values are constants, written by systemd's quoting rules all the same.
-var (
-	kubeletUnit = `# Managed by kubeup (nodeup).
-[Unit]
-Description=Kubernetes kubelet
-Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
-Requires=containerd.service
-After=containerd.service
-
-[Service]
-EnvironmentFile=` + must(unitPath(kubeletEnvFile)) + `
-ExecStart=` + must(execLine(kubeletBinary)) + ` $DAEMON_ARGS
-Restart=always
-RestartSec=2s
-KillMode=process
-
-[Install]
-WantedBy=multi-user.target
-`
-
-	// protokube starts kubelet itself, each round: its unit neither wants nor waits for kubelet's. Nor does it
-	// wait for the network: a round that cannot reach the cloud or DNS fails, and the next one tries again.
-	protokubeUnit = `# Managed by kubeup (nodeup).
-[Unit]
-Description=protokube: claims and mounts this node's etcd volumes, runs etcd, keeps DNS right, keeps kubelet running
-
-[Service]
-ExecStart=` + must(execLine(protokubeBinary, "--conf="+nodeConfFile)) + `
-Restart=always
-RestartSec=5s
-RestartPreventExitStatus=` + strconv.Itoa(ProtokubeExitNotControlPlane) + `
-
-[Install]
-WantedBy=multi-user.target
-`
-)
-
-// ProtokubeExitNotControlPlane is the status protokube exits with when its node configuration is not a
-// control-plane node's (LSB's "program is not configured"): its unit does not restart it after that status, which
-// a restart would only meet again. nodeup restarts protokube.service when it writes the node configuration.
-const ProtokubeExitNotControlPlane = 6
-
-// must panics on an error from writing a constant: a programmer's error, found when the package loads.
-func must(s string, err error) string {
-	if err != nil {
-		panic(fmt.Sprintf("model: %v", err))
-	}
-	return s
-}

@@ -1,10 +1,11 @@
 //go:build e2e
 
-package model
+package nodegraph
 
 import (
 	"context"
 	"encoding/json"
+	"kubeup.dev/kubeup/model"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestNodeRuntimeE2E(t *testing.T) {
 	e2e.RequireRoot(t)
 	ctx := context.Background()
 
-	c, _ := completeSpec(t, CloudLocal, 1)
+	c, _ := completeSpec(t, model.CloudLocal, 1)
 	s := &c.Spec
 	if !e2e.SystemdBooted() {
 		s.Kubelet.CgroupDriver = "cgroupfs" // the rule of docs/cluster-spec.md: no systemd, no systemd driver
@@ -77,7 +78,7 @@ func TestNodeRuntimeE2E(t *testing.T) {
 
 	// containerd reads every setting as written: `config dump` prints what it parsed (a misspelt key would show
 	// containerd's default instead).
-	dump := e2e.MustRun(t, filepath.Join(bin, "containerd"), "--config", filepath.Join(root, containerdConfigFile), "config", "dump")
+	dump := e2e.MustRun(t, filepath.Join(bin, "containerd"), "--config", filepath.Join(root, model.ContainerdConfigFile), "config", "dump")
 	systemdCgroup := "SystemdCgroup = false"
 	if s.Kubelet.CgroupDriver == "systemd" {
 		systemdCgroup = "SystemdCgroup = true"
@@ -85,11 +86,11 @@ func TestNodeRuntimeE2E(t *testing.T) {
 	for _, want := range []string{
 		systemdCgroup,
 		"restrict_oom_score_adj = true",
-		"BinaryName = '" + runcBinary + "'",
+		"BinaryName = '" + model.RuncBinary + "'",
 		"sandbox = '" + e2e.PauseImage + "'",
-		"bin_dirs = ['" + cniBinDir + "']",
-		"conf_dir = '" + cniConfDir + "'",
-		"conf_template = '" + cniConfigTemplate + "'",
+		"bin_dirs = ['" + model.CNIBinDir + "']",
+		"conf_dir = '" + model.CNIConfDir + "'",
+		"conf_template = '" + model.CNIConfigTemplate + "'",
 		"address = '" + e2e.NodeContainerdSocket + "'",
 	} {
 		if !strings.Contains(dump, want) {
@@ -111,7 +112,7 @@ func TestNodeRuntimeE2E(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		// crictl reads the configuration nodeup wrote (its endpoints are the node's path: the flags give the host's).
-		out, err := e2e.Run(ctx, filepath.Join(bin, "crictl"), append([]string{"--config", filepath.Join(root, crictlConfig),
+		out, err := e2e.Run(ctx, filepath.Join(bin, "crictl"), append([]string{"--config", filepath.Join(root, model.CrictlConfig),
 			"--runtime-endpoint", endpoint, "--image-endpoint", endpoint}, args...)...)
 		if err != nil {
 			t.Fatalf("crictl %v: %v\ncontainerd's log:\n%s", args, err, e2e.Tail(p.Log, 30))

@@ -1,4 +1,4 @@
-package gcetasks
+package gcelabels
 
 import (
 	"crypto/sha256"
@@ -32,7 +32,7 @@ const (
 	roleLabelPrefix  = "kubeup-role-"
 	etcdLabelPrefix  = "kubeup-etcd-"
 
-	clusterTagPrefix = "kubernetes.io/cluster/"
+	ClusterTagPrefix = "kubernetes.io/cluster/"
 	roleTagPrefix    = "k8s.io/role/"
 	etcdTagPrefix    = "k8s.io/etcd/"
 
@@ -41,13 +41,13 @@ const (
 )
 
 var (
-	labelKeyRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	labelValueRE = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
+	LabelKeyRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	LabelValueRE = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
 )
 
 // ClusterLabelKey is the key of the label that marks what cluster owns: kubeup-cluster-<hash8 of its name>.
 // Its value is OwnedValue.
-func ClusterLabelKey(cluster string) string { return clusterLabelPrefix + hash8(cluster) }
+func ClusterLabelKey(cluster string) string { return clusterLabelPrefix + Hash8(cluster) }
 
 // ClusterLabels are the labels of everything the cluster owns: the ownership label and the cluster's name.
 func ClusterLabels(cluster string) map[string]string {
@@ -89,8 +89,8 @@ func EncodeTags(tags map[string]string) (map[string]string, error) {
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		v := tags[k]
 		switch {
-		case strings.HasPrefix(k, clusterTagPrefix):
-			cluster := strings.TrimPrefix(k, clusterTagPrefix)
+		case strings.HasPrefix(k, ClusterTagPrefix):
+			cluster := strings.TrimPrefix(k, ClusterTagPrefix)
 			out[ClusterLabelKey(cluster)] = LabelValue(v)
 			out[ClusterNameLabel] = LabelValue(cluster)
 			continue
@@ -107,10 +107,10 @@ func EncodeTags(tags map[string]string) (map[string]string, error) {
 				v += "_" + strings.ReplaceAll(others, ",", "_")
 			}
 		}
-		if !labelKeyRE.MatchString(k) {
+		if !LabelKeyRE.MatchString(k) {
 			return nil, fmt.Errorf("tag %s: %q is not a GCE label key (a lowercase letter, then up to 62 of a-z, 0-9, '_' and '-')", k, k)
 		}
-		if !labelValueRE.MatchString(v) {
+		if !LabelValueRE.MatchString(v) {
 			return nil, fmt.Errorf("tag %s: value %q is not a GCE label value (up to 63 of a-z, 0-9, '_' and '-')", k, v)
 		}
 		out[k] = v
@@ -129,7 +129,7 @@ func DecodeLabels(labels map[string]string, clusters ...string) map[string]strin
 		case strings.HasPrefix(k, clusterLabelPrefix):
 			for _, c := range clusters {
 				if k == ClusterLabelKey(c) {
-					out[clusterTagPrefix+c] = v
+					out[ClusterTagPrefix+c] = v
 				}
 			}
 		case strings.HasPrefix(k, roleLabelPrefix):
@@ -148,15 +148,15 @@ func DecodeLabels(labels map[string]string, clusters ...string) map[string]strin
 func ClustersOfTags(tags map[string]string) []string {
 	var out []string
 	for k := range tags {
-		if strings.HasPrefix(k, clusterTagPrefix) {
-			out = append(out, strings.TrimPrefix(k, clusterTagPrefix))
+		if strings.HasPrefix(k, ClusterTagPrefix) {
+			out = append(out, strings.TrimPrefix(k, ClusterTagPrefix))
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func hash8(s string) string {
+func Hash8(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:4])
 }
@@ -181,12 +181,12 @@ func ResourceName(name string, max int) string {
 		s = "k-" + s
 	}
 	if len(s) > max {
-		s = strings.TrimRight(s[:max-9], "-") + "-" + hash8(name)
+		s = strings.TrimRight(s[:max-9], "-") + "-" + Hash8(name)
 	}
 	return strings.TrimRight(s, "-")
 }
 
 // validName reports whether name is a GCE resource name.
-func validName(name string) bool { return resourceNameRE.MatchString(name) }
+func ValidName(name string) bool { return resourceNameRE.MatchString(name) }
 
 var resourceNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)

@@ -1,7 +1,8 @@
-package model
+package cloudgraph
 
 import (
 	"fmt"
+	"kubeup.dev/kubeup/model"
 	"slices"
 
 	"kubeup.dev/kubeup/engine"
@@ -24,7 +25,7 @@ const (
 
 // SecurityGroupName is the name of a role's security group: control-plane.<cluster> or nodes.<cluster>.
 func SecurityGroupName(cluster, role string) string {
-	if role == RoleControlPlane {
+	if role == model.RoleControlPlane {
 		return "control-plane." + cluster
 	}
 	return "nodes." + cluster
@@ -42,10 +43,10 @@ func SecurityGroupName(cluster, role string) string {
 //     and launch templates of groups no longer in the spec are no task: see AWSUnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
-func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
+func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
 	name := c.Metadata.Name
 	s := &c.Spec
-	if s.CloudProvider != CloudAWS {
+	if s.CloudProvider != model.CloudAWS {
 		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not aws", name, s.CloudProvider)
 	}
 	if s.AWS == nil {
@@ -55,7 +56,7 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	g := engine.NewGraph[*awstasks.Cloud]()
 	exists := engine.WithLifecycle(engine.ExistsAndValidates)
 	owned := func(resource string, tags map[string]string) map[string]string {
-		out := map[string]string{"Name": resource, ClusterTagKey(name): TagValueOwned}
+		out := map[string]string{"Name": resource, model.ClusterTagKey(name): model.TagValueOwned}
 		for k, v := range tags {
 			out[k] = v
 		}
@@ -67,12 +68,12 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID, SpecPath: "spec.aws.vpcID"}, exists)
 	subnets := map[string]*awstasks.Subnet{}
 	for i, sn := range a.Subnets {
-		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, SpecPath: index("spec.aws.subnets", i), VPC: vpc, Zone: ptr(sn.Zone)}, exists)
+		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, SpecPath: model.Index("spec.aws.subnets", i), VPC: vpc, Zone: ptr(sn.Zone)}, exists)
 	}
 	profiles := map[string]*awstasks.InstanceProfile{}
-	for _, role := range []string{RoleControlPlane, RoleNode} {
+	for _, role := range []string{model.RoleControlPlane, model.RoleNode} {
 		p, path := instanceProfileName(a, role), "spec.aws.instanceProfile"
-		if role == RoleControlPlane && p != a.InstanceProfile {
+		if role == model.RoleControlPlane && p != a.InstanceProfile {
 			path = "spec.aws.controlPlaneInstanceProfile" // else defaulted from instanceProfile, which is the one to fix
 		}
 		if profiles[p] == nil {
@@ -82,21 +83,21 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 
 	// The security groups and their rules.
 	groups := map[string]*awstasks.SecurityGroup{}
-	for _, role := range []string{RoleControlPlane, RoleNode} {
+	for _, role := range []string{model.RoleControlPlane, model.RoleNode} {
 		sg := SecurityGroupName(name, role)
 		groups[role] = engine.Add(g, &awstasks.SecurityGroup{
 			Name: sg, VPC: vpc, Description: ptr(securityGroupDescription(name, role)), Tags: owned(sg, nil),
 		})
 	}
-	short := map[string]string{RoleControlPlane: "control-plane", RoleNode: "nodes"}
+	short := map[string]string{model.RoleControlPlane: "control-plane", model.RoleNode: "nodes"}
 	rules := map[string][]*awstasks.SecurityGroupRule{}
 	rule := func(role, name string, r *awstasks.SecurityGroupRule) {
 		r.Name, r.Group = groups[role].Name+"/"+name, groups[role]
 		rules[role] = append(rules[role], engine.Add(g, r))
 	}
-	for _, role := range []string{RoleControlPlane, RoleNode} {
-		for _, from := range []string{RoleControlPlane, RoleNode} {
-			if role == RoleControlPlane && from == RoleNode {
+	for _, role := range []string{model.RoleControlPlane, model.RoleNode} {
+		for _, from := range []string{model.RoleControlPlane, model.RoleNode} {
+			if role == model.RoleControlPlane && from == model.RoleNode {
 				continue // below: not etcd's ports
 			}
 			rule(role, "all-from-"+short[from], &awstasks.SecurityGroupRule{Protocol: "-1", SourceGroup: groups[from]})
@@ -106,7 +107,7 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 		}
 	}
 	for _, cidr := range a.APIAccess {
-		rule(RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: ptr[int32](443), ToPort: ptr[int32](443), CIDR: ptr(cidr)})
+		rule(model.RoleControlPlane, "https-from-"+cidr, &awstasks.SecurityGroupRule{Protocol: "tcp", FromPort: ptr[int32](443), ToPort: ptr[int32](443), CIDR: ptr(cidr)})
 	}
 	// Nodes reach the control plane on every port but etcd's (clients' and peers'), as kops does: a node does not
 	// talk to etcd, and a node taken over must not reach it.
@@ -115,28 +116,28 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 		etcdPorts = append(etcdPorts, e.ClientPort, e.PeerPort)
 	}
 	for _, r := range portRangesWithout(etcdPorts) {
-		rule(RoleControlPlane, fmt.Sprintf("tcp-%d-%d-from-nodes", r[0], r[1]), &awstasks.SecurityGroupRule{
-			Protocol: "tcp", FromPort: ptr(r[0]), ToPort: ptr(r[1]), SourceGroup: groups[RoleNode],
+		rule(model.RoleControlPlane, fmt.Sprintf("tcp-%d-%d-from-nodes", r[0], r[1]), &awstasks.SecurityGroupRule{
+			Protocol: "tcp", FromPort: ptr(r[0]), ToPort: ptr(r[1]), SourceGroup: groups[model.RoleNode],
 		})
 	}
-	rule(RoleControlPlane, "udp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "udp", FromPort: ptr[int32](0), ToPort: ptr[int32](65535), SourceGroup: groups[RoleNode]})
-	rule(RoleControlPlane, "icmp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "icmp", FromPort: ptr[int32](-1), ToPort: ptr[int32](-1), SourceGroup: groups[RoleNode]})
+	rule(model.RoleControlPlane, "udp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "udp", FromPort: ptr[int32](0), ToPort: ptr[int32](65535), SourceGroup: groups[model.RoleNode]})
+	rule(model.RoleControlPlane, "icmp-from-nodes", &awstasks.SecurityGroupRule{Protocol: "icmp", FromPort: ptr[int32](-1), ToPort: ptr[int32](-1), SourceGroup: groups[model.RoleNode]})
 	// Each group's ingress: the rules above, and none other of kubeup's (a CIDR removed from the spec is revoked).
-	for _, role := range []string{RoleControlPlane, RoleNode} {
+	for _, role := range []string{model.RoleControlPlane, model.RoleNode} {
 		engine.Add(g, &awstasks.SecurityGroupIngress{Group: groups[role], Rules: rules[role]})
 	}
 
 	// The etcd members' volumes.
 	for _, e := range s.EtcdClusters {
 		for _, m := range e.Members {
-			vol := EtcdVolumeName(name, e, m)
+			vol := model.EtcdVolumeName(name, e, m)
 			engine.Add(g, &awstasks.EBSVolume{
 				Name:       vol,
 				Zone:       ptr(m.Zone),
 				SizeGB:     m.VolumeSize,
 				VolumeType: m.VolumeType,
 				Encrypted:  m.Encrypted,
-				Tags:       owned(vol, EtcdVolumeTags(name, e, m)),
+				Tags:       owned(vol, model.EtcdVolumeTags(name, e, m)),
 			})
 		}
 	}
@@ -148,10 +149,10 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 
 	// Each instance group's launch template and Auto Scaling group.
 	for _, ig := range igs {
-		lt := LaunchTemplateName(name, ig.Metadata.Name)
+		lt := model.LaunchTemplateName(name, ig.Metadata.Name)
 		roleTag := TagNode
-		if ig.Spec.Role == RoleControlPlane {
-			roleTag = TagControlPlane
+		if ig.Spec.Role == model.RoleControlPlane {
+			roleTag = model.TagControlPlane
 		}
 		tags := owned(lt, map[string]string{TagInstanceGroup: ig.Metadata.Name, roleTag: "1"})
 		conf := common.nodeConfigs[ig.Metadata.Name]
@@ -172,11 +173,11 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 				if err != nil {
 					return "", err
 				}
-				sum, err := NodeConfigObjectSHA256(NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+				sum, err := model.NodeConfigObjectSHA256(model.NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
 				if err != nil {
 					return "", err
 				}
-				return UserData(c, ig, sum)
+				return model.UserData(c, ig, sum)
 			},
 			After: []engine.Task{conf},
 		})
@@ -203,11 +204,11 @@ func BuildAWSCloudGraph(c *Cluster, igs []*InstanceGroup) (*engine.Graph[*awstas
 // AWSUnusedGroups is what the instance groups removed from the spec of a complete aws cluster leave: their Auto
 // Scaling groups and launch templates, by their TagInstanceGroup. It is no task of the cloud graph: an update
 // deletes them once the graph is applied, and its dry run lists each one it will delete.
-func AWSUnusedGroups(c *Cluster, igs []*InstanceGroup) *awstasks.UnusedGroups {
+func AWSUnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *awstasks.UnusedGroups {
 	u := &awstasks.UnusedGroups{Cluster: c.Metadata.Name, GroupTag: TagInstanceGroup}
 	for _, ig := range igs {
 		u.Groups = append(u.Groups, ig.Metadata.Name)
-		u.Keep = append(u.Keep, LaunchTemplateName(c.Metadata.Name, ig.Metadata.Name))
+		u.Keep = append(u.Keep, model.LaunchTemplateName(c.Metadata.Name, ig.Metadata.Name))
 	}
 	return u
 }
@@ -234,15 +235,15 @@ func portRangesWithout(out []int32) [][2]int32 {
 }
 
 // instanceProfileName is the instance profile of a role's machines.
-func instanceProfileName(a *AWSSpec, role string) string {
-	if role == RoleControlPlane && a.ControlPlaneInstanceProfile != "" {
+func instanceProfileName(a *model.AWSSpec, role string) string {
+	if role == model.RoleControlPlane && a.ControlPlaneInstanceProfile != "" {
 		return a.ControlPlaneInstanceProfile
 	}
 	return a.InstanceProfile
 }
 
 func securityGroupDescription(cluster, role string) string {
-	if role == RoleControlPlane {
+	if role == model.RoleControlPlane {
 		return "kubeup: the control plane of cluster " + cluster
 	}
 	return "kubeup: the nodes of cluster " + cluster

@@ -1,14 +1,9 @@
-package gcetasks
+package gcelabels
 
 import (
-	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/api/googleapi"
-
-	"kubeup.dev/kubeup/engine"
 )
 
 func TestTagsEncodeAsLabelsAndBack(t *testing.T) {
@@ -30,7 +25,7 @@ func TestTagsEncodeAsLabelsAndBack(t *testing.T) {
 		t.Errorf("EncodeTags (-want +got):\n%s", diff)
 	}
 	for k, v := range labels {
-		if !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
+		if !LabelKeyRE.MatchString(k) || !LabelValueRE.MatchString(v) {
 			t.Errorf("%s=%s is not a GCE label", k, v)
 		}
 	}
@@ -54,36 +49,13 @@ func TestResourceName(t *testing.T) {
 		{"1.example.com", "k-1-example-com"},
 		{"Nodes.Example.COM.", "nodes-example-com"},
 	} {
-		if got := ResourceName(tc.in, 63); got != tc.want || !validName(got) {
+		if got := ResourceName(tc.in, 63); got != tc.want || !ValidName(got) {
 			t.Errorf("ResourceName(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	long := "a.etcd-main.a-very-long-cluster-name-that-goes-on-and-on.example.com"
 	got := ResourceName(long, 54)
-	if len(got) > 54 || !validName(got) || got == ResourceName(long+"x", 54) {
+	if len(got) > 54 || !ValidName(got) || got == ResourceName(long+"x", 54) {
 		t.Errorf("ResourceName of a long name = %q", got)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	for _, tc := range []struct {
-		code   int
-		reason string
-		class  engine.Class
-		denied bool
-	}{
-		{http.StatusTooManyRequests, "rateLimitExceeded", engine.ClassRetryable, false},
-		{http.StatusForbidden, "userRateLimitExceeded", engine.ClassRetryable, false},
-		{http.StatusServiceUnavailable, "backendError", engine.ClassRetryable, false},
-		{http.StatusForbidden, "forbidden", engine.ClassTerminal, true},
-		{http.StatusBadRequest, "invalid", engine.ClassTerminal, false},
-	} {
-		err := Classify("doing", &googleapi.Error{Code: tc.code, Message: "m", Errors: []googleapi.ErrorItem{{Reason: tc.reason}}})
-		if engine.ClassOf(err) != tc.class || errors.Is(err, engine.ErrAccessDenied) != tc.denied {
-			t.Errorf("%d %s: %v (class %v), want %v, denied %t", tc.code, tc.reason, err, engine.ClassOf(err), tc.class, tc.denied)
-		}
-	}
-	if got := Classify("creating disk d", &googleapi.Error{Code: 400, Message: "bad size", Errors: []googleapi.ErrorItem{{Reason: "invalid"}}}).Error(); got != "creating disk d: Google said 400 invalid: bad size" {
-		t.Errorf("message: %q", got)
 	}
 }
