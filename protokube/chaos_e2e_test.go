@@ -327,7 +327,7 @@ func (c *chaosRun) settle(what string) {
 func (c *chaosRun) settled() string {
 	t := c.t
 	alive, _ := c.alive()
-	byID := heldBy(alive)
+	byID := nodesByID(alive)
 	held := holdersOf(t, c.vols)
 	count := map[string]int{}
 	for _, img := range c.images {

@@ -246,8 +246,8 @@ func pkiFrom(t *testing.T, n *etcdMachine) []string {
 	return []string{"--cacert=" + dir + "/etcd-ca.crt", "--cert=" + dir + "/etcd-client.crt", "--key=" + dir + "/etcd-client.key"}
 }
 
-// heldBy returns the nodes of nodes by id.
-func heldBy(nodes []*etcdMachine) map[string]*etcdMachine {
+// nodesByID maps each node of nodes by its id.
+func nodesByID(nodes []*etcdMachine) map[string]*etcdMachine {
 	m := map[string]*etcdMachine{}
 	for _, n := range nodes {
 		m[n.id] = n
@@ -264,7 +264,7 @@ func (f *etcdMachines) mountedAt(img string, holder *etcdMachine, vol string) (w
 // hostPaths returns where this process reaches the mounts of the volume image img on the live nodes: through
 // each machine's /proc/PID/root.
 func (f *etcdMachines) hostPaths(nodes []*etcdMachine, img string) []string {
-	byID := heldBy(nodes)
+	byID := nodesByID(nodes)
 	var out []string
 	for _, m := range e2e.MountsOfFileOn(f.mounts(), img) {
 		if n := byID[m.Node]; n != nil && n.m != nil {
