@@ -266,8 +266,18 @@ func TestFormatAndMountChecksAgainBeforeMkfs(t *testing.T) {
 			write: func(t *testing.T, dev string) func() { return func() { etcdData(t, realBlkid, dev) } }},
 		{name: "data written meanwhile", want: "blkid found no signature, but byte 33554432 is not zero",
 			write: func(t *testing.T, dev string) func() {
-				return func() {
-					e2e.MustRun(t, "dd", "if=/dev/urandom", "of="+dev, "bs=4096", "seek=8192", "count=1", "conv=fsync", "status=none")
+				return func() { // bytes that are never zero, so the first one written is the one reported
+					f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 4096)), 8192*4096); err != nil {
+						t.Fatal(err)
+					}
+					if err := f.Sync(); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}},
 	} {
