@@ -191,6 +191,7 @@ func StartProcess(t testing.TB, cmd *exec.Cmd, logFile string) *Process {
 // to the file img (a pool volume's image).
 func MountsOfFile(img string) []string {
 	img = filepath.Clean(img)
+	rememberLoopFile(img)
 	var out []string
 	for _, m := range mountinfoEntries() {
 		if m.HasDevice() && loopBacking(m.Number()) == img {
@@ -212,6 +213,7 @@ type MachineMount struct {
 // img (a pool volume's image).
 func MountsOfFileOn(nodes []NodeMounts, img string) []MachineMount {
 	want := "loop file " + filepath.Clean(img)
+	rememberLoopFile(img)
 	var out []MachineMount
 	for _, n := range nodes {
 		for _, m := range machinePlaced([]NodeMounts{n}, loopBacking) {

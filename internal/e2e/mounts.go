@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"kubeup.dev/kubeup/internal/mountinfo"
 )
 
@@ -228,11 +230,67 @@ func ownerRoot(path string, roots []string) string {
 	return best
 }
 
-// loopBacking returns the file behind the loop device major:minor, "" when it is not a loop device.
+// loopBacking returns the file behind the loop device major:minor, "" when it is not a loop device. sysfs
+// names the file by its path from the mount it was opened through, as this process reaches it: a file bound
+// through a mount this process does not see (a machine's bind mount of the pool, the machine dead and its
+// mounts gone with it) is named from that mount's root ("/a.img"), so such a device is matched by the file's
+// device and inode numbers to a path seen before (loopFiles).
 func loopBacking(majmin string) string {
 	b, err := os.ReadFile("/sys/dev/block/" + majmin + "/loop/backing_file")
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+	path := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		loopFiles.Store(fileIdentity(fi), path)
+		return path
+	}
+	id, err := loopDeviceFile(majmin)
+	if err != nil {
+		return path
+	}
+	if known, ok := loopFiles.Load(id); ok {
+		return known.(string)
+	}
+	return path + " (device:inode " + id + ")"
+}
+
+// loopFiles maps the device and inode numbers of the loop devices' files ("dev:ino") to their paths, as this
+// process reaches them: every path loopBacking resolved, every image MountsOfFile and MountsOfFileOn were asked
+// about.
+var loopFiles sync.Map
+
+// rememberLoopFile adds file to loopFiles.
+func rememberLoopFile(file string) {
+	if fi, err := os.Stat(file); err == nil {
+		loopFiles.Store(fileIdentity(fi), filepath.Clean(file))
+	}
+}
+
+// fileIdentity is "dev:ino" of a file, as LOOP_GET_STATUS64 reports them of a loop device's file.
+func fileIdentity(fi os.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+}
+
+// loopDeviceFile returns "dev:ino" of the file behind the loop device major:minor. It opens the device (shared,
+// for a moment), so it is used only for devices whose file sysfs cannot name.
+func loopDeviceFile(majmin string) (string, error) {
+	link, err := os.Readlink("/sys/dev/block/" + majmin)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open("/dev/" + filepath.Base(link))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	info, err := unix.IoctlLoopGetStatus64(int(f.Fd()))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", info.Device, info.Inode), nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // errRecorder is a testing.TB that records Errorf instead of failing the test.
@@ -100,5 +102,41 @@ func TestMountsNeverMountedTwiceWatchesTheMountTable(t *testing.T) {
 				t.Errorf("the watch reported %q, want %q and both mount points", rec.errs[0], tt.want)
 			}
 		})
+	}
+}
+
+// A loop device bound through a mount that is gone (a dead machine's bind mount of the pool) names its file
+// from that mount's root in sysfs: its mounts are still found as mounts of the image, by the file's device and
+// inode numbers.
+func TestMountsOfFileBoundThroughAGoneMount(t *testing.T) {
+	RequireRoot(t)
+	RequireTools(t, "losetup", "mkfs.ext4", "mount", "umount", "unshare")
+	pool, through := t.TempDir(), t.TempDir()
+	img := filepath.Join(pool, "v.img")
+	MustRun(t, "truncate", "-s", "32M", img)
+	DetachLoopsOf(t, img)
+	// The mount namespace, and its bind mount of the pool, end with unshare.
+	dev := strings.TrimSpace(MustRun(t, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && losetup --find --show "$2/v.img"`, "sh", pool, through))
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	majmin := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	if got := loopBacking(majmin); !strings.HasPrefix(got, "/v.img (device:inode ") {
+		t.Errorf("loopBacking(%s) before the image was named: %q, want sysfs's /v.img with its device and inode", majmin, got)
+	}
+	MustRun(t, "mkfs.ext4", "-q", dev)
+	at := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Unmount(t, at)
+	MustRun(t, "mount", dev, at)
+	if got := MountsOfFile(img); len(got) != 1 || got[0] != at {
+		t.Errorf("MountsOfFile(%s) = %q, want [%s]", img, got, at)
+	}
+	if got := loopBacking(majmin); got != img {
+		t.Errorf("loopBacking(%s) once the image was named: %q, want %s", majmin, got, img)
 	}
 }
