@@ -66,9 +66,15 @@ build:
 	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
 	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
-## test: lint, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
-test: lint e2e-deps
-	$(GO) test -count=1 -race -tags e2e -timeout 30m ./...
+## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
+# lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the
+# module downloads wait on the network and the disk while the builds use the cores. The two longest test packages
+# are named first, so that each starts at once in a slot of its own (go test runs GOMAXPROCS packages at a time,
+# in the order given) and the short ones fill the other slot around them.
+SLOW_TEST_PKGS := ./test/e2e ./protokube
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=line lint e2e-deps
+	$(GO) test -count=1 -race -tags e2e -timeout 30m $(SLOW_TEST_PKGS) ./...
 	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -227,7 +233,7 @@ images: kube-binaries
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
 ## kubectl: unpack Debian's kubernetes-client into $(KUBECTL_CACHE), once (root only)
-kubectl:
+kubectl: e2e-packages
 	@if [ "$$(id -u)" != 0 ] || [ -x '$(KUBEUP_KUBECTL)' ]; then exit 0; fi; \
 	if ! command -v dpkg-deb >/dev/null; then echo "kubectl: not a Debian system: set KUBEUP_KUBECTL to a kubectl"; exit 0; fi; \
 	tmp='$(KUBECTL_CACHE).tmp'; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
