@@ -5,7 +5,9 @@
 #   - every capability, and no seccomp filter of nspawn's (runc installs the pods' own);
 #   - on cgroup v1, a cgroup of its own in each hierarchy, mounted writable in the machine (nspawn mounts them
 #     read-only; the machine's cgroup namespace makes its cgroup the root it sees): each kubelet keeps its pods
-#     under a root of its own;
+#     under a root of its own; on the unified hierarchy with systemd as PID 1, a transient scope systemd
+#     delegates (systemd-run --scope -p Delegate=yes), where nspawn gives the machine its own subtree (this path
+#     has not run on the project's CI machines, which are cgroup v1 without systemd);
 #   - /dev/kmsg (kubelet's OOM watcher), loop device nodes (protokube attaches the pool's volumes: a VM's udev
 #     would make them), /etc/hosts, /etc/resolv.conf (the demo's BIND);
 #   - /var/lib/containerd on the host's file system: overlayfs, containerd's snapshotter, cannot take an upper
@@ -67,7 +69,7 @@ machine_cgroups() {
 
 # boot_machine NODE: boot the node's machine in its network namespace and wait until its systemd runs.
 boot_machine() {
-	local n=$1 dir upper work root procs pid init i
+	local n=$1 dir upper work root procs scope pid init i
 	dir=$(machine_dir "$n") upper=$dir/upper work=$dir/work root=$dir/root
 	[ -d "$ROOTFS" ] || fail "$ROOTFS is missing: make rootfs debootstraps it (make demo does)"
 	mkdir -p "$upper" "$work" "$root" "$dir/containerd"
@@ -76,13 +78,20 @@ boot_machine() {
 	echo "$n" >"$root/etc/hostname" # the node's name: kubelet's and protokube's (the cached rootfs has the host's)
 	printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost\n' "$n" >"$root/etc/hosts"
 	printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$GATEWAY" >"$root/etc/resolv.conf"
-	procs=
-	if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then procs=$(machine_cgroups "$n" | paste -sd' '); fi
+	procs= scope=()
+	if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+		procs=$(machine_cgroups "$n" | paste -sd' ')
+	elif [ -d /run/systemd/system ]; then
+		# The unified hierarchy on a host booted with systemd: nspawn --keep-unit stays in the unit it was started
+		# in, which must be delegated, and the machine's systemd, containerd and kubelet need the controllers
+		# below it: a transient scope that systemd delegates, which nspawn is exec'd in (its PID stays).
+		scope=(systemd-run --scope --quiet --collect --property=Delegate=yes --unit="kubeup-demo-$n")
+	fi
 	hold_sysctls
 	record machines "$n"
 	# nspawn joins the machine's cgroups before it starts: the machine's cgroup namespace is made from them.
 	background "machine-$n" env SYSTEMD_SECCOMP=0 PROCS="$procs" sh -c 'for f in $PROCS; do echo $$ >"$f"; done; exec "$@"' sh \
-		systemd-nspawn --register=no --keep-unit --quiet --boot --machine="$n" --directory="$root" \
+		"${scope[@]}" systemd-nspawn --register=no --keep-unit --quiet --boot --machine="$n" --directory="$root" \
 		--network-namespace-path="/run/netns/$(netns_of "$n")" --resolv-conf=off --capability=all \
 		--bind=/dev/kmsg --bind="$dir/containerd:/var/lib/containerd" \
 		--bind="$POOL"

@@ -92,6 +92,7 @@ func boot(t testing.TB, disk string, args, env []string, before func(*Container)
 	defer console.Close()
 	nspawn := append([]string{"systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
 		"--machine=" + c.Name, "--directory=" + c.Dir}, append(args, c.extraArgs...)...)
+	nspawn = append(delegatedScope(c.Name), nspawn...)
 	// nspawn joins the machine's cgroups before it starts: the machine's cgroup namespace is made from them.
 	c.cmd = exec.Command("sh", append([]string{"-c", `for f in $KUBEUP_CGROUP_PROCS; do echo $$ >"$f"; done; exec "$@"`, "sh"}, nspawn...)...)
 	c.cmd.Env = append(append(os.Environ(), env...), "KUBEUP_CGROUP_PROCS="+strings.Join(procs, " "))
@@ -283,4 +284,17 @@ func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// delegatedScope returns the command that runs a machine named name in a cgroup of its own that systemd
+// delegates, on a host where systemd is PID 1 and /sys/fs/cgroup is the unified hierarchy: nspawn --keep-unit
+// stays in the unit it was started in, which must be delegated (systemd-nspawn(1)), and the machine's systemd,
+// containerd and kubelet need the controllers enabled below it. systemd-run --scope makes that unit and execs
+// nspawn in it, so nspawn keeps this process's child's PID. Elsewhere it returns nothing: on cgroup v1 the
+// machine joins cgroups made for it (makeMachineCgroups); with no systemd there is no one to delegate.
+func delegatedScope(name string) []string {
+	if v2, err := CgroupV2(); err != nil || !v2 || !SystemdBooted() {
+		return nil
+	}
+	return []string{"systemd-run", "--scope", "--quiet", "--collect", "--property=Delegate=yes", "--unit=" + name}
 }
