@@ -68,12 +68,14 @@ build:
 
 ## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
 # lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the
-# module downloads wait on the network and the disk while the builds use the cores. The two longest test packages
+# module downloads wait on the network and the disk while the builds use the cores. Their output is not synced:
+# make syncs a whole recipe, and each of these is one shell command, so its progress lines would wait for its
+# end (twenty minutes for kube-binaries); each line they print names its target. The two longest test packages
 # are named first, so that each starts at once in a slot of its own (go test runs GOMAXPROCS packages at a time,
 # in the order given) and the short ones fill the other slot around them.
 SLOW_TEST_PKGS := ./test/e2e ./protokube
 test:
-	@$(MAKE) --no-print-directory -j4 --output-sync=line lint e2e-deps
+	@$(MAKE) --no-print-directory -j4 --output-sync=none lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e -timeout 30m $(SLOW_TEST_PKGS) ./...
 	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz

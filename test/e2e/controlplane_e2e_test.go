@@ -276,6 +276,9 @@ func startControlPlane(t *testing.T) *controlPlane {
 	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "ip", "systemd-nspawn")
 	kubectlBin := e2e.Kubectl(t)
 	ctx := context.Background()
+	start := time.Now()
+	// step logs how long the set-up has taken so far: where a slow run spent its time.
+	step := func(what string) { t.Logf("set-up: %s at %s", what, time.Since(start).Round(time.Second)) }
 	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/nodeup", "kubeup.dev/kubeup/cmd/protokube")
 	nw := e2e.Network(t)
 	bind := e2e.StartBINDOn(t, dnsZone, nw.Gateway, 53)
@@ -308,6 +311,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 	}
 	kubeup("update", "cluster", cluster, "-o", "json")
 	kubeup("get", "cluster", cluster, "--full", "-o", "yaml")
+	step("binaries built, BIND started, the cluster applied")
 
 	pool := state + "-local/volumes"
 	images, err := filepath.Glob(filepath.Join(pool, "*.img"))
@@ -339,6 +343,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 			Hostname: n.id, Nameserver: nw.Gateway, LoopDevices: true})
 		nodes = append(nodes, n)
 	}
+	step("three machines booted")
 	client := nw.Node(t, "client")
 	client.SetResolver(nw.Gateway)
 	t.Cleanup(func() { // registered after the machines' own cleanups: runs before them
@@ -361,6 +366,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 		}
 	}
 
+	step("nodeup converged the three machines")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	// kubectl runs kubectl on the client. A TLS handshake that times out (client-go gives it 10 s) is tried again,
 	// twice at most, with the machine's load logged: on a loaded 2-core machine running the whole suite, three
@@ -392,12 +398,14 @@ func startControlPlane(t *testing.T) *controlPlane {
 		out, err := kubectl("get", "--raw", "/readyz")
 		return fmt.Sprintf("%s %v", out, err), err == nil && strings.TrimSpace(out) == "ok"
 	})
+	step("the API ready")
 	// Each node's protokube adds its address once its own kube-apiserver is ready: the first one answers before
 	// the others are.
 	e2e.WaitFor(t, 2*time.Minute, "api."+cluster+" to hold the three nodes' addresses", func() (string, bool) {
 		out, err := client.Run(ctx, "dig", "+short", "api."+cluster, "A")
 		return fmt.Sprintf("%q %v", out, err), err == nil && len(strings.Fields(out)) == 3
 	})
+	step("api." + cluster + " holding the three addresses")
 	return &controlPlane{dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
 		printed: printed, kubeup: kubeup, kubectl: kubectl, mustKubectl: mustKubectl}
 }
