@@ -116,6 +116,12 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 			if v2 {
 				return nil // nspawn delegates a cgroup v2 subtree to the machine itself
 			}
+			if err := installUnit(c.Dir, cgroupsUnit, "[Unit]\nDescription=the cgroup v1 hierarchies, writable (kubeup e2e)\n"+
+				"Before=containerd.service kubelet.service\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"+
+				"StandardOutput=append:"+cgroupsLog+"\nStandardError=append:"+cgroupsLog+"\n"+
+				"ExecStart=/bin/sh -c "+systemdQuote(writableCgroups)+"\n"); err != nil {
+				return err
+			}
 			cgroups, err = makeMachineCgroups(t, c)
 			return err
 		})
@@ -131,10 +137,11 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 	c := boot(t, opts.Disk, args, env, before, func() []string { return cgroups })
 	if opts.Kubelet {
 		if v2, _ := CgroupV2(); !v2 {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if out, err := c.Exec(ctx, "sh", "-c", writableCgroups); err != nil {
-				t.Fatalf("making the cgroup hierarchies of %s writable: %v\n%s", c.Name, err, out)
+			if state := c.Show(t, cgroupsUnit, "ActiveState"); state != "active" {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				out, _ := c.Exec(ctx, "sh", "-c", "journalctl --no-pager -u "+cgroupsUnit+"; cat "+cgroupsLog)
+				t.Fatalf("making the cgroup hierarchies of %s writable: %s is %s\n%s", c.Name, cgroupsUnit, state, out)
 			}
 		}
 	}
@@ -159,12 +166,17 @@ done`
 // writableCgroups mounts each cgroup v1 hierarchy of the machine again, writable (nspawn mounts them read-only;
 // a remount of those mounts can be refused as busy, a new mount cannot). name=systemd is the machine's systemd's
 // and writable already.
+//
+// The machine runs it at every boot (cgroupsUnit), before containerd and kubelet: on a machine booted again on its
+// disk, both are enabled and start at boot, and kubelet on read-only hierarchies cannot make its pods' cgroups.
+// The unmount is lazy: on such a boot something in the machine already holds a hierarchy ("target is busy"); it
+// keeps the read-only mount it has, and every path looked up from then on reaches the writable one.
 const writableCgroups = `set -e
 mount -o remount,rw /sys/fs/cgroup
 awk '$(NF-2) == "cgroup" { print $5, $NF }' /proc/self/mountinfo | while read -r dir opts; do
 	case ",$opts," in *,name=systemd,*) continue ;; esac
 	o=$(printf '%s\n' "$opts" | tr , '\n' | grep -vx 'rw\|ro' | paste -sd,)
-	umount "$dir"
+	umount -l "$dir"
 	mount -t cgroup -o "$o" cgroup "$dir"
 done
 `
@@ -371,4 +383,34 @@ func withSysctlLock(f func() error) error {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	return f()
+}
+
+// cgroupsUnit is the unit of a machine on a cgroup v1 host that runs writableCgroups at boot.
+const cgroupsUnit = "kubeup-e2e-cgroups.service"
+
+// cgroupsLog is where cgroupsUnit writes what its commands print (a short-lived process's lines can reach the
+// journal without its unit's name, and journalctl -u would not show them).
+const cgroupsLog = "/var/log/kubeup-e2e-cgroups.log"
+
+// installUnit writes the unit file name into the machine root dir and enables it (multi-user.target wants it).
+func installUnit(dir, name, unit string) error {
+	units := filepath.Join(dir, "etc/systemd/system")
+	if err := os.MkdirAll(filepath.Join(units, "multi-user.target.wants"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(units, name), []byte(unit), 0o644); err != nil {
+		return err
+	}
+	link := filepath.Join(units, "multi-user.target.wants", name)
+	if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.Symlink("/etc/systemd/system/"+name, link)
+}
+
+// systemdQuote quotes s as one argument of a unit's command line: in double quotes, with backslashes, double
+// quotes and dollar signs escaped (systemd expands $ and %: "%%" and "$$" are the literal ones).
+func systemdQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", "$$", "%", "%%", "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
 }

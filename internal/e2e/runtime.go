@@ -453,21 +453,36 @@ func InstallRuntime(t testing.TB, bin, root string) {
 }
 
 // InstallFile puts the file src at dst, executable: a hard link when both are on one file system, else a copy.
+// It is made beside dst and renamed over it: a dst that runs (a machine booted again on its disk, whose units
+// started its binaries at boot) is replaced, not written into ("text file busy").
 func InstallFile(t testing.TB, src, dst string) {
 	t.Helper()
+	if err := installFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func installFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.Link(src, dst); err == nil {
-		return
+	if a, err := os.Stat(src); err != nil {
+		return err
+	} else if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+		return nil // linked already: a rename of one link over another of the same file does nothing
 	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".e2e-install")
+	os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(tmp, b, 0o755); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(dst, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	return os.Rename(tmp, dst)
 }
 
 // NodeContainerdSocket is containerd's socket on a node, by default.

@@ -12,9 +12,10 @@ import (
 // StandaloneKubelet makes the machine m (BootMachine with Kubelet) a node whose kubelet runs with no API server:
 // the runtime (RuntimeBin) and kubelet (KubeBinary) installed where nodeup installs them, containerd's
 // configuration and a kubelet configuration that runs the static pods of /etc/kubernetes/manifests, containerd
-// started as a systemd unit of the machine, the images whose references are refs (and the pause image) imported
-// into containerd's k8s.io namespace, then kubelet started as a unit too. It is what kubelet needs of a machine,
-// not of a cluster: tests whose subject is on the node (protokube's etcd) run their pods with it.
+// enabled and started as a systemd unit of the machine, the images whose references are refs (and the pause
+// image) imported into containerd's k8s.io namespace, then kubelet enabled and started as a unit too (as nodeup
+// leaves them: a machine booted again on its disk starts both). It is what kubelet needs of a machine, not of a
+// cluster: tests whose subject is on the node (protokube's etcd) run their pods with it.
 //
 // A container that exits is started again after at most 10s, not after kubelet's default back-off of up to 5
 // minutes: tests kill containers on purpose, many times over.
@@ -62,6 +63,8 @@ Type=notify
 ExecStart=/usr/local/bin/containerd
 Delegate=yes
 KillMode=process
+[Install]
+WantedBy=multi-user.target
 `,
 		"/etc/systemd/system/kubelet.service": `[Unit]
 Description=kubelet
@@ -70,6 +73,8 @@ Requires=containerd.service
 [Service]
 ExecStart=/usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml
 Restart=always
+[Install]
+WantedBy=multi-user.target
 `,
 		"/var/lib/kubelet/config.yaml": `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -92,7 +97,7 @@ crashLoopBackOff: {maxContainerRestartPeriod: 10s}
 		WriteFile(t, filepath.Join(m.Dir, p), content)
 	}
 	m.MustExec(t, "systemctl", "daemon-reload")
-	m.MustExec(t, "systemctl", "start", "containerd.service")
+	m.MustExec(t, "systemctl", "enable", "--now", "containerd.service")
 	for _, archive := range imports {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		out, err := m.Exec(ctx, "/usr/local/bin/ctr", "-n", "k8s.io", "images", "import", archive)
@@ -101,7 +106,7 @@ crashLoopBackOff: {maxContainerRestartPeriod: 10s}
 			t.Fatalf("importing %s in %s: %v\n%s", archive, m.Name, err, out)
 		}
 	}
-	m.MustExec(t, "systemctl", "start", "kubelet.service")
+	m.MustExec(t, "systemctl", "enable", "--now", "kubelet.service")
 }
 
 // MachineCgroupDriver is the cgroup driver of kubelet and containerd on BootMachine's machines on this host:
