@@ -148,7 +148,7 @@ kube-binaries:
 	missing=; for c in $(KUBE_COMPONENTS); do [ -x "$$dir/$$c" ] || missing=1; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
-	echo "kube-binaries: building Kubernetes $(KUBE_VERSION) ($(KUBE_COMPONENTS)) into $$dir (once; about 10 minutes on 2 cores)"; \
+	echo "kube-binaries: building Kubernetes $(KUBE_VERSION) ($(KUBE_COMPONENTS)) into $$dir (once; about 20 minutes on 2 cores)"; \
 	(cd $(KUBE_BINARIES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" \
 		$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_COMPONENTS))); \
 	rm -rf "$$dir.old"; [ ! -e "$$dir" ] || mv -T "$$dir" "$$dir.old"; mv -T "$$tmp" "$$dir"; rm -rf "$$dir.old"
@@ -178,7 +178,7 @@ export KUBEUP_RUNTIME_BIN
 runtime-binaries: e2e-packages
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_RUNTIME_BIN)/VERSIONS' ]; then exit 0; fi; \
 	dir='$(KUBEUP_RUNTIME_BIN)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/cni"; trap 'rm -rf "$$tmp"' EXIT; \
-	echo "runtime-binaries: building containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION) and crictl $(CRICTL_VERSION) into $$dir (once; about 5 minutes on 2 cores)"; \
+	echo "runtime-binaries: building containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION) and crictl $(CRICTL_VERSION) into $$dir (once; about 8 minutes on 2 cores)"; \
 	cd $(RUNTIME_MOD); \
 	CGO_ENABLED=0 $(GO) build $(RUNTIME_BUILD_FLAGS) -tags no_btrfs \
 		-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' -o "$$tmp/" \
