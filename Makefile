@@ -51,7 +51,7 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 # kubectl is Debian's kubernetes-client, unpacked from its package into a cache rather than installed: on a
 # machine where another package holds /usr/bin/kubectl (Google Cloud's kubectl), dpkg refuses to install it.
 # The tests and the demo find it through KUBEUP_KUBECTL.
-KUBECTL_CACHE := /var/cache/kubeup/kubernetes-client
+KUBECTL_CACHE ?= /var/cache/kubeup/kubernetes-client
 KUBEUP_KUBECTL ?= $(KUBECTL_CACHE)/usr/bin/kubectl
 export KUBEUP_KUBECTL
 
