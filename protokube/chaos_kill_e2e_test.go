@@ -141,6 +141,9 @@ func newKillFixture(t *testing.T) *killFixture {
 	for _, img := range f.images {
 		e2e.DetachLoopsOf(t, img) // runs after the unmounts registered below
 	}
+	// The node's volumes are released, kill after kill: a copy of their mounts that another test's mount
+	// namespace made (`ip netns exec`) must not keep their devices busy.
+	e2e.SharedMounts(t, f.root)
 	for _, img := range f.images {
 		e2e.Unmount(t, filepath.Join(f.root, "mnt", "master-"+volumeOf(img)))
 	}

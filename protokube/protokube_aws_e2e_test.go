@@ -87,6 +87,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 		n.nc = nc
 		nodes = append(nodes, n)
 		roots = append(roots, n.root)
+		e2e.SharedMounts(t, n.root) // before the volumes' unmounts below: after them in the cleanup
 	}
 	if len(nodes) != 3 {
 		t.Fatalf("the Auto Scaling groups run %d instances, want 3", len(nodes))

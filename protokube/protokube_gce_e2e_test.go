@@ -150,6 +150,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 			n.nc = nc
 			nodes = append(nodes, n)
 			roots = append(roots, n.root)
+			e2e.SharedMounts(t, n.root) // before the volumes' unmounts below: after them in the cleanup
 		}
 	}
 	if len(nodes) != 3 {

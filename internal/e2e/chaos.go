@@ -111,11 +111,14 @@ func mountedMoreThanOnce(mounts []placedMount) error {
 }
 
 // MountsUnder returns the mount points at or under dir in this process's mount table, deepest first (the order
-// to unmount them in).
+// to unmount them in). SharedMounts' own mounts are left out: they are the harness's, not a node's.
 func MountsUnder(dir string) []string {
 	dir = filepath.Clean(dir)
 	var out []string
 	for _, e := range mountinfoEntries() {
+		if _, ok := sharedMountDirs.Load(e.MountPoint); ok {
+			continue
+		}
 		if e.MountPoint == dir || strings.HasPrefix(e.MountPoint, dir+"/") {
 			out = append(out, e.MountPoint)
 		}

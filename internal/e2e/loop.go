@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,3 +114,36 @@ func WaitUnused(t testing.TB, dev string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// SharedMounts makes dir a mount point of its own whose mounts propagate (dir bound on itself, made rshared),
+// until t's cleanup. The host's root mount may be private (this machine's is): then every mount namespace a
+// process makes copies the mounts under dir, and keeps them, and the devices behind them busy, until it ends,
+// whatever the host unmounts; `ip netns exec` makes one for each command it runs (another test's `kubeup
+// validate --wait` lasts minutes), and kubeup refuses to release a busy device. Under a shared mount, the host's
+// unmounts reach those copies (ip netns exec makes its copy a slave). Call it before the mounts under dir, and
+// register their unmounts after it: its own unmount comes after theirs.
+func SharedMounts(t testing.TB, dir string) {
+	t.Helper()
+	RequireRoot(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Clean(dir)
+	unreg := register(t, record{Kind: kindMount, Path: dir})
+	t.Cleanup(func() {
+		defer unreg()
+		defer sharedMountDirs.Delete(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := Run(ctx, "umount", dir); err != nil {
+			t.Errorf("unmounting the shared mount %s: %v", dir, err)
+		}
+	})
+	sharedMountDirs.Store(dir, true)
+	MustRun(t, "mount", "--bind", dir, dir)
+	MustRun(t, "mount", "--make-rshared", dir)
+}
+
+// sharedMountDirs holds the directories SharedMounts bound on themselves: those mounts are no volume's, and the
+// mount checks leave them out (each is the host's file system, at a node's root).
+var sharedMountDirs sync.Map

@@ -161,6 +161,9 @@ func hostPlaced(table string, roots []string, backing func(majmin string) string
 		if !m.HasDevice() {
 			continue
 		}
+		if _, ok := sharedMountDirs.Load(m.MountPoint); ok {
+			continue // SharedMounts' bind of a node's root on itself
+		}
 		if root := ownerRoot(m.MountPoint, roots); root != "" {
 			out = append(out, placedMount{volumeOf(m, backing), m.MountPoint, "node root " + root})
 		}
@@ -250,7 +253,11 @@ func loopBacking(majmin string) string {
 		return path
 	}
 	if known, ok := loopFiles.Load(id); ok {
-		return known.(string)
+		// A file removed since leaves its numbers to the next one made there: the path must still be this file.
+		if fi, err := os.Stat(known.(string)); err == nil && fileIdentity(fi) == id {
+			return known.(string)
+		}
+		loopFiles.Delete(id)
 	}
 	return path + " (device:inode " + id + ")"
 }

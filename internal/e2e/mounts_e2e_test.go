@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,4 +141,34 @@ func TestMountsOfFileBoundThroughAGoneMount(t *testing.T) {
 	if got := loopBacking(majmin); got != img {
 		t.Errorf("loopBacking(%s) once the image was named: %q, want %s", majmin, got, img)
 	}
+}
+
+// A mount under SharedMounts' directory, copied by a mount namespace made while it was there (as `ip netns exec`
+// makes one: a slave copy), goes from that copy too when the host unmounts it: the device is free at once.
+func TestSharedMountsUnmountReachesCopies(t *testing.T) {
+	RequireRoot(t)
+	RequireTools(t, "losetup", "mkfs.ext4", "mount", "umount", "unshare")
+	dev := LoopDevice(t, 32<<20)
+	MustRun(t, "mkfs.ext4", "-q", dev)
+	root := filepath.Join(t.TempDir(), "node")
+	SharedMounts(t, root)
+	at := filepath.Join(root, "mnt/v")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Unmount(t, at)
+	MustRun(t, "mount", dev, at)
+	copier := StartProcess(t, exec.Command("unshare", "--mount", "--propagation", "slave", "sleep", "120"), filepath.Join(t.TempDir(), "copier.log"))
+	defer copier.Stop(5 * time.Second)
+	// Wait until the copier's namespace exists and holds the mount.
+	WaitFor(t, 10*time.Second, "the copier's mount namespace to hold "+at, func() (string, bool) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", copier.Cmd.Process.Pid))
+		return string(b), err == nil && strings.Contains(string(b), " "+at+" ")
+	})
+	MustRun(t, "umount", at)
+	fd, err := syscall.Open(dev, syscall.O_RDONLY|syscall.O_EXCL|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("%s is busy after the host unmounted it, though a copy of the mount was made under a shared mount: %v", dev, err)
+	}
+	syscall.Close(fd)
 }

@@ -74,6 +74,7 @@ func TestRollingUpdateLocal(t *testing.T) {
 	}
 	for i := 1; i <= 3; i++ {
 		m := machine{id: "node" + strconv.Itoa(i), root: filepath.Join(dir, "node"+strconv.Itoa(i))}
+		e2e.SharedMounts(t, m.root) // volumes move between the roots: no other namespace's copy may hold one
 		for _, img := range images {
 			e2e.Unmount(t, filepath.Join(m.root, "mnt", "master-"+strings.TrimSuffix(filepath.Base(img), ".img")))
 		}
