@@ -7,7 +7,6 @@ SHELL := bash
 GO ?= go
 VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),dev)
 LDFLAGS := -X kubeup.dev/kubeup/internal/version.Version=$(VERSION)
-BINARIES := kubeup nodeup protokube
 
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.7.0
@@ -55,16 +54,20 @@ KUBECTL_CACHE ?= /var/cache/kubeup/kubernetes-client
 KUBEUP_KUBECTL ?= $(KUBECTL_CACHE)/usr/bin/kubectl
 export KUBEUP_KUBECTL
 
-## build: bin/kubeup, bin/nodeup and bin/protokube, stamped with `git describe`; bin/nodeup-linux-amd64 and its sha256 stamped into kubeup
-# The nodeup that aws and gce machines fetch at boot (spec.nodeup's default, docs/cluster-spec.md): built for
-# linux/amd64 first, then kubeup is stamped with its sha256 and NODEUP_URL, where it is to be published.
-NODEUP_URL ?= https://github.com/kubeup-dev/kubeup/releases/download/$(VERSION)/nodeup-linux-amd64
-NODEUP_LDFLAGS = -X kubeup.dev/kubeup/internal/version.NodeupURL=$(NODEUP_URL) -X kubeup.dev/kubeup/internal/version.NodeupSHA256=$$sum
+## build: bin/kubeup, and each node binary: bin/nodeup and bin/protokube (the local provider's, linking no cloud SDK), bin/nodeup-<cloud> and bin/protokube-<cloud> (one cloud's each), stamped with `git describe`; bin/nodeup-<cloud>-linux-amd64 and their sha256s stamped into kubeup
+# The nodeup that aws and gce machines fetch at boot (spec.nodeup's default, docs/cluster-spec.md): each cloud's
+# built for linux/amd64 first, then kubeup is stamped with "cloud=url@sha256" for each (internal/version.Nodeup),
+# url being RELEASE_URL/nodeup-<cloud>-linux-amd64, where it is to be published.
+NODE_CLOUDS := aws gce
+NODE_BINARIES := nodeup protokube $(foreach c,$(NODE_CLOUDS),nodeup-$(c) protokube-$(c))
+RELEASE_URL ?= https://github.com/kubeup-dev/kubeup/releases/download/$(VERSION)
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(filter-out kubeup,$(BINARIES)))
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nodeup-linux-amd64 ./cmd/nodeup
-	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
-	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(NODE_BINARIES))
+	nodeup=; for c in $(NODE_CLOUDS); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nodeup-$$c-linux-amd64 ./cmd/nodeup-$$c; \
+	  nodeup="$${nodeup:+$$nodeup,}$$c=$(RELEASE_URL)/nodeup-$$c-linux-amd64@$$(sha256sum bin/nodeup-$$c-linux-amd64 | cut -d' ' -f1)"; \
+	done; \
+	$(GO) build -ldflags "$(LDFLAGS) -X kubeup.dev/kubeup/internal/version.Nodeup=$$nodeup" -o bin/ ./cmd/kubeup
 
 ## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
 # lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the

@@ -160,8 +160,8 @@ func AssetRelPath(s *ClusterSpec, name string) string {
 		return path.Join("cni-plugins", "v"+CNIPluginsVersion, "cni-plugins-linux-amd64-v"+CNIPluginsVersion+".tgz")
 	case AssetCrictl:
 		return path.Join("crictl", "v"+CrictlVersion, "crictl-v"+CrictlVersion+"-linux-amd64.tar.gz")
-	case AssetProtokube:
-		return path.Join("kubeup", version.Version, "protokube")
+	case AssetProtokube: // the build of the cluster's cloud: protokube-aws links the aws SDK only
+		return path.Join("kubeup", version.Version, NodeBinary(s.CloudProvider, "protokube"))
 	}
 	short := strings.TrimPrefix(name, "images/")
 	tag := "latest"
@@ -189,7 +189,7 @@ func upstreamURL(s *ClusterSpec, name string) string {
 	case AssetCrictl:
 		return gh + "kubernetes-sigs/cri-tools/releases/download/v" + CrictlVersion + "/crictl-v" + CrictlVersion + "-linux-amd64.tar.gz"
 	case AssetProtokube:
-		return gh + "kubeup-dev/kubeup/releases/download/" + version.Version + "/protokube-linux-amd64"
+		return gh + "kubeup-dev/kubeup/releases/download/" + version.Version + "/" + NodeBinary(s.CloudProvider, "protokube") + "-linux-amd64"
 	}
 	return ""
 }

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// A cloudModel is what defaulting and validation do on one cloud: one value per cloud, in cloudModels under its
-// spec.cloudProvider value, beside each cloud's checks (validate_aws.go, validate_gce.go, validate_local.go).
-// Complete, Validate and ValidateInstanceGroup ask it, never switch on the cloud's name. (create's flags still
-// do: docs/architecture.md, "Providers".)
+// A cloudModel is what defaulting, validation and `create cluster` do on one cloud: one value per cloud,
+// registered in cloudModels under its spec.cloudProvider value by the cloud's own file (validate_aws.go,
+// validate_gce.go, validate_local.go). Complete, Validate, ValidateInstanceGroup and NewCluster ask it, never
+// switch on the cloud's name. The cloud's section of the spec (spec.aws) is an API type, in api.go.
 type cloudModel struct {
 	// complete fills in the cloud's defaults of a spec.
 	complete func(s *ClusterSpec)
@@ -22,6 +22,10 @@ type cloudModel struct {
 	volumeTypes []string
 	// fetchesNodeup: the cloud's machines fetch nodeup at boot (spec.nodeup says which).
 	fetchesNodeup bool
+	// nodeBinaries is the suffix of the node binaries the cloud's machines run, each linking that cloud only
+	// (nodeup-aws, protokube-aws: cmd/nodeup-aws, cmd/protokube-aws); "" for the builds without a cloud's SDK
+	// (cmd/nodeup, cmd/protokube).
+	nodeBinaries string
 	// hostedZone: the cluster's DNS zone is a hosted zone of the cloud, whose apex the cluster must not be.
 	hostedZone bool
 	// memberNames are the names the cloud derives from the cluster's name for etcd member m of e, and
@@ -30,49 +34,37 @@ type cloudModel struct {
 	clusterNames func(name string) []derived
 	// encrypts: the cloud can encrypt an etcd member's volume, and does by default.
 	encrypts bool
+	// section is the path of the cloud's own section of the spec ("spec.aws") and set whether s has it: a
+	// spec of another cloud must not.
+	section string
+	set     func(s *ClusterSpec) bool
+	// createFlags are the flags of `kubeup create cluster` that are the cloud's (another cloud refuses them),
+	// with whether o gives them; create sets the spec's fields from them.
+	createFlags func(o NewClusterOptions) []createFlag
+	create      func(s *ClusterSpec, o NewClusterOptions) error
 }
 
-// cloudModels are the clouds the model takes, by spec.cloudProvider.
-var cloudModels = map[string]cloudModel{
-	CloudAWS: {
-		complete: func(s *ClusterSpec) {
-			completeAWSRegion(s)
-			completeAWS(s)
-		},
-		machineType: "t3.medium", image: "debian-12-amd64", volumeType: "gp3",
-		validate: func(ps *problems, s *ClusterSpec) {
-			validateAWSRegionAndZones(ps, s)
-			validateAWS(ps, s)
-		},
-		validateInstanceGroup: validateAWSInstanceGroup,
-		volumeTypes:           []string{"gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"},
-		fetchesNodeup:         true,
-		hostedZone:            true,
-		clusterNames: func(name string) []derived {
-			return []derived{{"tag key of the cluster's resources", ClusterTagKey(name), maxAWSTagKey, "AWS takes"}}
-		},
-		encrypts: true,
-	},
-	CloudGCE: {
-		complete:    completeGCE,
-		machineType: "e2-standard-2", image: "debian-cloud/debian-12", volumeType: "pd-ssd",
-		validate:              validateGCE,
-		validateInstanceGroup: func(ps *problems, _ *Cluster, ig *InstanceGroup) { validateGCEInstanceGroup(ps, ig) },
-		volumeTypes:           []string{"pd-standard", "pd-balanced", "pd-ssd", "pd-extreme", "hyperdisk-balanced"},
-		fetchesNodeup:         true,
-		encrypts:              true,
-	},
-	CloudLocal: {
-		complete:    completeLocal,
-		machineType: LocalMachineType, image: LocalImage, volumeType: "sparse",
-		validate:              validateLocal,
-		validateInstanceGroup: func(ps *problems, _ *Cluster, ig *InstanceGroup) { validateLocalInstanceGroup(ps, ig) },
-		volumeTypes:           []string{"sparse"},
-		memberNames: func(name string, e EtcdClusterSpec, m EtcdMemberSpec) []derived {
-			return []derived{{"volume of etcd member " + m.Name + " of " + e.Name,
-				EtcdVolumeName(name, e, m), maxLocalVolumeName, "the local provider's volumes take"}}
-		},
-	},
+// cloudModels are the clouds the model takes, by spec.cloudProvider: each cloud's file registers its own.
+var cloudModels = map[string]cloudModel{}
+
+// NodeBinary is the name of the node binary name ("nodeup", "protokube") that the machines of a cluster of cloud
+// run: the cloud's own build (protokube-aws) where it has one.
+func NodeBinary(cloud, name string) string {
+	if cm := cloudModels[cloud]; cm.nodeBinaries != "" {
+		return name + "-" + cm.nodeBinaries
+	}
+	return name
+}
+
+// nodeupClouds lists the clouds whose machines fetch nodeup, for messages: "aws, gce".
+func nodeupClouds() string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(cloudModels)) {
+		if cloudModels[name].fetchesNodeup {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // cloudNames lists the clouds the model takes, for messages: "aws, gce or local".

@@ -112,7 +112,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 			s.Nodeup = &NodeupSpec{}
 		}
 		if s.Nodeup.URL == "" && s.Nodeup.SHA256 == "" {
-			s.Nodeup.URL, s.Nodeup.SHA256 = version.NodeupURL, version.NodeupSHA256
+			s.Nodeup.URL, s.Nodeup.SHA256 = version.NodeupOf(s.CloudProvider)
 		}
 	}
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -118,51 +119,38 @@ func NewCluster(o NewClusterOptions) (*Cluster, []*InstanceGroup, error) {
 }
 
 // setCloudOptions sets the options of one cloud, and refuses those of another: a flag that would be silently
-// unused is a mistake to name.
+// unused is a mistake to name. Each cloud names its own flags (cloudModel.createFlags) and sets them
+// (cloudModel.create).
 func setCloudOptions(s *ClusterSpec, o NewClusterOptions) error {
 	cloud := o.CloudProvider
-	for _, f := range []struct {
-		flag string
-		set  bool
-	}{{"--vpc", o.VPC != ""}, {"--subnets", len(o.Subnets) > 0}, {"--instance-profile", o.InstanceProfile != ""}} {
-		if f.set && cloud != CloudAWS {
-			return fmt.Errorf("%s is for --cloud aws, not %s", f.flag, cloudName(cloud))
+	cm, known := cloudModels[cloud]
+	for _, name := range slices.Sorted(maps.Keys(cloudModels)) {
+		for _, f := range cloudModels[name].createFlags(o) {
+			if f.set && (!known || !slices.ContainsFunc(cm.createFlags(o), func(g createFlag) bool { return g.flag == f.flag })) {
+				return fmt.Errorf("%s is for --cloud %s, not %s", f.flag, name, cloudName(cloud))
+			}
 		}
 	}
-	for _, f := range []struct {
-		flag string
-		set  bool
-	}{{"--nodeup-url", o.NodeupURL != ""}, {"--nodeup-sha256", o.NodeupSHA256 != ""}} {
-		if f.set && cloud != CloudAWS && cloud != CloudGCE {
-			return fmt.Errorf("%s is for the clouds whose machines fetch nodeup at boot (aws, gce), not %s", f.flag, cloudName(cloud))
+	for _, f := range []createFlag{{"--nodeup-url", o.NodeupURL != ""}, {"--nodeup-sha256", o.NodeupSHA256 != ""}} {
+		if f.set && !cm.fetchesNodeup {
+			return fmt.Errorf("%s is for the clouds whose machines fetch nodeup at boot (%s), not %s", f.flag, nodeupClouds(), cloudName(cloud))
 		}
 	}
-	for _, f := range []struct {
-		flag string
-		set  bool
-	}{{"--project", o.Project != ""}, {"--network", o.Network != ""}, {"--subnetwork", len(o.Subnetworks) > 0}} {
-		if f.set && cloud != CloudGCE {
-			return fmt.Errorf("%s is for --cloud gce, not %s", f.flag, cloudName(cloud))
-		}
-	}
-	if cloud == CloudGCE && (o.Network != "" || len(o.Subnetworks) > 0) {
-		subnetworks, err := parseSubnetworks(o.Subnetworks, o.Zones)
-		if err != nil {
+	if known && cm.create != nil {
+		if err := cm.create(s, o); err != nil {
 			return err
 		}
-		s.GCE = &GCESpec{Network: o.Network, Subnetworks: subnetworks}
-	}
-	if cloud == CloudAWS && (o.VPC != "" || len(o.Subnets) > 0 || o.InstanceProfile != "") {
-		subnets, err := parseSubnets(o.Subnets, o.Zones)
-		if err != nil {
-			return err
-		}
-		s.AWS = &AWSSpec{VPCID: o.VPC, Subnets: subnets, InstanceProfile: o.InstanceProfile}
 	}
 	if o.NodeupURL != "" || o.NodeupSHA256 != "" {
 		s.Nodeup = &NodeupSpec{URL: o.NodeupURL, SHA256: o.NodeupSHA256}
 	}
 	return nil
+}
+
+// A createFlag is a flag of `kubeup create cluster` that belongs to one cloud, and whether it was given.
+type createFlag struct {
+	flag string
+	set  bool
 }
 
 func cloudName(cloud string) string {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -97,18 +98,17 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	default:
 		ps.add("spec.cloudProvider", "%q is not supported: want %s", s.CloudProvider, cloudNames())
 	}
-	if s.AWS != nil && s.CloudProvider != CloudAWS && s.CloudProvider != "" {
-		ps.add("spec.aws", "is for cloudProvider aws only, and cloudProvider is %s: remove it", s.CloudProvider)
-	}
-	if s.GCE != nil && s.CloudProvider != CloudGCE && s.CloudProvider != "" {
-		ps.add("spec.gce", "is for cloudProvider gce only, and cloudProvider is %s: remove it", s.CloudProvider)
+	for _, name := range slices.Sorted(maps.Keys(cloudModels)) {
+		if other := cloudModels[name]; name != s.CloudProvider && s.CloudProvider != "" && other.set != nil && other.set(s) {
+			ps.add(other.section, "is for cloudProvider %s only, and cloudProvider is %s: remove it", name, s.CloudProvider)
+		}
 	}
 	validateAssets(ps, s)
 	switch {
 	case known && cm.fetchesNodeup:
 		validateNodeup(ps, s)
 	case known && s.Nodeup != nil:
-		ps.add("spec.nodeup", "is for the clouds whose machines fetch nodeup at boot (aws, gce); the %s provider does not: remove it", s.CloudProvider)
+		ps.add("spec.nodeup", "is for the clouds whose machines fetch nodeup at boot (%s); the %s provider does not: remove it", nodeupClouds(), s.CloudProvider)
 	}
 	if len(s.Zones) == 0 {
 		ps.add("spec.zones", "required: at least one zone")

@@ -9,6 +9,45 @@ import (
 	"strings"
 )
 
+func init() {
+	cloudModels[CloudAWS] = cloudModel{
+		complete: func(s *ClusterSpec) {
+			completeAWSRegion(s)
+			completeAWS(s)
+		},
+		machineType: "t3.medium", image: "debian-12-amd64", volumeType: "gp3",
+		validate: func(ps *problems, s *ClusterSpec) {
+			validateAWSRegionAndZones(ps, s)
+			validateAWS(ps, s)
+		},
+		validateInstanceGroup: validateAWSInstanceGroup,
+		volumeTypes:           []string{"gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"},
+		fetchesNodeup:         true,
+		nodeBinaries:          CloudAWS,
+		hostedZone:            true,
+		clusterNames: func(name string) []derived {
+			return []derived{{"tag key of the cluster's resources", ClusterTagKey(name), maxAWSTagKey, "AWS takes"}}
+		},
+		encrypts: true,
+		section:  "spec.aws",
+		set:      func(s *ClusterSpec) bool { return s.AWS != nil },
+		createFlags: func(o NewClusterOptions) []createFlag {
+			return []createFlag{{"--vpc", o.VPC != ""}, {"--subnets", len(o.Subnets) > 0}, {"--instance-profile", o.InstanceProfile != ""}}
+		},
+		create: func(s *ClusterSpec, o NewClusterOptions) error {
+			if o.VPC == "" && len(o.Subnets) == 0 && o.InstanceProfile == "" {
+				return nil
+			}
+			subnets, err := parseSubnets(o.Subnets, o.Zones)
+			if err != nil {
+				return err
+			}
+			s.AWS = &AWSSpec{VPCID: o.VPC, Subnets: subnets, InstanceProfile: o.InstanceProfile}
+			return nil
+		},
+	}
+}
+
 // The syntax of AWS's names and ids that the spec carries.
 var (
 	// awsID is an EC2 resource id: the resource's prefix, then 8 or 17 lower-case hex digits.

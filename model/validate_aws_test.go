@@ -216,9 +216,9 @@ func TestValidateAWS(t *testing.T) {
 // stampNodeup sets the nodeup this kubeup build carries, as `make build` does, for the test.
 func stampNodeup(t *testing.T, url, sha string) {
 	t.Helper()
-	oldURL, oldSHA := version.NodeupURL, version.NodeupSHA256
-	version.NodeupURL, version.NodeupSHA256 = url, sha
-	t.Cleanup(func() { version.NodeupURL, version.NodeupSHA256 = oldURL, oldSHA })
+	old := version.Nodeup
+	version.Nodeup = CloudAWS + "=" + url + "@" + sha + "," + CloudGCE + "=" + url + "@" + sha
+	t.Cleanup(func() { version.Nodeup = old })
 }
 
 func TestCompleteAWSAndNodeup(t *testing.T) {

@@ -8,6 +8,35 @@ import (
 	"kubeup.dev/kubeup/internal/gcelabels"
 )
 
+func init() {
+	cloudModels[CloudGCE] = cloudModel{
+		complete:    completeGCE,
+		machineType: "e2-standard-2", image: "debian-cloud/debian-12", volumeType: "pd-ssd",
+		validate:              validateGCE,
+		validateInstanceGroup: func(ps *problems, _ *Cluster, ig *InstanceGroup) { validateGCEInstanceGroup(ps, ig) },
+		volumeTypes:           []string{"pd-standard", "pd-balanced", "pd-ssd", "pd-extreme", "hyperdisk-balanced"},
+		fetchesNodeup:         true,
+		nodeBinaries:          CloudGCE,
+		encrypts:              true,
+		section:               "spec.gce",
+		set:                   func(s *ClusterSpec) bool { return s.GCE != nil },
+		createFlags: func(o NewClusterOptions) []createFlag {
+			return []createFlag{{"--project", o.Project != ""}, {"--network", o.Network != ""}, {"--subnetwork", len(o.Subnetworks) > 0}}
+		},
+		create: func(s *ClusterSpec, o NewClusterOptions) error {
+			if o.Network == "" && len(o.Subnetworks) == 0 {
+				return nil
+			}
+			subnetworks, err := parseSubnetworks(o.Subnetworks, o.Zones)
+			if err != nil {
+				return err
+			}
+			s.GCE = &GCESpec{Network: o.Network, Subnetworks: subnetworks}
+			return nil
+		},
+	}
+}
+
 // The syntax of GCE's names that the spec carries.
 var (
 	// gceResourceName is the name of a GCE resource (network, subnetwork, disk, firewall rule, template): RFC 1035,

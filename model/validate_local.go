@@ -9,6 +9,21 @@ import (
 	"strings"
 )
 
+func init() {
+	cloudModels[CloudLocal] = cloudModel{
+		complete:    completeLocal,
+		machineType: LocalMachineType, image: LocalImage, volumeType: "sparse",
+		validate:              validateLocal,
+		validateInstanceGroup: func(ps *problems, _ *Cluster, ig *InstanceGroup) { validateLocalInstanceGroup(ps, ig) },
+		volumeTypes:           []string{"sparse"},
+		memberNames: func(name string, e EtcdClusterSpec, m EtcdMemberSpec) []derived {
+			return []derived{{"volume of etcd member " + m.Name + " of " + e.Name,
+				EtcdVolumeName(name, e, m), maxLocalVolumeName, "the local provider's volumes take"}}
+		},
+		createFlags: func(NewClusterOptions) []createFlag { return nil },
+	}
+}
+
 // validateLocal checks spec.local: the pool, the zone file and the DNS provider.
 func validateLocal(ps *problems, s *ClusterSpec) {
 	if s.Local == nil {

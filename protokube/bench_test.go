@@ -132,7 +132,7 @@ func convergedAWSNode(tb testing.TB) *benchNode {
 	ctx := context.Background()
 	const cluster, dnsZone, bucket = "bench.example.com", "example.com", "kubeup-state"
 	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
-	bin := e2e.BuildBinaries(tb, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
+	bin := e2e.BuildBinaries(tb, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube-aws")
 	dir := tb.TempDir()
 
 	s := fakeaws.New()
@@ -196,7 +196,7 @@ func convergedAWSNode(tb testing.TB) *benchNode {
 		}
 		imds := httptest.NewServer(s.IMDSHandler(i.InstanceID))
 		tb.Cleanup(imds.Close)
-		n := &benchNode{conf: m[1], root: filepath.Join(dir, "root-"+i.InstanceID), bin: filepath.Join(bin, "protokube"), env: env(imds.URL), fake: s}
+		n := &benchNode{conf: m[1], root: filepath.Join(dir, "root-"+i.InstanceID), bin: filepath.Join(bin, "protokube-aws"), env: env(imds.URL), fake: s}
 		if i.Zone == zones[0] {
 			nodes = append([]*benchNode{n}, nodes...)
 		} else {

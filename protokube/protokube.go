@@ -20,6 +20,7 @@ import (
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
 	"kubeup.dev/kubeup/nodeup/nodegraph"
+	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
@@ -54,7 +55,7 @@ type Options struct {
 
 	// cloud is this instance on AWS or GCE, once a round found the configuration's cloud is one of them: kept
 	// across rounds.
-	cloud instanceCloud
+	cloud nodecloud.Instance
 	// identified says that Node was completed with what the cloud says; flags is Node as the flags gave it.
 	identified bool
 	flags      *volumetasks.Holder
@@ -311,7 +312,7 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 		flags := o.Node
 		o.flags = &flags
 	}
-	if p := nodeProviders[pc.CloudProvider]; o.cloud == nil && p.openInstance != nil {
+	if p, _ := nodeProviderOf(pc.CloudProvider); o.cloud == nil && p.openInstance != nil {
 		c, err := p.openInstance(ctx)
 		if err != nil {
 			return err
@@ -324,7 +325,7 @@ func (o *Options) identify(ctx context.Context, pc *model.ProtokubeConfig) error
 	}
 	o.Node = *o.flags
 	if o.cloud != nil {
-		me := o.cloud.identity()
+		me := o.cloud.Identity()
 		o.Node.NodeID = cmp.Or(o.Node.NodeID, me.NodeID)
 		o.Node.InternalIP = cmp.Or(o.Node.InternalIP, me.InternalIP)
 		o.Node.ExternalIP = cmp.Or(o.Node.ExternalIP, me.ExternalIP)
@@ -376,18 +377,12 @@ func ipv4(s string) (string, bool) {
 	return a.Unmap().String(), true
 }
 
-// instanceCloud is this instance in a cloud (awsCloud, gceCloud): who it is, and its providers.
-type instanceCloud interface {
-	identity() volumetasks.Holder
-	providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error)
-}
-
 // cloudProviders returns the volumes and DNS of the configuration's cloud.
 func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
-	p, ok := nodeProviders[nc.Protokube.CloudProvider]
+	p, ok := nodeProviderOf(nc.Protokube.CloudProvider)
 	if !ok {
 		return nil, nil, fmt.Errorf("protokube: spec.cloudProvider %s is not a cloud this protokube has (it has %s)",
-			model.Echo(nc.Protokube.CloudProvider), strings.Join(slices.Sorted(maps.Keys(nodeProviders)), ", "))
+			model.Echo(nc.Protokube.CloudProvider), nodeProviderNames())
 	}
 	return p.providers(o, nc, root, me, lease)
 }

@@ -41,7 +41,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 	ctx := context.Background()
 	const cluster, dnsZone, bucket = "demo.example.com", "example.com", "kubeup-state"
 	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
-	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
+	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube-aws")
 	dir := t.TempDir()
 
 	f := newAWSAccount(t, dnsZone, bucket, zones...)
@@ -131,7 +131,7 @@ func TestProtokubeOnAWS(t *testing.T) {
 	protokube := func(n *node, extra ...string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, filepath.Join(bin, "protokube"), append([]string{"--conf=" + n.conf, "--root=" + n.root, "--once"}, extra...)...)
+		cmd := exec.CommandContext(cctx, filepath.Join(bin, "protokube-aws"), append([]string{"--conf=" + n.conf, "--root=" + n.root, "--once"}, extra...)...)
 		cmd.Env = n.env
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -48,7 +48,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 	const cluster, dnsZone, bucket = "demo.example.com", "example.com", "kubeup-state"
 	const project, region, network, subnet, managedZone = "p", "us-central1", "kubeup-net", "kubeup-subnet", "example-com"
 	zones := []string{"us-central1-a", "us-central1-b", "us-central1-c"}
-	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube")
+	bin := e2e.BuildBinaries(t, "kubeup.dev/kubeup/cmd/kubeup", "kubeup.dev/kubeup/cmd/protokube-gce")
 	dir := t.TempDir()
 
 	// The project: the fake GCE and GCS, and what the user brings (network, subnetwork, managed zone).
@@ -189,7 +189,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 	protokube := func(n *node, extra ...string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, filepath.Join(bin, "protokube"), append([]string{"--conf=" + n.conf, "--root=" + n.root, "--once"}, extra...)...)
+		cmd := exec.CommandContext(cctx, filepath.Join(bin, "protokube-gce"), append([]string{"--conf=" + n.conf, "--root=" + n.root, "--once"}, extra...)...)
 		cmd.Env = n.env
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -1,39 +1,49 @@
 package protokube
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
 // A nodeProvider is what protokube needs of one cloud: who this node is there, and the cloud's volumes and DNS.
-// One value per cloud, in nodeProviders under its spec.cloudProvider value; identify and cloudProviders ask it,
-// never switch on the cloud's name.
+// The local provider is protokube's own (localProviders); every other cloud is registered with
+// protokube/nodecloud by its package (providers/aws/awsnode, providers/gce/gcenode), which a binary links by
+// importing it (cmd/protokube-aws). nodeProviderOf asks them; nothing else switches on the cloud's name.
 type nodeProvider struct {
 	// openInstance reads this instance's identity from the cloud (IMDS, the metadata server); nil where the
 	// host's name and the address of its default route are the node's identity.
-	openInstance func(ctx context.Context) (instanceCloud, error)
+	openInstance nodecloud.Open
 	// providers returns the volumes and DNS of the configuration's cloud for node me.
 	providers func(o *Options, nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 }
 
-// nodeProviders are the clouds this protokube has, by spec.cloudProvider.
-var nodeProviders = map[string]nodeProvider{
-	model.CloudAWS: {
-		openInstance: func(ctx context.Context) (instanceCloud, error) { return newAWSCloud(ctx) },
-		providers:    instanceProviders,
-	},
-	model.CloudGCE: {
-		openInstance: func(ctx context.Context) (instanceCloud, error) { return newGCECloud(ctx) },
-		providers:    instanceProviders,
-	},
-	model.CloudLocal: {providers: localProviders},
+// localProvider is the local cloud's: the host is the node, and the pool's volumes its disks.
+var localProvider = nodeProvider{providers: localProviders}
+
+// nodeProviderOf returns the provider of the cloud name: the local provider, or a cloud this binary links.
+func nodeProviderOf(name string) (nodeProvider, bool) {
+	if name == model.CloudLocal {
+		return localProvider, true
+	}
+	open, ok := nodecloud.Lookup(name)
+	if !ok {
+		return nodeProvider{}, false
+	}
+	return nodeProvider{openInstance: open, providers: instanceProviders}, true
+}
+
+// nodeProviderNames are the clouds this protokube has, for messages: "aws, local".
+func nodeProviderNames() string {
+	return strings.Join(slices.Sorted(slices.Values(append(nodecloud.Names(), model.CloudLocal))), ", ")
 }
 
 // instanceProviders are the volumes and DNS of a cloud whose instance protokube identified (identify).
@@ -42,7 +52,7 @@ func instanceProviders(o *Options, nc *model.NodeConfig, root string, me volumet
 	if o.cloud == nil {
 		return nil, nil, fmt.Errorf("protokube: cloudProvider %s: this instance's identity was not read", pc.CloudProvider)
 	}
-	return o.cloud.providers(pc, root, me)
+	return o.cloud.Providers(pc, root, me)
 }
 
 // localProviders are the local cloud's: the pool's volumes, claimed with a lease, and the hosts file, zone file

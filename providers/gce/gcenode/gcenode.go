@@ -1,4 +1,7 @@
-package protokube
+// Package gcenode is the gce provider's node side: protokube on a Compute Engine instance learns who it is from
+// the metadata server and claims persistent disks and Cloud DNS records (docs/gce.md). It registers the cloud
+// "gce" with protokube/nodecloud; cmd/protokube-gce links it.
+package gcenode
 
 import (
 	"context"
@@ -8,6 +11,7 @@ import (
 	"google.golang.org/api/dns/v1"
 
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -28,6 +32,10 @@ type gceCloud struct {
 	me      volumetasks.Holder
 }
 
+func init() {
+	nodecloud.Register(model.CloudGCE, func(ctx context.Context) (nodecloud.Instance, error) { return newGCECloud(ctx) })
+}
+
 // newGCECloud asks the metadata server who this instance is (GCE_METADATA_HOST points it elsewhere), and makes
 // the clients (the instance's service account; KUBEUP_GCE_ENDPOINT points them elsewhere).
 func newGCECloud(ctx context.Context) (*gceCloud, error) {
@@ -42,11 +50,12 @@ func newGCECloud(ctx context.Context) (*gceCloud, error) {
 	return &gceCloud{instance: me, zone: zone, project: project, compute: c, dnsService: d}, nil
 }
 
-func (c *gceCloud) identity() volumetasks.Holder { return c.instance }
+// Identity is who the cloud says this instance is.
+func (c *gceCloud) Identity() volumetasks.Holder { return c.instance }
 
-// providers returns the persistent disks of this instance's zone, claimed as me, and the Cloud DNS provider of
+// Providers returns the persistent disks of this instance's zone, claimed as me, and the Cloud DNS provider of
 // the configuration's DNS zone, which forgets what it read in the former round.
-func (c *gceCloud) providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {
+func (c *gceCloud) Providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {
 	zone := pc.Zone
 	if zone == "" {
 		zone = c.zone

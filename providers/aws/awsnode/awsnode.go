@@ -1,4 +1,7 @@
-package protokube
+// Package awsnode is the aws provider's node side: protokube on an EC2 instance learns who it is from IMDS and
+// claims EBS volumes and Route53 records (docs/aws.md). It registers the cloud "aws" with protokube/nodecloud;
+// cmd/protokube-aws links it.
+package awsnode
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 
 	"kubeup.dev/kubeup/internal/awssdk"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -28,6 +32,10 @@ type awsCloud struct {
 	dns     *awstasks.Route53
 	dnsZone string // the zone dns is of
 	me      volumetasks.Holder
+}
+
+func init() {
+	nodecloud.Register(model.CloudAWS, func(ctx context.Context) (nodecloud.Instance, error) { return newAWSCloud(ctx) })
 }
 
 // newAWSCloud asks IMDS who this instance is, and configures the SDK for its region (the usual credential
@@ -50,11 +58,12 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
 }
 
-func (c *awsCloud) identity() volumetasks.Holder { return c.instance }
+// Identity is who the cloud says this instance is.
+func (c *awsCloud) Identity() volumetasks.Holder { return c.instance }
 
-// providers returns the EBS volumes of this instance's zone, claimed as me, and the Route53 provider of the
+// Providers returns the EBS volumes of this instance's zone, claimed as me, and the Route53 provider of the
 // configuration's DNS zone, which forgets what it read in the former round.
-func (c *awsCloud) providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {
+func (c *awsCloud) Providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error) {
 	zone := pc.Zone
 	if zone == "" {
 		zone = c.zone

@@ -1,4 +1,4 @@
-package main
+package nodeupcli
 
 import (
 	"bytes"
@@ -115,7 +115,7 @@ func TestRun(t *testing.T) {
 			if tt.cancelOnWait {
 				stderr = cancelOn{&errOut, "waiting up to", cancel}
 			}
-			code := run(ctx, args, &out, stderr)
+			code := Run(ctx, args, &out, stderr)
 			if code != tt.wantCode {
 				t.Errorf("nodeup %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, tt.wantCode, &out, &errOut)
 			}

@@ -1,4 +1,4 @@
-package main
+package protokubecli
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func TestCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), tt.args, &out, &errOut, nil)
+			code := Run(context.Background(), tt.args, &out, &errOut, nil)
 			if tt.wantErr != "" {
 				if code != 1 || !strings.Contains(errOut.String(), tt.wantErr) {
 					t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, &errOut, tt.wantErr)
@@ -73,12 +73,12 @@ func TestExitNotControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"--conf", conf, "--root", t.TempDir(), "--node-id", "n1", "--internal-ip", "10.0.0.1"}, &out, &errOut, nil)
+	code := Run(context.Background(), []string{"--conf", conf, "--root", t.TempDir(), "--node-id", "n1", "--internal-ip", "10.0.0.1"}, &out, &errOut, nil)
 	if code != protokube.ExitNotControlPlane || code == 1 || !strings.Contains(errOut.String(), `is of instance group "nodes", role Node`) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit %d and the refusal", code, &errOut, protokube.ExitNotControlPlane)
 	}
 	var help bytes.Buffer
-	if run(context.Background(), []string{"--help"}, &help, &help, nil) != 0 || !strings.Contains(help.String(), fmt.Sprintf("Exit status: 0 once stopped by SIGTERM (or after a good round with --once); %d when", code)) {
+	if Run(context.Background(), []string{"--help"}, &help, &help, nil) != 0 || !strings.Contains(help.String(), fmt.Sprintf("Exit status: 0 once stopped by SIGTERM (or after a good round with --once); %d when", code)) {
 		t.Errorf("--help does not document exit status %d:\n%s", code, &help)
 	}
 }
