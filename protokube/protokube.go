@@ -381,10 +381,19 @@ func ipv4(s string) (string, bool) {
 func (o *Options) cloudProviders(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error) {
 	p, ok := nodeProviderOf(nc.Protokube.CloudProvider)
 	if !ok {
-		return nil, nil, fmt.Errorf("protokube: spec.cloudProvider %s is not a cloud this protokube has (it has %s)",
-			model.Echo(nc.Protokube.CloudProvider), nodeProviderNames())
+		return nil, nil, notLinked(nc.Protokube.CloudProvider, nodeProviderNames())
 	}
 	return p.providers(o, nc, root, me, lease)
+}
+
+// notLinked is the error of a configuration of cloud, which this protokube (which has the clouds has) does not
+// link: it names the build that does, where there is one.
+func notLinked(cloud, has string) error {
+	err := fmt.Errorf("protokube: spec.cloudProvider %s is not a cloud this protokube has (it has %s)", model.Echo(cloud), has)
+	if build := model.NodeBinary(cloud, "protokube"); build != "protokube" {
+		err = fmt.Errorf("%w: run %s, the build for %s", err, build, cloud)
+	}
+	return err
 }
 
 // lockNode takes, once, the pool's lock of this node's id: no two protokubes run as one node of a pool (two
