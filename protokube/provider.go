@@ -3,6 +3,7 @@ package protokube
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -26,13 +27,16 @@ type nodeProvider struct {
 	providers func(o *Options, nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 }
 
-// localProvider is the local cloud's: the host is the node, and the pool's volumes its disks.
-var localProvider = nodeProvider{providers: localProviders}
+// builtinProviders are protokube's own: the local cloud's, where the host is the node and the pool's volumes
+// its disks.
+var builtinProviders = map[string]nodeProvider{
+	model.CloudLocal: {providers: localProviders},
+}
 
-// nodeProviderOf returns the provider of the cloud name: the local provider, or a cloud this binary links.
+// nodeProviderOf returns the provider of the cloud name: a built-in one, or a cloud this binary links.
 func nodeProviderOf(name string) (nodeProvider, bool) {
-	if name == model.CloudLocal {
-		return localProvider, true
+	if p, ok := builtinProviders[name]; ok {
+		return p, true
 	}
 	open, ok := nodecloud.Lookup(name)
 	if !ok {
@@ -43,7 +47,7 @@ func nodeProviderOf(name string) (nodeProvider, bool) {
 
 // nodeProviderNames are the clouds this protokube has, for messages: "aws, local".
 func nodeProviderNames() string {
-	return strings.Join(slices.Sorted(slices.Values(append(nodecloud.Names(), model.CloudLocal))), ", ")
+	return strings.Join(slices.Sorted(slices.Values(append(nodecloud.Names(), slices.Collect(maps.Keys(builtinProviders))...))), ", ")
 }
 
 // instanceProviders are the volumes and DNS of a cloud whose instance protokube identified (identify).
