@@ -26,6 +26,9 @@
 //	    throttled-calls   calls answered with a throttling error
 //	    ms-wall           its wall time
 //	    calls-total       every cloud API call, refused ones included
+//	BenchmarkNodeBinarySize/{nodeup,nodeup-aws,nodeup-gce,protokube,protokube-aws,protokube-gce}
+//	    each node binary built as a release is (static, linux/amd64, -trimpath), stripped:
+//	    mb-stripped       its size in MB (10^6 bytes)
 //
 // TestHarness runs a small version of each in `make test`.
 package bench
