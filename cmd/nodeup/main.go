@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"kubeup.dev/kubeup/internal/version"
 	"kubeup.dev/kubeup/nodeup"
+	_ "kubeup.dev/kubeup/statestore/gsstore" // the state store's gs:// scheme
+	_ "kubeup.dev/kubeup/statestore/s3store" // the state store's s3:// scheme
 )
 
 func main() {
