@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
 	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/dnstasks"
@@ -46,7 +47,7 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = awssdk.WithOwnedBodies(cfg)
+	cfg = allservices.WithOwnedBodies(cfg)
 	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
 }
 

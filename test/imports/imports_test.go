@@ -58,6 +58,11 @@ var rules = []rule{
 		"the state store is read by both sides without the engine"},
 	{[]string{module + "/statestore$"}, sdks,
 		"statestore links no cloud SDK: its bucket schemes are packages of their own (statestore/s3store, statestore/gsstore) that a binary links by importing them"},
+	{[]string{module + "/statestore/s3store"}, append([]string{
+		"github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/autoscaling",
+		"github.com/aws/aws-sdk-go-v2/service/iam", "github.com/aws/aws-sdk-go-v2/service/route53",
+		"google.golang.org/api/", "cloud.google.com/"}, module+"/internal/awssdk/allservices"),
+		"the S3 state store links the SDK's core and S3 only (internal/awssdk, not allservices): a binary whose store is S3 links no other AWS service"},
 	{[]string{module + "/statestore/gsstore"}, []string{"github.com/aws/"},
 		"the GCS state store links Google's SDK only"},
 }
