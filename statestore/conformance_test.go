@@ -1,7 +1,6 @@
 package statestore_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -16,12 +15,6 @@ var _ storetasks.Store = statestore.Store(nil) // interface guard: what the stor
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func() statestore.Store {
 		dir := filepath.Join(t.TempDir(), "state")
-		return func() statestore.Store {
-			st, err := statestore.Open(context.Background(), dir)
-			if err != nil {
-				t.Fatalf("Open(%q): %v", dir, err)
-			}
-			return st
-		}
+		return func() statestore.Store { return storetest.MustOpen(t, dir) }
 	})
 }

@@ -19,15 +19,6 @@ import (
 
 const testBucket = "kubeup-state"
 
-func mustOpen(t *testing.T, url string) statestore.Store {
-	t.Helper()
-	st, err := statestore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return st
-}
-
 // TestConformance runs the store contract against the gs:// store, on fakegcs.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func() statestore.Store {
@@ -35,7 +26,7 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(srv.Close)
 		t.Setenv(EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
 		return func() statestore.Store {
-			st := mustOpen(t, "gs://"+testBucket+"/clusters")
+			st := storetest.MustOpen(t, "gs://"+testBucket+"/clusters")
 			st.(*store).pageSize = 2 // make List page
 			return st
 		}
@@ -46,7 +37,7 @@ func TestCheckMissingBucket(t *testing.T) {
 	srv := httptest.NewServer(fakegcs.New(testBucket))
 	t.Cleanup(srv.Close)
 	t.Setenv(EnvStorageEmulatorHost, srv.URL)
-	err := mustOpen(t, "gs://no-such-bucket").Check(context.Background())
+	err := storetest.MustOpen(t, "gs://no-such-bucket").Check(context.Background())
 	if !errors.Is(err, statestore.ErrNoStore) || !strings.Contains(err.Error(), "state store gs://no-such-bucket: the state store does not exist: no such bucket no-such-bucket") {
 		t.Errorf("Check = %v, want ErrNoStore naming the bucket", err)
 	}
@@ -58,7 +49,7 @@ func TestGSEmulatorHost(t *testing.T) {
 	defer srv.Close()
 	for _, host := range []string{strings.TrimPrefix(srv.URL, "http://"), srv.URL, srv.URL + "/"} {
 		t.Setenv(EnvStorageEmulatorHost, host)
-		st := mustOpen(t, "gs://"+testBucket+"/kubeup")
+		st := storetest.MustOpen(t, "gs://"+testBucket+"/kubeup")
 		if err := st.WriteFile(context.Background(), "demo/config", []byte(host)); err != nil {
 			t.Errorf("%s=%s: %v", EnvStorageEmulatorHost, host, err)
 			continue
@@ -80,7 +71,7 @@ func TestGSListPages(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv(EnvStorageEmulatorHost, srv.URL)
-	st := mustOpen(t, "gs://"+testBucket).(*store)
+	st := storetest.MustOpen(t, "gs://"+testBucket).(*store)
 	st.pageSize = 2
 	var want []string
 	for i := range 5 {
@@ -122,7 +113,7 @@ func TestGSErrors(t *testing.T) {
 			}))
 			defer srv.Close()
 			t.Setenv(EnvStorageEmulatorHost, srv.URL)
-			st := mustOpen(t, "gs://"+testBucket+"/kubeup")
+			st := storetest.MustOpen(t, "gs://"+testBucket+"/kubeup")
 			_, err := st.ReadFile(context.Background(), "demo/config")
 			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "reading gs://kubeup-state/kubeup/demo/config: ") {
 				t.Errorf("ReadFile = %v, want %s naming the object", err, tc.want)
@@ -135,7 +126,7 @@ func TestGSBadGeneration(t *testing.T) {
 	srv := httptest.NewServer(fakegcs.New(testBucket))
 	defer srv.Close()
 	t.Setenv(EnvStorageEmulatorHost, srv.URL)
-	st := mustOpen(t, "gs://"+testBucket)
+	st := storetest.MustOpen(t, "gs://"+testBucket)
 	for _, gen := range []statestore.Generation{"abc", "-1", "0", `"etag"`} {
 		if _, err := st.WriteIf(context.Background(), "demo/config", nil, gen); err == nil || !strings.Contains(err.Error(), "not a generation") {
 			t.Errorf("WriteIf(%q) = %v, want an error about the generation", gen, err)

@@ -27,15 +27,6 @@ import (
 
 const testBucket = "kubeup-state"
 
-func mustOpen(t *testing.T, url string) statestore.Store {
-	t.Helper()
-	st, err := statestore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return st
-}
-
 // newFakeS3 starts gofakes3 with the test bucket, behind wrap if not nil.
 func newFakeS3(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
@@ -72,7 +63,7 @@ func TestConformance(t *testing.T) {
 		srv := newFakeS3(t, nil)
 		setS3Env(t, srv.URL)
 		return func() statestore.Store {
-			st := mustOpen(t, "s3://"+testBucket+"/clusters")
+			st := storetest.MustOpen(t, "s3://"+testBucket+"/clusters")
 			st.(*store).pageSize = 2 // make List page
 			return st
 		}
@@ -83,7 +74,7 @@ func TestConformance(t *testing.T) {
 func TestOpen(t *testing.T) {
 	setS3Env(t, "")
 	for url, want := range map[string]string{"s3://bucket": "s3://bucket", "s3://bucket/a/b/": "s3://bucket/a/b"} {
-		st := mustOpen(t, url)
+		st := storetest.MustOpen(t, url)
 		if _, ok := st.(*store); !ok || st.URL() != want {
 			t.Errorf("Open(%q) = %T with URL %q, want this package's store with URL %q", url, st, st.URL(), want)
 		}
@@ -93,7 +84,7 @@ func TestOpen(t *testing.T) {
 func TestCheckMissingBucket(t *testing.T) {
 	srv := newFakeS3(t, nil)
 	setS3Env(t, srv.URL)
-	err := mustOpen(t, "s3://no-such-bucket/clusters").Check(context.Background())
+	err := storetest.MustOpen(t, "s3://no-such-bucket/clusters").Check(context.Background())
 	if !errors.Is(err, statestore.ErrNoStore) || !strings.Contains(err.Error(), "state store s3://no-such-bucket/clusters: the state store does not exist: no such bucket no-such-bucket") {
 		t.Errorf("Check = %v, want ErrNoStore naming the bucket", err)
 	}
@@ -101,7 +92,7 @@ func TestCheckMissingBucket(t *testing.T) {
 
 func openS3(t *testing.T) *store {
 	t.Helper()
-	return mustOpen(t, "s3://"+testBucket+"/clusters").(*store)
+	return storetest.MustOpen(t, "s3://"+testBucket+"/clusters").(*store)
 }
 
 func TestS3ClientOptions(t *testing.T) {

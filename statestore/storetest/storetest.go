@@ -15,6 +15,16 @@ import (
 	"kubeup.dev/kubeup/statestore"
 )
 
+// MustOpen opens the store at url (statestore.Open), failing the test if it cannot.
+func MustOpen(t *testing.T, url string) statestore.Store {
+	t.Helper()
+	st, err := statestore.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", url, err)
+	}
+	return st
+}
+
 // Run checks the store contract (statestore.Store's documentation) against the stores open makes: open(t) sets up
 // a fresh, empty store (a directory, a bucket in a fake) and returns a function that opens a client of it; a
 // check may call that twice for two clients of the same store.
