@@ -30,9 +30,12 @@ func RegisterScheme(scheme string, open func(ctx context.Context, b Bucket) (Sto
 	if scheme == "" || strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyz0123456789") != "" || scheme[0] < 'a' || open == nil {
 		panic(fmt.Sprintf("statestore.RegisterScheme(%q): a scheme is lower-case letters and digits, starting with a letter, and needs an open function", scheme))
 	}
+	if scheme == "file" {
+		panic(`statestore.RegisterScheme("file"): file:// is built in`)
+	}
 	schemesMu.Lock()
 	defer schemesMu.Unlock()
-	if _, dup := schemes[scheme]; dup || scheme == "file" {
+	if _, dup := schemes[scheme]; dup {
 		panic(fmt.Sprintf("statestore.RegisterScheme(%q): registered twice", scheme))
 	}
 	schemes[scheme] = open

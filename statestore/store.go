@@ -112,21 +112,20 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state store URL %q: %w", rawURL, err)
 	}
-	linked := linkedSchemes()
 	open := scheme(u.Scheme)
 	switch {
 	case u.Scheme == "file":
 		return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
 	case u.Scheme == "":
 		forms := []string{"file:///abs/dir"}
-		for _, s := range linked[1:] {
+		for _, s := range linkedSchemes()[1:] {
 			forms = append(forms, s+"://bucket/prefix")
 		}
 		return nil, fmt.Errorf("state store URL %q: not a URL nor an absolute path (%s)", rawURL, strings.Join(forms, ", "))
 	case open == nil && slices.Contains(knownSchemes, u.Scheme):
-		return nil, fmt.Errorf("state store URL %q: this binary has no %s store (it has %s)", rawURL, u.Scheme, strings.Join(linked, ", "))
+		return nil, fmt.Errorf("state store URL %q: this binary has no %s store (it has %s)", rawURL, u.Scheme, strings.Join(linkedSchemes(), ", "))
 	case open == nil:
-		return nil, fmt.Errorf("state store URL %q: unsupported scheme %q (this binary has %s)", rawURL, u.Scheme, strings.Join(linked, ", "))
+		return nil, fmt.Errorf("state store URL %q: unsupported scheme %q (this binary has %s)", rawURL, u.Scheme, strings.Join(linkedSchemes(), ", "))
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("state store URL %q: unexpected user, query or fragment", rawURL)

@@ -86,7 +86,7 @@ func TestRegisterSchemeRefuses(t *testing.T) {
 		want   string
 	}{
 		{"s3", open, `RegisterScheme("s3"): registered twice`},
-		{"file", open, `RegisterScheme("file"): registered twice`},
+		{"file", open, `RegisterScheme("file"): file:// is built in`},
 		{"", open, "a scheme is lower-case letters"},
 		{"S3", open, "a scheme is lower-case letters"},
 		{"3s", open, "a scheme is lower-case letters"},
