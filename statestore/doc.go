@@ -95,7 +95,7 @@
 //
 // # Imports
 //
-// statestore imports no cloud SDK (its bucket schemes, in their own packages, do) and nothing from kubeup: not
-// the engine, not model/, not cloudup or its other packages, so that anything may use it (test/imports holds it
-// to that). Its s3store and gsstore import it, their SDK and internal/errclass (the engine's error classes).
+// statestore imports no cloud SDK (its bucket schemes, in their own packages, do) and nothing from kubeup but
+// internal/atomicfile (the file store's writes): not the engine, not model/, not cloudup or its other packages,
+// so that anything may use it (test/imports holds it to that). Its s3store and gsstore import it, their SDK and internal/errclass (the engine's error classes).
 package statestore
