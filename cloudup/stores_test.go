@@ -10,7 +10,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"kubeup.dev/kubeup/internal/fakegcs"
-	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/gsstore"
 )
 
 // testStores are the kinds of state store a test may run on: file://, s3:// (gofakes3 behind the real SDK) and
@@ -49,6 +49,6 @@ func gsClusters(t *testing.T) *Clusters {
 	t.Helper()
 	srv := httptest.NewServer(fakegcs.New("state"))
 	t.Cleanup(srv.Close)
-	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv(gsstore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
 	return openStore(t, "gs://state/kubeup")
 }

@@ -19,6 +19,8 @@ import (
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/gsstore"
+	"kubeup.dev/kubeup/statestore/s3store"
 )
 
 const testBucket = "kubeup-state"
@@ -40,7 +42,7 @@ var storeBackends = []struct {
 			"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "",
 			"AWS_PROFILE": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
 			"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
-			"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": srv.URL, "AWS_MAX_ATTEMPTS": "1", statestore.EnvS3PathStyle: "",
+			"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": srv.URL, "AWS_MAX_ATTEMPTS": "1", s3store.EnvS3PathStyle: "",
 		} {
 			t.Setenv(k, v)
 		}
@@ -49,7 +51,7 @@ var storeBackends = []struct {
 	{"gs", func(t *testing.T, wrap func(http.Handler) http.Handler) string {
 		srv := httptest.NewServer(wrap(fakegcs.New(testBucket)))
 		t.Cleanup(srv.Close)
-		t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+		t.Setenv(gsstore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
 		return "gs://" + testBucket + "/clusters"
 	}},
 }
@@ -200,7 +202,7 @@ func TestStoreCredentialsRetried(t *testing.T) {
 	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(md.URL, "http://"))
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
 	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
-	t.Setenv(statestore.EnvStorageEmulatorHost, "")
+	t.Setenv(gsstore.EnvStorageEmulatorHost, "")
 
 	var logs bytes.Buffer
 	r := run(t, Options{Conf: "gs://" + testBucket + "/clusters/" + model.NodeConfigPath(testCluster, "nodes"), Root: t.TempDir(),

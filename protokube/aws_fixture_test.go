@@ -22,7 +22,7 @@ import (
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // awsFixture is a fake AWS (internal/fakeaws, in this process) with a VPC, a subnet per zone and a public
@@ -47,7 +47,7 @@ func newAWSAccount(t *testing.T, dnsZone, bucket string, zones ...string) *awsFi
 	s := fakeaws.New()
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
+	cfg := aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption},
 		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
 	}

@@ -32,7 +32,7 @@ import (
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/model"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // BenchmarkProtokubeIdleRound measures a protokube round with nothing to do, on the AWS provider against the AWS
@@ -138,7 +138,7 @@ func convergedAWSNode(tb testing.TB) *benchNode {
 	s := fakeaws.New()
 	hs := httptest.NewServer(s)
 	tb.Cleanup(hs.Close)
-	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), RetryMaxAttempts: 1,
+	cfg := aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption}, Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")}
 	ec2c := ec2.NewFromConfig(cfg)
 	vpc, err := ec2c.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})

@@ -8,8 +8,8 @@
 // Open takes one of:
 //
 //	file:///abs/dir       a local directory (a bare absolute path /abs/dir means the same)
-//	s3://bucket/prefix    an S3 bucket, or any S3-compatible server
-//	gs://bucket/prefix    a Google Cloud Storage bucket
+//	s3://bucket/prefix    an S3 bucket, or any S3-compatible server (package statestore/s3store)
+//	gs://bucket/prefix    a Google Cloud Storage bucket (package statestore/gsstore)
 //
 // The prefix is optional. A file URL's path is taken literally, without percent-decoding. URL returns the
 // canonical form: cleaned, no trailing slash. DefaultURL is the store to
@@ -18,6 +18,18 @@
 // Object paths are relative to the store's root and use forward slashes. Paths that are empty, absolute, hold an
 // empty, "." or ".." segment, a segment starting with a dot, a backslash or a NUL byte are refused on every
 // backend with an error that says why. List takes a directory prefix: List("demo") never returns "demo2/config".
+//
+// # Schemes
+//
+// file:// is built in. A bucket scheme is a package of its own that calls RegisterScheme from its init, and a
+// binary opens the URLs of the schemes whose packages its main imports (import _
+// "kubeup.dev/kubeup/statestore/s3store"), so that a binary links the SDKs of its stores only. Open checks the
+// URL (a bucket, a prefix that is a valid object path, no user, query or fragment) and hands the scheme's open
+// function a Bucket, which the store embeds for its URL, its keys (Key, KeyPrefix, Path) and its messages
+// (Object, NoBucket, Conflict, ErrNoSuchObject); it checks object paths with CheckPath. A URL of a scheme kubeup
+// has but this binary did not link is an error that says so and names the schemes the binary has ("this binary
+// has no gs store (it has file, s3)"), told apart from a scheme kubeup does not know ("unsupported scheme").
+// Package storetest holds the contract every store must pass.
 //
 // # Environment
 //
@@ -83,7 +95,7 @@
 //
 // # Imports
 //
-// statestore imports the cloud SDKs it speaks and internal/errclass (the engine's error classes), nothing else
-// from kubeup: not the engine, not model/, not cloudup or its other packages, so that anything may use it
-// (test/imports holds it to that).
+// statestore imports no cloud SDK (its bucket schemes, in their own packages, do) and nothing from kubeup but
+// internal/atomicfile (the file store's writes): not the engine, not model/, not cloudup or its other packages,
+// so that anything may use it (test/imports holds it to that). Its s3store and gsstore import it, their SDK and internal/errclass (the engine's error classes).
 package statestore

@@ -49,7 +49,7 @@ func (s *fileStore) Read(ctx context.Context, p string) ([]byte, Generation, err
 }
 
 func (s *fileStore) read(p, verb string) ([]byte, Generation, error) {
-	if err := checkPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return nil, "", fmt.Errorf("%s %s: %w", verb, s.URL(), err)
 	}
 	data, err := os.ReadFile(s.file(p))
@@ -63,7 +63,7 @@ func (s *fileStore) read(p, verb string) ([]byte, Generation, error) {
 }
 
 func (s *fileStore) WriteFile(ctx context.Context, p string, data []byte) error {
-	if err := checkPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	return s.locked(ctx, func() error {
@@ -76,7 +76,7 @@ func (s *fileStore) WriteFile(ctx context.Context, p string, data []byte) error 
 }
 
 func (s *fileStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Generation) (Generation, error) {
-	if err := checkPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	err := s.locked(ctx, func() error {
@@ -85,7 +85,7 @@ func (s *fileStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Ge
 			return err
 		}
 		if cur != ifGen {
-			return conflict(s.loc(p), ifGen)
+			return Conflict(s.loc(p), ifGen)
 		}
 		if err := writeAtomic(s.file(p), data); err != nil {
 			return fmt.Errorf("writing %s: %w", s.loc(p), err)
@@ -100,7 +100,7 @@ func (s *fileStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Ge
 }
 
 func (s *fileStore) Delete(ctx context.Context, p string) error {
-	if err := checkPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.URL(), err)
 	}
 	return s.locked(ctx, func() error {

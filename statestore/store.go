@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -86,8 +86,9 @@ func DefaultURL() (string, error) {
 	return "file://" + filepath.ToSlash(filepath.Join(home, ".kubeup", "state")), nil
 }
 
-// Open returns the store at rawURL: file:///abs/dir (or a bare absolute path), s3://bucket/prefix or
-// gs://bucket/prefix. It checks the URL and sets up the client, finding credentials (gs:// fails here when there
+// Open returns the store at rawURL: file:///abs/dir (or a bare absolute path), or scheme://bucket/prefix for a
+// scheme this binary links (RegisterScheme): s3://bucket/prefix with statestore/s3store, gs://bucket/prefix with
+// statestore/gsstore. It checks the URL and sets up the client, finding credentials (gs:// fails here when there
 // are none); it does not contact the storage service, so a missing bucket or permission shows on first use.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	if strings.HasPrefix(rawURL, "/") {
@@ -111,35 +112,39 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state store URL %q: %w", rawURL, err)
 	}
+	open := scheme(u.Scheme)
+	switch {
+	case u.Scheme == "file":
+		return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
+	case u.Scheme == "":
+		forms := []string{"file:///abs/dir"}
+		for _, s := range linkedSchemes()[1:] {
+			forms = append(forms, s+"://bucket/prefix")
+		}
+		return nil, fmt.Errorf("state store URL %q: not a URL nor an absolute path (%s)", rawURL, strings.Join(forms, ", "))
+	case open == nil && slices.Contains(knownSchemes, u.Scheme):
+		return nil, fmt.Errorf("state store URL %q: this binary has no %s store (it has %s)", rawURL, u.Scheme, strings.Join(linkedSchemes(), ", "))
+	case open == nil:
+		return nil, fmt.Errorf("state store URL %q: unsupported scheme %q (this binary has %s)", rawURL, u.Scheme, strings.Join(linkedSchemes(), ", "))
+	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("state store URL %q: unexpected user, query or fragment", rawURL)
 	}
-	switch u.Scheme {
-	case "file":
-		return nil, fmt.Errorf("state store URL %q: a file URL names a local directory by its absolute path: file:///abs/dir", rawURL)
-	case "s3", "gs":
-		if u.Host == "" {
-			return nil, fmt.Errorf("state store URL %q: missing bucket: %s://bucket/prefix", rawURL, u.Scheme)
-		}
-		prefix := strings.Trim(u.Path, "/")
-		if prefix != "" {
-			if err := checkPath(prefix); err != nil {
-				return nil, fmt.Errorf("state store URL %q: prefix: %w", rawURL, err)
-			}
-		}
-		if u.Scheme == "s3" {
-			return newS3Store(ctx, u.Host, prefix)
-		}
-		return newGSStore(ctx, u.Host, prefix)
-	case "":
-		return nil, fmt.Errorf("state store URL %q: not a URL nor an absolute path (file:///abs/dir, s3://bucket/prefix, gs://bucket/prefix)", rawURL)
+	if u.Host == "" {
+		return nil, fmt.Errorf("state store URL %q: missing bucket: %s://bucket/prefix", rawURL, u.Scheme)
 	}
-	return nil, fmt.Errorf("state store URL %q: unsupported scheme %q (file, s3 or gs)", rawURL, u.Scheme)
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		if err := CheckPath(prefix); err != nil {
+			return nil, fmt.Errorf("state store URL %q: prefix: %w", rawURL, err)
+		}
+	}
+	return open(ctx, Bucket{Scheme: u.Scheme, Name: u.Host, Prefix: prefix})
 }
 
-// checkPath refuses what is not a relative, slash-separated object path: absolute paths, empty segments, "." and
+// CheckPath refuses what is not a relative, slash-separated object path: absolute paths, empty segments, "." and
 // ".." and any segment starting with a dot (reserved for the file store's temporary files), NUL.
-func checkPath(p string) error {
+func CheckPath(p string) error {
 	switch {
 	case p == "":
 		return errors.New("empty path")
@@ -169,24 +174,7 @@ func checkPrefix(prefix string) (string, error) {
 	if prefix == "" {
 		return "", nil
 	}
-	return prefix, checkPath(prefix)
-}
-
-// bucketKeyPrefix returns, for a bucket store whose keys are held under storePrefix ("" for the bucket's root),
-// the root of its keys ("<storePrefix>/", or "") and the key prefix it lists the objects under prefix (a path of
-// the store, checked as checkPrefix does) with: "<storePrefix>/<prefix>/".
-func bucketKeyPrefix(storePrefix, prefix string) (root, keyPrefix string, err error) {
-	if prefix, err = checkPrefix(prefix); err != nil {
-		return "", "", err
-	}
-	if storePrefix != "" {
-		root = storePrefix + "/"
-	}
-	keyPrefix = root
-	if prefix != "" {
-		keyPrefix += prefix + "/"
-	}
-	return root, keyPrefix, nil
+	return prefix, CheckPath(prefix)
 }
 
 // location is how errors name an object: the store's URL joined with the path.
@@ -195,42 +183,4 @@ func location(root, p string) string {
 		return root
 	}
 	return strings.TrimSuffix(root, "/") + "/" + p
-}
-
-// errNoSuchObject is how the cloud stores say that an object is absent: it matches fs.ErrNotExist.
-var errNoSuchObject error = noSuchObject{}
-
-type noSuchObject struct{}
-
-func (noSuchObject) Error() string        { return "no such object" }
-func (noSuchObject) Is(target error) bool { return target == fs.ErrNotExist }
-
-// conflict is the error of a failed precondition.
-func conflict(loc string, ifGen Generation) error {
-	if ifGen == Absent {
-		return fmt.Errorf("writing %s: %w: it already exists", loc, ErrConflict)
-	}
-	return fmt.Errorf("writing %s: %w: it was changed or deleted since it was read", loc, ErrConflict)
-}
-
-// bucketRoot is where a bucket store's objects live: a bucket and a key prefix. The s3:// and gs:// stores embed
-// it for their URL and their object keys.
-type bucketRoot struct {
-	scheme string // s3 or gs
-	bucket string
-	prefix string // no leading or trailing slash; may be empty
-}
-
-// URL is the store's canonical URL: scheme://bucket/prefix.
-func (r bucketRoot) URL() string { return location(r.scheme+"://"+r.bucket, r.prefix) }
-
-// loc is an object's URL, for messages.
-func (r bucketRoot) loc(p string) string { return location(r.URL(), p) }
-
-// key is an object's key in the bucket.
-func (r bucketRoot) key(p string) string {
-	if r.prefix == "" {
-		return p
-	}
-	return r.prefix + "/" + p
 }

@@ -15,7 +15,7 @@ import (
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
-	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/gsstore"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
@@ -154,7 +154,7 @@ func gsState(t *testing.T) string {
 	t.Helper()
 	srv := httptest.NewServer(fakegcs.New("kubeup-state"))
 	t.Cleanup(srv.Close)
-	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv(gsstore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
 	compute := httptest.NewServer(fakegce.New())
 	t.Cleanup(compute.Close)
 	t.Setenv(gcetasks.EndpointEnv, compute.URL)

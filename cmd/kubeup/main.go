@@ -18,6 +18,8 @@ import (
 	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/internal/version"
 	"kubeup.dev/kubeup/statestore"
+	_ "kubeup.dev/kubeup/statestore/gsstore" // the state store's gs:// scheme
+	_ "kubeup.dev/kubeup/statestore/s3store" // the state store's s3:// scheme
 )
 
 func main() {

@@ -3,6 +3,9 @@
 // store and SDK and no other.
 package main
 
-import "kubeup.dev/kubeup/nodeup/nodeupcli"
+import (
+	"kubeup.dev/kubeup/nodeup/nodeupcli"
+	_ "kubeup.dev/kubeup/statestore/s3store"
+)
 
 func main() { nodeupcli.Main() }

@@ -5,6 +5,7 @@ package main
 import (
 	"kubeup.dev/kubeup/protokube/protokubecli"
 	_ "kubeup.dev/kubeup/providers/aws/awsnode"
+	_ "kubeup.dev/kubeup/statestore/s3store"
 )
 
 func main() { protokubecli.Main() }

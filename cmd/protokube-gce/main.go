@@ -5,6 +5,7 @@ package main
 import (
 	"kubeup.dev/kubeup/protokube/protokubecli"
 	_ "kubeup.dev/kubeup/providers/gce/gcenode"
+	_ "kubeup.dev/kubeup/statestore/gsstore"
 )
 
 func main() { protokubecli.Main() }

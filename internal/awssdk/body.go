@@ -5,14 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/aws-sdk-go-v2/service/route53"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // MaxOwnedBody is the largest request body OwnBodies copies: an EC2, Auto Scaling or IAM call's form is a few
@@ -25,7 +17,13 @@ type Doer interface {
 }
 
 // OwnBodies wraps next so that the transport sends a copy of each request body (of a known length up to
-// MaxOwnedBody), which the SDK cannot close under it.
+// MaxOwnedBody), which the SDK cannot close under it. A service client takes it in an option function that runs
+// after the service has set its own timeouts on its HTTP client (NewFromConfig's, or aws.Config.ServiceOptions):
+//
+//	s3.NewFromConfig(cfg, func(o *s3.Options) { o.HTTPClient = awssdk.OwnBodies(o.HTTPClient) })
+//
+// allservices.ServiceOption does that for every service kubeup uses; a package that makes clients of one service
+// only (the S3 state store) does it itself, so that it links that service alone.
 //
 // Why: the SDK (smithy-go's ClientHandler) closes the request body as soon as the response's headers arrive.
 // net/http, having written Content-Length bytes, still reads the body once more to check that nothing is left;
@@ -60,29 +58,4 @@ func (c ownedBodies) Do(req *http.Request) (*http.Response, error) {
 	own.Body = io.NopCloser(bytes.NewReader(b))
 	own.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return c.next.Do(own)
-}
-
-// ServiceOption is for aws.Config.ServiceOptions: it wraps the HTTP client of each service client made from
-// the configuration (EC2, Auto Scaling, IAM, Route53, S3) in OwnBodies, after the service has set its own
-// timeouts on it. Other services' clients are left as they are.
-func ServiceOption(_ string, options any) {
-	switch o := options.(type) {
-	case *ec2.Options:
-		o.HTTPClient = OwnBodies(o.HTTPClient)
-	case *autoscaling.Options:
-		o.HTTPClient = OwnBodies(o.HTTPClient)
-	case *iam.Options:
-		o.HTTPClient = OwnBodies(o.HTTPClient)
-	case *route53.Options:
-		o.HTTPClient = OwnBodies(o.HTTPClient)
-	case *s3.Options:
-		o.HTTPClient = OwnBodies(o.HTTPClient)
-	}
-}
-
-// WithOwnedBodies returns cfg with ServiceOption added (once): every EC2, Auto Scaling, IAM, Route53 and S3
-// client made from it sends bodies OwnBodies copies.
-func WithOwnedBodies(cfg aws.Config) aws.Config {
-	cfg.ServiceOptions = append(slices.Clip(cfg.ServiceOptions), ServiceOption)
-	return cfg
 }

@@ -7,12 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/route53"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // closingBody is a request body as the SDK hands it to the HTTP client: once closed, reading it fails.
@@ -120,21 +114,3 @@ func TestOwnBodiesSurviveTheSDKClosingItsBody(t *testing.T) {
 type doerFunc func(*http.Request) (*http.Response, error)
 
 func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
-
-func TestServiceOptionWrapsEachClient(t *testing.T) {
-	cfg := aws.Config{Region: "us-east-1", ServiceOptions: []func(string, any){ServiceOption}}
-	for name, c := range map[string]aws.HTTPClient{
-		"ec2":     ec2.NewFromConfig(cfg).Options().HTTPClient,
-		"route53": route53.NewFromConfig(cfg).Options().HTTPClient,
-		"s3":      s3.NewFromConfig(cfg).Options().HTTPClient,
-	} {
-		if _, ok := c.(ownedBodies); !ok {
-			t.Errorf("%s's HTTP client is %T, want OwnBodies'", name, c)
-		}
-	}
-	if c := sts.NewFromConfig(cfg).Options().HTTPClient; c == nil {
-		t.Error("sts has no HTTP client")
-	} else if _, ok := c.(ownedBodies); ok {
-		t.Error("a service ServiceOption does not name was wrapped")
-	}
-}

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // ec2Fake is a fake with its EC2 and Auto Scaling clients (us-east-1, one attempt).
@@ -441,7 +441,7 @@ func TestAvailabilityZones(t *testing.T) {
 	if z := out.AvailabilityZones[0]; z.State != types.AvailabilityZoneStateAvailable || aws.ToString(z.ZoneId) != "use1-az1" || aws.ToString(z.RegionName) != "us-east-1" {
 		t.Errorf("zone %+v", z)
 	}
-	eu := ec2.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: "eu-west-3", Credentials: f.ec2.Options().Credentials, BaseEndpoint: f.ec2.Options().BaseEndpoint, RetryMaxAttempts: 1})
+	eu := ec2.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption}, Region: "eu-west-3", Credentials: f.ec2.Options().Credentials, BaseEndpoint: f.ec2.Options().BaseEndpoint, RetryMaxAttempts: 1})
 	out = ok[*ec2.DescribeAvailabilityZonesOutput](t, "DescribeAvailabilityZones eu")(eu.DescribeAvailabilityZones(f.ctx, &ec2.DescribeAvailabilityZonesInput{
 		Filters: []types.Filter{ec2Filter("zone-name", "eu-west-3b", "us-east-1a")}}))
 	if len(out.AvailabilityZones) != 1 || aws.ToString(out.AvailabilityZones[0].ZoneName) != "eu-west-3b" {

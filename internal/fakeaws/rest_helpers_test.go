@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // startFakeAWS serves a new Server on a test HTTP server; it is closed when t ends.
@@ -22,7 +22,7 @@ func startFakeAWS(t *testing.T) (*Server, *httptest.Server) {
 // testAWSConfig is an SDK configuration for the fake at endpoint: static credentials, us-east-1, one attempt (a
 // test that wants the SDK's retries sets its own).
 func testAWSConfig(endpoint string) aws.Config {
-	return aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
+	return aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption},
 		Region:           "us-east-1",
 		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
 		BaseEndpoint:     aws.String(endpoint),

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/s3store"
 )
 
 // setAWSEnv points the SDK's default configuration at endpoint through AWS_ENDPOINT_URL, with static
@@ -25,7 +26,7 @@ func setAWSEnv(t *testing.T, endpoint string) {
 		"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "",
 		"AWS_PROFILE": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ENDPOINT_URL": endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_MAX_ATTEMPTS": "1", statestore.EnvS3PathStyle: "",
+		"AWS_ENDPOINT_URL": endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_MAX_ATTEMPTS": "1", s3store.EnvS3PathStyle: "",
 	} {
 		t.Setenv(k, v)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -50,7 +50,7 @@ var (
 // ("example.com"; empty: the cluster has no DNS) and the state store. Nothing is read yet. Its clients send
 // request bodies of their own (awssdk.OwnBodies).
 func NewCloud(cfg aws.Config, cluster, dnsZone string, store storetasks.Store) *Cloud {
-	cfg = awssdk.WithOwnedBodies(cfg)
+	cfg = allservices.WithOwnedBodies(cfg)
 	return &Cloud{
 		EC2:         ec2.NewFromConfig(cfg),
 		AutoScaling: autoscaling.NewFromConfig(cfg),

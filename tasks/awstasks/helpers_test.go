@@ -16,7 +16,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/fakeaws"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 const testCluster = "test.example.com"
@@ -32,7 +32,7 @@ func newTestCloud(t testing.TB) (*Cloud, *fakeaws.Server) {
 }
 
 func testConfig(endpoint string) aws.Config {
-	return aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
+	return aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption},
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),

@@ -20,7 +20,7 @@ import (
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // startFake serves a new fake AWS and returns it with an SDK configuration for it that tries each call once, so
@@ -30,7 +30,7 @@ func startFake(t *testing.T) (*fakeaws.Server, aws.Config) {
 	s := fakeaws.New()
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return s, aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
+	return s, aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption},
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(hs.URL),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),

@@ -29,7 +29,7 @@ import (
 	"kubeup.dev/kubeup/tasks/volumetasks"
 	"kubeup.dev/kubeup/test/internal/storecheck"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // The fault matrix of the aws pipeline: throttling share x 5xx share x eventual consistency x slow attach, each
@@ -113,7 +113,7 @@ func runCell(t *testing.T, cell e2e.FaultCell, seed uint64) {
 // sdkConfig is an SDK configuration for the fake with the retries protokube's client has (awstasks.LoadConfig's
 // awstasks.NewRetryer).
 func (a *account) sdkConfig() aws.Config {
-	return aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption},
+	return aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption},
 		Region: region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(a.url),
 		Retryer: func() aws.Retryer { return awstasks.NewRetryer() },
 	}

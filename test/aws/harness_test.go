@@ -24,7 +24,7 @@ import (
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakeaws"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 // The acceptance of the AWS provider, as an operator runs it: the kubeup binary against internal/fakeaws, the
@@ -114,7 +114,7 @@ func newAccount(t testing.TB, withCLI bool) *account {
 	env = append(env, "HOME="+home, "AWS_ENDPOINT_URL="+srv.URL, "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x",
 		"AWS_REGION="+region, "AWS_DEFAULT_REGION="+region, "AWS_CONFIG_FILE="+empty, "AWS_SHARED_CREDENTIALS_FILE="+empty,
 		"AWS_EC2_METADATA_DISABLED=true", "KUBEUP_STATE_STORE=s3://"+bucket+"/clusters")
-	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(srv.URL)}
+	cfg := aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption}, Region: region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(srv.URL)}
 	a := &account{t: t, fake: fake, url: srv.URL, env: env, cli: cli, bin: kubeupBinary, ec2: ec2.NewFromConfig(cfg),
 		asg: autoscaling.NewFromConfig(cfg)}
 	if !withCLI {

@@ -29,7 +29,7 @@ import (
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 )
 
 const (
@@ -116,7 +116,7 @@ func newAWS(tb testing.TB, sh shape) *account {
 	} {
 		tb.Setenv(k, v)
 	}
-	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: awsRegion, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(srv.URL)}
+	cfg := aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption}, Region: awsRegion, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), BaseEndpoint: aws.String(srv.URL)}
 	if _, err := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		tb.Fatal(err)
 	}

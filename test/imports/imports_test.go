@@ -37,8 +37,8 @@ var domain = []string{
 }
 
 // rule says that the packages matching from (and their subpackages) must not depend, directly or not, on any
-// package matching one of notOn. A pattern ending in '/' is a prefix; any other matches a package and its
-// subpackages.
+// package matching one of notOn. A pattern ending in '/' is a prefix; one ending in '$' is that package alone, not
+// its subpackages; any other matches a package and its subpackages.
 type rule struct {
 	from  []string
 	notOn []string
@@ -56,10 +56,22 @@ var rules = []rule{
 		"engine knows nothing of the domain"},
 	{[]string{module + "/statestore"}, []string{module + "/engine"},
 		"the state store is read by both sides without the engine"},
+	{[]string{module + "/statestore$"}, sdks,
+		"statestore links no cloud SDK: its bucket schemes are packages of their own (statestore/s3store, statestore/gsstore) that a binary links by importing them"},
+	{[]string{module + "/statestore/s3store"}, append([]string{
+		"github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/autoscaling",
+		"github.com/aws/aws-sdk-go-v2/service/iam", "github.com/aws/aws-sdk-go-v2/service/route53",
+		"google.golang.org/api/", "cloud.google.com/"}, module+"/internal/awssdk/allservices"),
+		"the S3 state store links the SDK's core and S3 only (internal/awssdk, not allservices): a binary whose store is S3 links no other AWS service"},
+	{[]string{module + "/statestore/gsstore"}, []string{"github.com/aws/"},
+		"the GCS state store links Google's SDK only"},
 }
 
 // matches reports whether the import path p matches pattern (see rule).
 func matches(p, pattern string) bool {
+	if pkg, ok := strings.CutSuffix(pattern, "$"); ok {
+		return p == pkg
+	}
 	if strings.HasSuffix(pattern, "/") {
 		return strings.HasPrefix(p, pattern)
 	}
@@ -183,5 +195,8 @@ func TestViolationsNamesTheChain(t *testing.T) {
 	}
 	if !matches(module+"/nodeup/nodegraph", module+"/nodeup") || matches(module+"/nodeupx", module+"/nodeup") {
 		t.Error("a pattern must match its package and subpackages, not a package whose name it starts")
+	}
+	if !matches(module+"/statestore", module+"/statestore$") || matches(module+"/statestore/s3store", module+"/statestore$") {
+		t.Error("a pattern ending in $ must match its package alone")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
 	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/awstasks"
@@ -54,7 +55,7 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = awssdk.WithOwnedBodies(cfg)
+	cfg = allservices.WithOwnedBodies(cfg)
 	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
 }
 

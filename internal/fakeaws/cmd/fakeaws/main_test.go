@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
 	"github.com/google/go-cmp/cmp"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/internal/awssdk/allservices"
 	"kubeup.dev/kubeup/internal/fakecontrol/fakecontroltest"
 )
 
@@ -22,7 +22,7 @@ func TestStandalone(t *testing.T) {
 	fakecontroltest.RefusesFaults(t, bin, `{"throttleRate": 2}`)
 	fake := fakecontroltest.Start(t, bin, "--change-pending-polls", "1", "--faults", `{"latencyMillis": 1}`)
 
-	c := route53.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: "us-east-1", BaseEndpoint: aws.String(fake.Base), RetryMaxAttempts: 1,
+	c := route53.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){allservices.ServiceOption}, Region: "us-east-1", BaseEndpoint: aws.String(fake.Base), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
 	ctx := context.Background()
 	zone, err := c.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String("r")})

@@ -1,11 +1,10 @@
-package statestore
+package s3store
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"io"
 	"io/fs"
 	"net/http"
@@ -19,10 +18,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"kubeup.dev/kubeup/internal/awssdk"
 	"kubeup.dev/kubeup/internal/errclass"
+	"kubeup.dev/kubeup/statestore"
 )
+
+func init() {
+	statestore.RegisterScheme("s3", func(ctx context.Context, b statestore.Bucket) (statestore.Store, error) { return open(ctx, b) })
+}
 
 // EnvS3PathStyle names the environment variable that, set to 1, makes the s3:// store address buckets in the
 // path (https://endpoint/bucket/key) rather than the host name. It is implied by an endpoint override.
@@ -30,9 +35,9 @@ const EnvS3PathStyle = "KUBEUP_S3_PATH_STYLE"
 
 const defaultS3Region = "us-east-1"
 
-// s3Store keeps each object at bucket/prefix/path. The ETag is the generation.
-type s3Store struct {
-	bucketRoot
+// store keeps each object at bucket/prefix/path. The ETag is the generation.
+type store struct {
+	statestore.Bucket
 	pageSize int32 // for ListObjectsV2; 0 lets S3 choose (1000). Tests make it small.
 
 	mu     sync.Mutex
@@ -44,30 +49,30 @@ type s3Store struct {
 	newClient func(region string) *s3.Client
 }
 
-var _ Store = (*s3Store)(nil)
+var _ statestore.Store = (*store)(nil)
 
-// newS3Store builds the client from the SDK's default chain: credentials, region (when none is configured, the
+// open builds the client from the SDK's default chain: credentials, region (when none is configured, the
 // bucket's region as S3 names it, asked in us-east-1), and the endpoint override AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, with which buckets are
 // addressed by path.
-func newS3Store(ctx context.Context, bucket, prefix string) (*s3Store, error) {
+func open(ctx context.Context, b statestore.Bucket) (*store, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(awssdk.Logger))
 	if err != nil {
-		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", location("s3://"+bucket, prefix), err)
+		return nil, fmt.Errorf("state store %s: loading the AWS configuration: %w", b.URL(), err)
 	}
-	return s3StoreFromConfig(ctx, cfg, bucket, prefix), nil
+	return fromConfig(ctx, cfg, b), nil
 }
 
-// s3StoreFromConfig is newS3Store with the SDK's configuration loaded.
-func s3StoreFromConfig(ctx context.Context, cfg aws.Config, bucket, prefix string) *s3Store {
-	cfg = awssdk.WithOwnedBodies(cfg)
+// fromConfig is open with the SDK's configuration loaded.
+func fromConfig(ctx context.Context, cfg aws.Config, b statestore.Bucket) *store {
 	discover := cfg.Region == ""
 	if discover {
 		cfg.Region = defaultS3Region
 	}
 	overridden := false
-	s := &s3Store{bucketRoot: bucketRoot{scheme: "s3", bucket: bucket, prefix: prefix}}
+	s := &store{Bucket: b}
 	s.newClient = func(region string) *s3.Client {
 		return s3.NewFromConfig(cfg, func(o *s3.Options) {
+			o.HTTPClient = awssdk.OwnBodies(o.HTTPClient) // the SDK must not close a body the transport still reads
 			o.Region = region
 			// The options already hold any endpoint override from the environment or the shared config files.
 			overridden = o.BaseEndpoint != nil
@@ -84,11 +89,11 @@ func s3StoreFromConfig(ctx context.Context, cfg aws.Config, bucket, prefix strin
 }
 
 // c returns the client, in the bucket's region once S3 has said which it is (see unsettled).
-func (s *s3Store) c(ctx context.Context) *s3.Client {
+func (s *store) c(ctx context.Context) *s3.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsettled {
-		r, answered := bucketRegion(ctx, s.client, s.bucket)
+		r, answered := bucketRegion(ctx, s.client, s.Name)
 		s.unsettled = !answered
 		if r != "" && r != s.client.Options().Region {
 			s.client = s.newClient(r)
@@ -114,29 +119,29 @@ func bucketRegion(ctx context.Context, client *s3.Client, bucket string) (region
 	return region, region != "" || (code < 500 && code != http.StatusTooManyRequests)
 }
 
-func (s *s3Store) ReadFile(ctx context.Context, p string) ([]byte, error) {
+func (s *store) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	data, _, err := s.Read(ctx, p)
 	return data, err
 }
 
-func (s *s3Store) Read(ctx context.Context, p string) ([]byte, Generation, error) {
-	if err := checkPath(p); err != nil {
+func (s *store) Read(ctx context.Context, p string) ([]byte, statestore.Generation, error) {
+	if err := statestore.CheckPath(p); err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", s.URL(), err)
 	}
-	out, err := s.c(ctx).GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	out, err := s.c(ctx).GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Name, Key: aws.String(s.Key(p))})
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), s3Error(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.Object(p), s3Error(err))
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), errclass.Retryable(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.Object(p), errclass.Retryable(err))
 	}
-	return data, Generation(aws.ToString(out.ETag)), nil
+	return data, statestore.Generation(aws.ToString(out.ETag)), nil
 }
 
-func (s *s3Store) WriteFile(ctx context.Context, p string, data []byte) error {
-	if err := checkPath(p); err != nil {
+func (s *store) WriteFile(ctx context.Context, p string, data []byte) error {
+	if err := statestore.CheckPath(p); err != nil {
 		return fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	_, err := s.put(ctx, p, data, nil)
@@ -145,23 +150,23 @@ func (s *s3Store) WriteFile(ctx context.Context, p string, data []byte) error {
 
 // WriteIf checks the precondition twice: first with a HeadObject, because some S3-compatible servers ignore
 // conditional writes, then with PutObject's If-Match / If-None-Match, which S3 evaluates atomically.
-func (s *s3Store) WriteIf(ctx context.Context, p string, data []byte, ifGen Generation) (Generation, error) {
-	if err := checkPath(p); err != nil {
+func (s *store) WriteIf(ctx context.Context, p string, data []byte, ifGen statestore.Generation) (statestore.Generation, error) {
+	if err := statestore.CheckPath(p); err != nil {
 		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
-	var cur Generation
-	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	var cur statestore.Generation
+	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.Name, Key: aws.String(s.Key(p))})
 	switch err = s3Error(err); {
 	case err == nil:
-		cur = Generation(aws.ToString(head.ETag))
+		cur = statestore.Generation(aws.ToString(head.ETag))
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+		return "", fmt.Errorf("writing %s: %w", s.Object(p), err)
 	}
 	if !sameETag(cur, ifGen) {
-		return "", conflict(s.loc(p), ifGen)
+		return "", statestore.Conflict(s.Object(p), ifGen)
 	}
 	return s.put(ctx, p, data, func(in *s3.PutObjectInput) {
-		if ifGen == Absent {
+		if ifGen == statestore.Absent {
 			in.IfNoneMatch = aws.String("*")
 		} else {
 			in.IfMatch = aws.String(string(ifGen))
@@ -169,10 +174,10 @@ func (s *s3Store) WriteIf(ctx context.Context, p string, data []byte, ifGen Gene
 	})
 }
 
-func (s *s3Store) put(ctx context.Context, p string, data []byte, cond func(*s3.PutObjectInput)) (Generation, error) {
+func (s *store) put(ctx context.Context, p string, data []byte, cond func(*s3.PutObjectInput)) (statestore.Generation, error) {
 	in := &s3.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           aws.String(s.key(p)),
+		Bucket:        &s.Name,
+		Key:           aws.String(s.Key(p)),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 	}
@@ -182,38 +187,38 @@ func (s *s3Store) put(ctx context.Context, p string, data []byte, cond func(*s3.
 	out, err := s.c(ctx).PutObject(ctx, in)
 	if err != nil {
 		err = s3Error(err)
-		if errors.Is(err, ErrConflict) {
-			return "", conflict(s.loc(p), Generation(aws.ToString(in.IfMatch)))
+		if errors.Is(err, statestore.ErrConflict) {
+			return "", statestore.Conflict(s.Object(p), statestore.Generation(aws.ToString(in.IfMatch)))
 		}
-		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+		return "", fmt.Errorf("writing %s: %w", s.Object(p), err)
 	}
 	if out.ETag != nil {
-		return Generation(*out.ETag), nil
+		return statestore.Generation(*out.ETag), nil
 	}
-	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: in.Key})
+	head, err := s.c(ctx).HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.Name, Key: in.Key})
 	if err != nil {
-		return "", fmt.Errorf("writing %s: reading back its ETag: %w", s.loc(p), s3Error(err))
+		return "", fmt.Errorf("writing %s: reading back its ETag: %w", s.Object(p), s3Error(err))
 	}
-	return Generation(aws.ToString(head.ETag)), nil
+	return statestore.Generation(aws.ToString(head.ETag)), nil
 }
 
-func (s *s3Store) Delete(ctx context.Context, p string) error {
-	if err := checkPath(p); err != nil {
+func (s *store) Delete(ctx context.Context, p string) error {
+	if err := statestore.CheckPath(p); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.URL(), err)
 	}
-	_, err := s.c(ctx).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(p))})
+	_, err := s.c(ctx).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Name, Key: aws.String(s.Key(p))})
 	if err = s3Error(err); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("deleting %s: %w", s.loc(p), err)
+		return fmt.Errorf("deleting %s: %w", s.Object(p), err)
 	}
 	return nil
 }
 
-func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
-	root, keyPrefix, err := bucketKeyPrefix(s.prefix, prefix)
+func (s *store) List(ctx context.Context, prefix string) ([]string, error) {
+	keyPrefix, err := s.KeyPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
 	}
-	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(keyPrefix)}
+	in := &s3.ListObjectsV2Input{Bucket: &s.Name, Prefix: aws.String(keyPrefix)}
 	if s.pageSize > 0 {
 		in.MaxKeys = aws.Int32(s.pageSize)
 	}
@@ -221,15 +226,12 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 	for pages := s3.NewListObjectsV2Paginator(s.c(ctx), in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", s.loc(prefix), s3Error(err))
+			return nil, fmt.Errorf("listing %s: %w", s.Object(prefix), s3Error(err))
 		}
 		for _, obj := range page.Contents {
-			key := aws.ToString(obj.Key)
-			rel, ok := strings.CutPrefix(key, root)
-			if !ok || checkPath(rel) != nil {
-				continue // not an object this store could have written (e.g. "a//b", "dir/" markers)
+			if p, ok := s.Path(aws.ToString(obj.Key)); ok {
+				paths = append(paths, p)
 			}
-			paths = append(paths, rel)
 		}
 	}
 	sort.Strings(paths)
@@ -238,20 +240,20 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 
 // Check lists at most one object of the store: a missing bucket is the answer NoSuchBucket, whatever the
 // prefix.
-func (s *s3Store) Check(ctx context.Context) error {
-	_, err := s.c(ctx).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key("")), MaxKeys: aws.Int32(1)})
+func (s *store) Check(ctx context.Context) error {
+	_, err := s.c(ctx).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Name, Prefix: aws.String(s.Key("")), MaxKeys: aws.Int32(1)})
 	if err == nil {
 		return nil
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket" {
-		return noStore(s.URL(), "bucket "+s.bucket)
+		return s.NoBucket()
 	}
 	return fmt.Errorf("state store %s: %w", s.URL(), s3Error(err))
 }
 
 // sameETag compares ETags with or without their quotes: S3 quotes them, some servers do not.
-func sameETag(a, b Generation) bool {
+func sameETag(a, b statestore.Generation) bool {
 	return strings.Trim(string(a), `"`) == strings.Trim(string(b), `"`)
 }
 
@@ -276,9 +278,9 @@ func s3Error(err error) error {
 	case code == "NoSuchBucket":
 		return fmt.Errorf("bucket does not exist: %w", err)
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
-		return errNoSuchObject
+		return statestore.ErrNoSuchObject
 	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
-		return ErrConflict
+		return statestore.ErrConflict
 	case code == "AccessDenied" || status == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", errclass.ErrAccessDenied, err)
 	case code == "ConditionalRequestConflict", // a concurrent conditional write is in flight: retry

@@ -1,4 +1,4 @@
-package statestore
+package s3store
 
 import (
 	"bytes"
@@ -16,13 +16,83 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/storetest"
 )
 
-func openS3(t *testing.T) *s3Store {
+const testBucket = "kubeup-state"
+
+// newFakeS3 starts gofakes3 with the test bucket, behind wrap if not nil.
+func newFakeS3(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	return mustOpen(t, "s3://"+testBucket+"/clusters").(*s3Store)
+	mem := s3mem.New()
+	if err := mem.CreateBucket(testBucket); err != nil {
+		t.Fatal(err)
+	}
+	h := gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// setS3Env isolates the AWS SDK from the machine's configuration and points it at endpoint.
+func setS3Env(t *testing.T, endpoint string) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_SESSION_TOKEN": "",
+		"AWS_PROFILE": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": endpoint, "AWS_MAX_ATTEMPTS": "1", EnvS3PathStyle: "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestConformance runs the store contract against the s3:// store, on gofakes3.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() statestore.Store {
+		srv := newFakeS3(t, nil)
+		setS3Env(t, srv.URL)
+		return func() statestore.Store {
+			st := storetest.MustOpen(t, "s3://"+testBucket+"/clusters")
+			st.(*store).pageSize = 2 // make List page
+			return st
+		}
+	})
+}
+
+// TestOpen: statestore.Open hands s3:// URLs to this package once it is linked.
+func TestOpen(t *testing.T) {
+	setS3Env(t, "")
+	for url, want := range map[string]string{"s3://bucket": "s3://bucket", "s3://bucket/a/b/": "s3://bucket/a/b"} {
+		st := storetest.MustOpen(t, url)
+		if _, ok := st.(*store); !ok || st.URL() != want {
+			t.Errorf("Open(%q) = %T with URL %q, want this package's store with URL %q", url, st, st.URL(), want)
+		}
+	}
+}
+
+func TestCheckMissingBucket(t *testing.T) {
+	srv := newFakeS3(t, nil)
+	setS3Env(t, srv.URL)
+	err := storetest.MustOpen(t, "s3://no-such-bucket/clusters").Check(context.Background())
+	if !errors.Is(err, statestore.ErrNoStore) || !strings.Contains(err.Error(), "state store s3://no-such-bucket/clusters: the state store does not exist: no such bucket no-such-bucket") {
+		t.Errorf("Check = %v, want ErrNoStore naming the bucket", err)
+	}
+}
+
+func openS3(t *testing.T) *store {
+	t.Helper()
+	return storetest.MustOpen(t, "s3://"+testBucket+"/clusters").(*store)
 }
 
 func TestS3ClientOptions(t *testing.T) {
@@ -49,6 +119,10 @@ func TestS3ClientOptions(t *testing.T) {
 			opts := openS3(t).client.Options()
 			if opts.Region != tc.wantRegion || opts.UsePathStyle != tc.wantPathStyle {
 				t.Errorf("region %q, path style %v; want %q, %v", opts.Region, opts.UsePathStyle, tc.wantRegion, tc.wantPathStyle)
+			}
+			// The SDK must not close a body under the transport (awssdk.OwnBodies): the store applies it itself.
+			if got := fmt.Sprintf("%T", opts.HTTPClient); got != "awssdk.ownedBodies" {
+				t.Errorf("the client's HTTP client is %s, want awssdk.OwnBodies'", got)
 			}
 		})
 	}
@@ -102,10 +176,10 @@ func TestS3ConflictWithoutConditionalHeaders(t *testing.T) {
 	setS3Env(t, srv.URL)
 	ctx := context.Background()
 	alice, bob := openS3(t), openS3(t)
-	if _, err := alice.WriteIf(ctx, "demo/config", []byte("alice"), Absent); err != nil {
+	if _, err := alice.WriteIf(ctx, "demo/config", []byte("alice"), statestore.Absent); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bob.WriteIf(ctx, "demo/config", []byte("bob"), Absent); !errors.Is(err, ErrConflict) {
+	if _, err := bob.WriteIf(ctx, "demo/config", []byte("bob"), statestore.Absent); !errors.Is(err, statestore.ErrConflict) {
 		t.Errorf("create of an existing object = %v, want ErrConflict", err)
 	}
 	_, gen, err := alice.Read(ctx, "demo/config")
@@ -115,7 +189,7 @@ func TestS3ConflictWithoutConditionalHeaders(t *testing.T) {
 	if _, err := alice.WriteIf(ctx, "demo/config", []byte("alice 2"), gen); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bob.WriteIf(ctx, "demo/config", []byte("bob"), gen); !errors.Is(err, ErrConflict) {
+	if _, err := bob.WriteIf(ctx, "demo/config", []byte("bob"), gen); !errors.Is(err, statestore.ErrConflict) {
 		t.Errorf("write with a stale ETag = %v, want ErrConflict", err)
 	}
 	if got, _ := bob.ReadFile(ctx, "demo/config"); string(got) != "alice 2" {
@@ -127,9 +201,9 @@ func TestS3ConflictWithoutConditionalHeaders(t *testing.T) {
 }
 
 // TestS3ConflictBetweenHeadAndPut has another writer change the object after WriteIf's HeadObject and before its
-// PutObject: gofakes3 honours If-Match, so the 412 must come back as ErrConflict.
+// PutObject: gofakes3 honours If-Match, so the 412 must come back as statestore.ErrConflict.
 func TestS3ConflictBetweenHeadAndPut(t *testing.T) {
-	var interloper *s3Store
+	var interloper *store
 	var once sync.Once
 	srv := newFakeS3(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +221,7 @@ func TestS3ConflictBetweenHeadAndPut(t *testing.T) {
 	ctx := context.Background()
 	st := openS3(t)
 	interloper = openS3(t)
-	if _, err := st.WriteIf(ctx, "demo/config", []byte("mine"), Absent); !errors.Is(err, ErrConflict) {
+	if _, err := st.WriteIf(ctx, "demo/config", []byte("mine"), statestore.Absent); !errors.Is(err, statestore.ErrConflict) {
 		t.Errorf("WriteIf(Absent) racing a create = %v, want ErrConflict", err)
 	}
 	if got, _ := st.ReadFile(ctx, "demo/config"); string(got) != "interloper" {

@@ -1,4 +1,4 @@
-package statestore
+package gsstore
 
 import (
 	"context"
@@ -13,7 +13,35 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/fakegcs"
+	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/storetest"
 )
+
+const testBucket = "kubeup-state"
+
+// TestConformance runs the store contract against the gs:// store, on fakegcs.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() statestore.Store {
+		srv := httptest.NewServer(fakegcs.New(testBucket))
+		t.Cleanup(srv.Close)
+		t.Setenv(EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+		return func() statestore.Store {
+			st := storetest.MustOpen(t, "gs://"+testBucket+"/clusters")
+			st.(*store).pageSize = 2 // make List page
+			return st
+		}
+	})
+}
+
+func TestCheckMissingBucket(t *testing.T) {
+	srv := httptest.NewServer(fakegcs.New(testBucket))
+	t.Cleanup(srv.Close)
+	t.Setenv(EnvStorageEmulatorHost, srv.URL)
+	err := storetest.MustOpen(t, "gs://no-such-bucket").Check(context.Background())
+	if !errors.Is(err, statestore.ErrNoStore) || !strings.Contains(err.Error(), "state store gs://no-such-bucket: the state store does not exist: no such bucket no-such-bucket") {
+		t.Errorf("Check = %v, want ErrNoStore naming the bucket", err)
+	}
+}
 
 func TestGSEmulatorHost(t *testing.T) {
 	fake := fakegcs.New(testBucket)
@@ -21,7 +49,7 @@ func TestGSEmulatorHost(t *testing.T) {
 	defer srv.Close()
 	for _, host := range []string{strings.TrimPrefix(srv.URL, "http://"), srv.URL, srv.URL + "/"} {
 		t.Setenv(EnvStorageEmulatorHost, host)
-		st := mustOpen(t, "gs://"+testBucket+"/kubeup")
+		st := storetest.MustOpen(t, "gs://"+testBucket+"/kubeup")
 		if err := st.WriteFile(context.Background(), "demo/config", []byte(host)); err != nil {
 			t.Errorf("%s=%s: %v", EnvStorageEmulatorHost, host, err)
 			continue
@@ -43,7 +71,7 @@ func TestGSListPages(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv(EnvStorageEmulatorHost, srv.URL)
-	st := mustOpen(t, "gs://"+testBucket).(*gsStore)
+	st := storetest.MustOpen(t, "gs://"+testBucket).(*store)
 	st.pageSize = 2
 	var want []string
 	for i := range 5 {
@@ -85,7 +113,7 @@ func TestGSErrors(t *testing.T) {
 			}))
 			defer srv.Close()
 			t.Setenv(EnvStorageEmulatorHost, srv.URL)
-			st := mustOpen(t, "gs://"+testBucket+"/kubeup")
+			st := storetest.MustOpen(t, "gs://"+testBucket+"/kubeup")
 			_, err := st.ReadFile(context.Background(), "demo/config")
 			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "reading gs://kubeup-state/kubeup/demo/config: ") {
 				t.Errorf("ReadFile = %v, want %s naming the object", err, tc.want)
@@ -98,8 +126,8 @@ func TestGSBadGeneration(t *testing.T) {
 	srv := httptest.NewServer(fakegcs.New(testBucket))
 	defer srv.Close()
 	t.Setenv(EnvStorageEmulatorHost, srv.URL)
-	st := mustOpen(t, "gs://"+testBucket)
-	for _, gen := range []Generation{"abc", "-1", "0", `"etag"`} {
+	st := storetest.MustOpen(t, "gs://"+testBucket)
+	for _, gen := range []statestore.Generation{"abc", "-1", "0", `"etag"`} {
 		if _, err := st.WriteIf(context.Background(), "demo/config", nil, gen); err == nil || !strings.Contains(err.Error(), "not a generation") {
 			t.Errorf("WriteIf(%q) = %v, want an error about the generation", gen, err)
 		}
@@ -130,12 +158,12 @@ func TestGSCredentialsRecover(t *testing.T) {
 	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
 	t.Setenv(EnvStorageEmulatorHost, "")
 
-	_, err := Open(context.Background(), "gs://"+testBucket+"/kubeup")
+	_, err := statestore.Open(context.Background(), "gs://"+testBucket+"/kubeup")
 	if err == nil || engine.ClassOf(err) != engine.ClassRetryable || !strings.Contains(err.Error(), "the metadata server does not answer") {
 		t.Fatalf("Open while the metadata server does not answer = %v, want a retryable error saying so", err)
 	}
 	up.Store(true)
-	if _, err := Open(context.Background(), "gs://"+testBucket+"/kubeup"); err != nil {
+	if _, err := statestore.Open(context.Background(), "gs://"+testBucket+"/kubeup"); err != nil {
 		t.Fatalf("Open once the metadata server answers: %v", err)
 	}
 }

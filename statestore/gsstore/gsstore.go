@@ -1,4 +1,4 @@
-package statestore
+package gsstore
 
 import (
 	"bytes"
@@ -21,25 +21,30 @@ import (
 	storage "google.golang.org/api/storage/v1"
 
 	"kubeup.dev/kubeup/internal/errclass"
+	"kubeup.dev/kubeup/statestore"
 )
+
+func init() {
+	statestore.RegisterScheme("gs", func(ctx context.Context, b statestore.Bucket) (statestore.Store, error) { return open(ctx, b) })
+}
 
 // EnvStorageEmulatorHost names the environment variable that points the gs:// store at an emulator
 // (host:port or http://host:port), without authentication: the variable the Google Cloud client libraries use.
 const EnvStorageEmulatorHost = "STORAGE_EMULATOR_HOST"
 
-// gsStore keeps each object at bucket/prefix/path. The object's generation number is the generation.
-type gsStore struct {
+// store keeps each object at bucket/prefix/path. The object's generation number is the generation.
+type store struct {
 	svc *storage.Service
-	bucketRoot
+	statestore.Bucket
 	pageSize int64 // for objects.list; 0 lets GCS choose (1000). Tests make it small.
 }
 
-var _ Store = (*gsStore)(nil)
+var _ statestore.Store = (*store)(nil)
 
-// newGSStore builds the client with the application default credentials, or for the emulator named by
+// open builds the client with the application default credentials, or for the emulator named by
 // STORAGE_EMULATOR_HOST. A failure to find credentials is errclass.Retryable: at boot the metadata server may not
 // answer yet.
-func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
+func open(ctx context.Context, b statestore.Bucket) (*store, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(EnvStorageEmulatorHost); host != "" {
 		if !strings.Contains(host, "://") {
@@ -53,15 +58,15 @@ func newGSStore(ctx context.Context, bucket, prefix string) (*gsStore, error) {
 		// time, a store opened again once the server answers works.
 		if _, err := metadata.NewClient(nil).ProjectIDWithContext(ctx); err != nil {
 			return nil, errclass.Retryable(fmt.Errorf("state store %s: no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's application "+
-				"default credentials are not there, and the metadata server does not answer (%w): on GCE, try again once it does", location("gs://"+bucket, prefix), err))
+				"default credentials are not there, and the metadata server does not answer (%w): on GCE, try again once it does", b.URL(), err))
 		}
 		opts = append(opts, option.WithTokenSource(google.ComputeTokenSource("", storage.DevstorageFullControlScope)))
 	}
 	svc, err := storage.NewService(ctx, opts...)
 	if err != nil {
-		return nil, errclass.Retryable(fmt.Errorf("state store %s: creating the storage client: %w", location("gs://"+bucket, prefix), err))
+		return nil, errclass.Retryable(fmt.Errorf("state store %s: creating the storage client: %w", b.URL(), err))
 	}
-	return &gsStore{svc: svc, bucketRoot: bucketRoot{scheme: "gs", bucket: bucket, prefix: prefix}}, nil
+	return &store{svc: svc, Bucket: b}, nil
 }
 
 // adcFile says whether the application default credentials are in a file: GOOGLE_APPLICATION_CREDENTIALS, or
@@ -83,62 +88,62 @@ func adcFile() bool {
 	return err == nil
 }
 
-func (s *gsStore) ReadFile(ctx context.Context, p string) ([]byte, error) {
+func (s *store) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	data, _, err := s.Read(ctx, p)
 	return data, err
 }
 
 // Read downloads the object in one request: the generation of what it returns is in its X-Goog-Generation
 // header.
-func (s *gsStore) Read(ctx context.Context, p string) ([]byte, Generation, error) {
-	if err := checkPath(p); err != nil {
+func (s *store) Read(ctx context.Context, p string) ([]byte, statestore.Generation, error) {
+	if err := statestore.CheckPath(p); err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", s.URL(), err)
 	}
-	res, err := s.svc.Objects.Get(s.bucket, s.key(p)).Context(ctx).Download()
+	res, err := s.svc.Objects.Get(s.Name, s.Key(p)).Context(ctx).Download()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), gsError(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.Object(p), gsError(err))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", s.loc(p), errclass.Retryable(err))
+		return nil, "", fmt.Errorf("reading %s: %w", s.Object(p), errclass.Retryable(err))
 	}
 	gen := res.Header.Get("X-Goog-Generation")
 	if _, err := strconv.ParseInt(gen, 10, 64); err != nil {
-		return nil, "", fmt.Errorf("reading %s: the response has no valid X-Goog-Generation header (%q)", s.loc(p), gen)
+		return nil, "", fmt.Errorf("reading %s: the response has no valid X-Goog-Generation header (%q)", s.Object(p), gen)
 	}
-	return data, Generation(gen), nil
+	return data, statestore.Generation(gen), nil
 }
 
-func (s *gsStore) WriteFile(ctx context.Context, p string, data []byte) error {
-	if err := checkPath(p); err != nil {
+func (s *store) WriteFile(ctx context.Context, p string, data []byte) error {
+	if err := statestore.CheckPath(p); err != nil {
 		return fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	_, err := s.insert(ctx, p, data, nil)
 	return err
 }
 
-func (s *gsStore) WriteIf(ctx context.Context, p string, data []byte, ifGen Generation) (Generation, error) {
-	if err := checkPath(p); err != nil {
+func (s *store) WriteIf(ctx context.Context, p string, data []byte, ifGen statestore.Generation) (statestore.Generation, error) {
+	if err := statestore.CheckPath(p); err != nil {
 		return "", fmt.Errorf("writing %s: %w", s.URL(), err)
 	}
 	var want int64 // 0: the object must not exist
-	if ifGen != Absent {
+	if ifGen != statestore.Absent {
 		n, err := strconv.ParseInt(string(ifGen), 10, 64)
 		if err != nil || n <= 0 {
-			return "", fmt.Errorf("writing %s: %q is not a generation of a gs:// object", s.loc(p), ifGen)
+			return "", fmt.Errorf("writing %s: %q is not a generation of a gs:// object", s.Object(p), ifGen)
 		}
 		want = n
 	}
 	gen, err := s.insert(ctx, p, data, &want)
-	if errors.Is(err, ErrConflict) {
-		return "", conflict(s.loc(p), ifGen)
+	if errors.Is(err, statestore.ErrConflict) {
+		return "", statestore.Conflict(s.Object(p), ifGen)
 	}
 	return gen, err
 }
 
-func (s *gsStore) insert(ctx context.Context, p string, data []byte, ifGen *int64) (Generation, error) {
-	call := s.svc.Objects.Insert(s.bucket, &storage.Object{Name: s.key(p)}).Context(ctx).
+func (s *store) insert(ctx context.Context, p string, data []byte, ifGen *int64) (statestore.Generation, error) {
+	call := s.svc.Objects.Insert(s.Name, &storage.Object{Name: s.Key(p)}).Context(ctx).
 		// One multipart request, which can be resent because the whole object is buffered: the chunk is larger
 		// than the data.
 		Media(bytes.NewReader(data), googleapi.ContentType("application/octet-stream"),
@@ -150,60 +155,58 @@ func (s *gsStore) insert(ctx context.Context, p string, data []byte, ifGen *int6
 	obj, err := call.Do()
 	if err != nil {
 		err = gsError(err)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, statestore.ErrConflict) {
 			return "", err
 		}
-		return "", fmt.Errorf("writing %s: %w", s.loc(p), err)
+		return "", fmt.Errorf("writing %s: %w", s.Object(p), err)
 	}
-	return Generation(strconv.FormatInt(obj.Generation, 10)), nil
+	return statestore.Generation(strconv.FormatInt(obj.Generation, 10)), nil
 }
 
-func (s *gsStore) Delete(ctx context.Context, p string) error {
-	if err := checkPath(p); err != nil {
+func (s *store) Delete(ctx context.Context, p string) error {
+	if err := statestore.CheckPath(p); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.URL(), err)
 	}
-	err := gsError(s.svc.Objects.Delete(s.bucket, s.key(p)).Context(ctx).Do())
+	err := gsError(s.svc.Objects.Delete(s.Name, s.Key(p)).Context(ctx).Do())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("deleting %s: %w", s.loc(p), err)
+		return fmt.Errorf("deleting %s: %w", s.Object(p), err)
 	}
 	return nil
 }
 
-func (s *gsStore) List(ctx context.Context, prefix string) ([]string, error) {
-	root, keyPrefix, err := bucketKeyPrefix(s.prefix, prefix)
+func (s *store) List(ctx context.Context, prefix string) ([]string, error) {
+	keyPrefix, err := s.KeyPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.URL(), err)
 	}
-	call := s.svc.Objects.List(s.bucket).Prefix(keyPrefix).Fields("items(name)", "nextPageToken")
+	call := s.svc.Objects.List(s.Name).Prefix(keyPrefix).Fields("items(name)", "nextPageToken")
 	if s.pageSize > 0 {
 		call = call.MaxResults(s.pageSize)
 	}
 	var paths []string
 	err = call.Pages(ctx, func(page *storage.Objects) error {
 		for _, obj := range page.Items {
-			rel, ok := strings.CutPrefix(obj.Name, root)
-			if !ok || checkPath(rel) != nil {
-				continue // not an object this store could have written
+			if p, ok := s.Path(obj.Name); ok {
+				paths = append(paths, p)
 			}
-			paths = append(paths, rel)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", s.loc(prefix), gsError(err))
+		return nil, fmt.Errorf("listing %s: %w", s.Object(prefix), gsError(err))
 	}
 	sort.Strings(paths)
 	return paths, nil
 }
 
 // Check lists at most one object of the store: objects.list answers 404 only for a missing bucket.
-func (s *gsStore) Check(ctx context.Context) error {
-	_, err := s.svc.Objects.List(s.bucket).Prefix(s.key("")).MaxResults(1).Fields("items(name)").Context(ctx).Do()
+func (s *store) Check(ctx context.Context) error {
+	_, err := s.svc.Objects.List(s.Name).Prefix(s.Key("")).MaxResults(1).Fields("items(name)").Context(ctx).Do()
 	if err == nil {
 		return nil
 	}
 	if err = gsError(err); errors.Is(err, fs.ErrNotExist) {
-		return noStore(s.URL(), "bucket "+s.bucket)
+		return s.NoBucket()
 	}
 	return fmt.Errorf("state store %s: %w", s.URL(), err)
 }
@@ -217,9 +220,9 @@ func gsError(err error) error {
 	}
 	switch {
 	case ge.Code == http.StatusNotFound:
-		return errNoSuchObject
+		return statestore.ErrNoSuchObject
 	case ge.Code == http.StatusPreconditionFailed:
-		return ErrConflict
+		return statestore.ErrConflict
 	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", errclass.ErrAccessDenied, err)
 	case ge.Code == http.StatusTooManyRequests || ge.Code >= 500:

@@ -1,4 +1,4 @@
-package statestore
+package s3store
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"kubeup.dev/kubeup/internal/awssdk"
+	"kubeup.dev/kubeup/statestore"
 )
 
 // TestBucketRegion: S3 names a bucket's region in a header of HeadBucket's answer, whether it is a success, a
@@ -45,7 +45,7 @@ func TestBucketRegion(t *testing.T) {
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
-			client := s3.NewFromConfig(aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""),
+			client := s3.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""),
 				BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1}, func(o *s3.Options) { o.UsePathStyle = true })
 			if got, answered := bucketRegion(context.Background(), client, "kubeup-state"); got != tc.want || answered != tc.wantAnswered {
 				t.Errorf("bucketRegion = %q, %v; want %q, %v", got, answered, tc.want, tc.wantAnswered)
@@ -98,9 +98,9 @@ func TestS3RegionLookupRecovers(t *testing.T) {
 	defer srv.Close()
 	// No endpoint override (with one, the region is not looked up): the requests for the bucket's host name are
 	// sent to the test server.
-	cfg := aws.Config{ServiceOptions: []func(string, any){awssdk.ServiceOption}, Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), RetryMaxAttempts: 1,
+	cfg := aws.Config{Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), RetryMaxAttempts: 1,
 		HTTPClient: toServer{srv}}
-	st := s3StoreFromConfig(context.Background(), cfg, bucket, "")
+	st := fromConfig(context.Background(), cfg, statestore.Bucket{Scheme: "s3", Name: bucket})
 	if _, err := st.ReadFile(context.Background(), "demo/config"); err == nil {
 		t.Fatal("the first read, in us-east-1, worked: the test server did not refuse it")
 	}
