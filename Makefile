@@ -59,15 +59,19 @@ export KUBEUP_KUBECTL
 # built for linux/amd64 first, then kubeup is stamped with "cloud=url@sha256" for each (internal/version.Nodeup),
 # url being RELEASE_URL/nodeup-<cloud>-linux-amd64, where it is to be published.
 NODE_CLOUDS := aws gce
+# grpcnotrace: gRPC (linked through Google's REST clients' options, never used for a call) leaves out its
+# golang.org/x/net/trace pages, whose html/template makes the linker keep every exported method of every type
+# (reflection by method name): nodeup-gce is 14.9 MB stripped with the tag, 21 MB without it.
+BUILD_TAGS := grpcnotrace
 NODE_BINARIES := nodeup protokube $(foreach c,$(NODE_CLOUDS),nodeup-$(c) protokube-$(c))
 RELEASE_URL ?= https://github.com/kubeup-dev/kubeup/releases/download/$(VERSION)
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(NODE_BINARIES))
+	$(GO) build -tags '$(BUILD_TAGS)' -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(NODE_BINARIES))
 	nodeup=; for c in $(NODE_CLOUDS); do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nodeup-$$c-linux-amd64 ./cmd/nodeup-$$c; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o bin/nodeup-$$c-linux-amd64 ./cmd/nodeup-$$c; \
 	  nodeup="$${nodeup:+$$nodeup,}$$c=$(RELEASE_URL)/nodeup-$$c-linux-amd64@$$(sha256sum bin/nodeup-$$c-linux-amd64 | cut -d' ' -f1)"; \
 	done; \
-	$(GO) build -ldflags "$(LDFLAGS) -X kubeup.dev/kubeup/internal/version.Nodeup=$$nodeup" -o bin/ ./cmd/kubeup
+	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(LDFLAGS) -X kubeup.dev/kubeup/internal/version.Nodeup=$$nodeup" -o bin/ ./cmd/kubeup
 
 ## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
 # lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the

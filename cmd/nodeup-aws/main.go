@@ -1,5 +1,5 @@
 // Command nodeup-aws is nodeup for AWS instances, which reads its configuration from the s3:// state store: the
-// binary the user data of a aws cluster's machines fetches (spec.nodeup's default), linking that cloud's state
+// binary the user data of an aws cluster's machines fetches (spec.nodeup's default), linking that cloud's state
 // store and SDK and no other.
 package main
 

@@ -25,6 +25,15 @@ var sdks = []string{
 	"github.com/coreos/go-systemd/",
 }
 
+// cloudSDKs are the import path prefixes of the cloud SDKs and gRPC (which Google's SDK links).
+var cloudSDKs = []string{"github.com/aws/", "google.golang.org/api/", "google.golang.org/grpc", "cloud.google.com/"}
+
+// awsSDK and googleSDK are what a build for the other cloud must not link.
+var (
+	awsSDK    = []string{"github.com/aws/"}
+	googleSDK = []string{"google.golang.org/api/", "google.golang.org/grpc", "cloud.google.com/"}
+)
+
 // domain is kubeup's packages above the engine.
 var domain = []string{
 	module + "/model",
@@ -65,6 +74,16 @@ var rules = []rule{
 		"the S3 state store links the SDK's core and S3 only (internal/awssdk, not allservices): a binary whose store is S3 links no other AWS service"},
 	{[]string{module + "/statestore/gsstore"}, []string{"github.com/aws/"},
 		"the GCS state store links Google's SDK only"},
+	{[]string{module + "/cmd/nodeup$", module + "/cmd/protokube$"}, cloudSDKs,
+		"the local provider's node binaries link no cloud SDK (docs/architecture.md, \"Providers\")"},
+	{[]string{module + "/cmd/nodeup-aws$", module + "/cmd/protokube-aws$"}, googleSDK,
+		"an aws machine's node binaries link the AWS SDK only"},
+	{[]string{module + "/cmd/nodeup-gce$", module + "/cmd/protokube-gce$"}, awsSDK,
+		"a gce machine's node binaries link Google's SDK only"},
+	{[]string{module + "/cmd/nodeup-aws$"}, []string{
+		"github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/autoscaling",
+		"github.com/aws/aws-sdk-go-v2/service/iam", "github.com/aws/aws-sdk-go-v2/service/route53"},
+		"nodeup reads the state store and nothing else of the cloud: on aws, S3 only"},
 }
 
 // matches reports whether the import path p matches pattern (see rule).
