@@ -2,7 +2,6 @@ package model_test
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/model"
 	"maps"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
+	awsprovider "kubeup.dev/kubeup/providers/aws"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -30,7 +30,7 @@ func awsGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster)) (*mo
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := cloudgraph.BuildAWSCloudGraph(c, igs)
+	g, err := awsprovider.BuildCloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestBuildAWSCloudGraphAccess(t *testing.T) {
 
 func TestBuildAWSCloudGraphRefusesOtherClouds(t *testing.T) {
 	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
-	if _, err := cloudgraph.BuildAWSCloudGraph(c, igs); err == nil {
+	if _, err := awsprovider.BuildCloudGraph(c, igs); err == nil {
 		t.Error("BuildAWSCloudGraph accepted a local cluster")
 	}
 }

@@ -2,7 +2,6 @@ package model_test
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/model"
 	"maps"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
+	gceprovider "kubeup.dev/kubeup/providers/gce"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -27,7 +27,7 @@ func gceGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster, igs [
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := cloudgraph.BuildGCECloudGraph(c, igs)
+	g, err := gceprovider.BuildCloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +144,13 @@ func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
 		case *gcetasks.InstanceGroupManager:
 			managers = append(managers, x.Key().Name)
 		case *gcetasks.InstanceTemplate:
-			if !slices.Contains(labels, x.Labels[cloudgraph.LabelInstanceGroup]) {
-				labels = append(labels, x.Labels[cloudgraph.LabelInstanceGroup])
+			if !slices.Contains(labels, x.Labels[gceprovider.LabelInstanceGroup]) {
+				labels = append(labels, x.Labels[gceprovider.LabelInstanceGroup])
 			}
 		}
 	}
-	u := cloudgraph.GCEUnusedGroups(c, igs)
-	if u.Cluster != c.Metadata.Name || u.GroupLabel != cloudgraph.LabelInstanceGroup {
+	u := gceprovider.UnusedGroups(c, igs)
+	if u.Cluster != c.Metadata.Name || u.GroupLabel != gceprovider.LabelInstanceGroup {
 		t.Errorf("GCEUnusedGroups: cluster %q, label %q", u.Cluster, u.GroupLabel)
 	}
 	for _, x := range [][]string{managers, labels, u.Keep, u.Groups} {
@@ -209,7 +209,7 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 
 func TestBuildGCECloudGraphRefusesOtherClouds(t *testing.T) {
 	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
-	if _, err := cloudgraph.BuildGCECloudGraph(c, igs); err == nil {
+	if _, err := gceprovider.BuildCloudGraph(c, igs); err == nil {
 		t.Error("BuildGCECloudGraph accepted a local cluster")
 	}
 }
@@ -251,23 +251,23 @@ func TestGCEStartupScript(t *testing.T) {
 func TestGCENames(t *testing.T) {
 	long := strings.Repeat("d", 63) + ".example.com"
 	for _, tt := range []struct{ got, want string }{
-		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleControlPlane), "kubeup-demo-example-com-control-plane"},
-		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleNode), "kubeup-demo-example-com-node"},
-		{cloudgraph.GCEImage("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
-		{cloudgraph.GCEImage("p", "my-image"), "projects/p/global/images/my-image"},
-		{cloudgraph.GCEImage("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
+		{gceprovider.NetworkTag("demo.example.com", model.RoleControlPlane), "kubeup-demo-example-com-control-plane"},
+		{gceprovider.NetworkTag("demo.example.com", model.RoleNode), "kubeup-demo-example-com-node"},
+		{gceprovider.Image("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
+		{gceprovider.Image("p", "my-image"), "projects/p/global/images/my-image"},
+		{gceprovider.Image("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	for _, n := range []string{cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCEFirewallRuleName(long, "control-plane-from-node"),
-		cloudgraph.GCEInstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
+	for _, n := range []string{gceprovider.NetworkTag(long, model.RoleControlPlane), gceprovider.FirewallRuleName(long, "control-plane-from-node"),
+		gceprovider.InstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
 		if !model.GceResourceName.MatchString(n) {
 			t.Errorf("%q is not a GCE name", n)
 		}
 	}
-	if a, b := cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCENetworkTag(long, model.RoleNode); a == b {
+	if a, b := gceprovider.NetworkTag(long, model.RoleControlPlane), gceprovider.NetworkTag(long, model.RoleNode); a == b {
 		t.Errorf("the roles' tags of a long cluster name are both %s", a)
 	}
 }
