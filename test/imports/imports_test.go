@@ -37,36 +37,26 @@ var domain = []string{
 }
 
 // rule says that the packages matching from (and their subpackages) must not depend, directly or not, on any
-// package matching one of notOn, other than through a package matching one of through (left for another rule, or
-// for a step not taken yet). A pattern ending in '/' is a prefix; any other matches a package and its subpackages.
+// package matching one of notOn. A pattern ending in '/' is a prefix; any other matches a package and its
+// subpackages.
 type rule struct {
 	from  []string
 	notOn []string
 	why   string
-	// through are the packages whose dependencies the rule does not follow.
-	through []string
 }
 
 var rules = []rule{
 	{[]string{module + "/model"}, append([]string{module + "/tasks/"}, sdks...),
-		"model is pure: API types, defaults, validation, flags, pods, units and node configuration; the graphs live in nodeup/nodegraph and cloudup/cloudgraph", nil},
+		"model is pure: API types, defaults, validation, flags, pods, units and node configuration; the graphs live in nodeup/nodegraph and cloudup/cloudgraph"},
 	{[]string{module + "/model"}, []string{module + "/cloudup", module + "/nodeup", module + "/protokube", module + "/cmd/"},
-		"model is below every binary's code", nil},
+		"model is below every binary's code"},
 	{[]string{module + "/nodeup", module + "/protokube"}, []string{module + "/cloudup"},
-		"the node binaries link the node side only: cloudup is the operator's", nil},
+		"the node binaries link the node side only: cloudup is the operator's"},
 	{[]string{module + "/engine"}, domain,
-		"engine knows nothing of the domain", nil},
+		"engine knows nothing of the domain"},
 	{[]string{module + "/statestore"}, []string{module + "/engine"},
-		"the state store is read by both sides without the engine", nil},
-	{[]string{module + "/cloudup"}, append([]string{module + "/tasks/awstasks", module + "/tasks/gcetasks"}, cloudSDKs...),
-		"cloudup is the operator's side common to all clouds: a cloud's own code and SDK live in its provider's package (providers/<cloud>), which the main links",
-		// The state store's s3:// and gs:// schemes still live in statestore (issue 25 moves them to packages of
-		// their own, registered by the mains): until then, its SDKs are statestore's to shed, not cloudup's.
-		[]string{module + "/statestore"}},
+		"the state store is read by both sides without the engine"},
 }
-
-// cloudSDKs are the import path prefixes of the clouds' SDKs.
-var cloudSDKs = []string{"github.com/aws/", "google.golang.org/api/", "cloud.google.com/"}
 
 // matches reports whether the import path p matches pattern (see rule).
 func matches(p, pattern string) bool {
@@ -143,9 +133,6 @@ func violations(g map[string][]string, r rule) []string {
 				out = append(out, strings.Join(chain, " -> "))
 				break
 			}
-			if p != root && matchesAny(p, r.through) {
-				continue
-			}
 			for _, next := range g[p] {
 				if _, seen := parent[next]; !seen {
 					parent[next] = p
@@ -176,7 +163,7 @@ func TestImportRules(t *testing.T) {
 }
 
 // TestViolationsNamesTheChain checks the checker on a graph of its own: a chain through an allowed package is
-// found and named, a clean graph has none, nor a chain through a package the rule does not go through.
+// found and named, a clean graph has none.
 func TestViolationsNamesTheChain(t *testing.T) {
 	g := map[string][]string{
 		module + "/model":                          {module + "/engine", module + "/internal/gcelabels"},
@@ -193,12 +180,6 @@ func TestViolationsNamesTheChain(t *testing.T) {
 	g[module+"/internal/gcelabels"] = nil
 	if got := violations(g, r); len(got) != 0 {
 		t.Errorf("violations of a clean graph = %q, want none", got)
-	}
-	// A rule does not follow the dependencies of the packages it goes through: the same chain is then none of its.
-	g[module+"/internal/gcelabels"] = []string{"github.com/aws/aws-sdk-go-v2/service/ec2"}
-	r.through = []string{module + "/internal/gcelabels"}
-	if got := violations(g, r); len(got) != 0 {
-		t.Errorf("violations through an excepted package = %q, want none", got)
 	}
 	if !matches(module+"/nodeup/nodegraph", module+"/nodeup") || matches(module+"/nodeupx", module+"/nodeup") {
 		t.Error("a pattern must match its package and subpackages, not a package whose name it starts")
