@@ -212,10 +212,6 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 	} else {
 		cl = cl.Then(stale)
 	}
-	return update(ctx, cs, stored, world, build, o, cl)
-}
-
-func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, build func() (*engine.Graph[C], error), o UpdateOptions, cl *Cleanup[C]) (*engine.Plan, error) {
 	g, err := build()
 	if err != nil {
 		return nil, err
@@ -224,7 +220,7 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		Concurrency: o.Engine.Concurrency, InitialWindow: o.Engine.InitialWindow, FixedConcurrency: o.Engine.FixedConcurrency}
 	newRun(world)
 	res, err := engine.Run(ctx, g, world, opts)
-	if err == nil && cl != nil {
+	if err == nil {
 		var dels []engine.Change
 		if dels, err = cl.Plan(ctx, g); err == nil {
 			res.Plan.Add(dels...)
@@ -265,12 +261,10 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		}
 		return nil, explainConflict(name, err)
 	}
-	if cl != nil {
-		dels, err := cl.Apply(ctx, !applied.Plan.Empty())
-		applied.Plan.Add(dels...)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
-		}
+	dels, err := cl.Apply(ctx, !applied.Plan.Empty())
+	applied.Plan.Add(dels...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
 	}
 	// The report below says a dry run now plans nothing: on a cloud whose reads lag its writes, it is checked.
 	var settleErr error
