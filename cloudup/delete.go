@@ -56,7 +56,7 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 		cleanup = func() error { return nil }
 	case providers[c.Spec.CloudProvider] != nil:
 		var deleteListed func() ([]string, error)
-		if cloudKeys, deleteListed, err = providers[c.Spec.CloudProvider].deleteOwned(ctx, cs, c, o); err != nil {
+		if cloudKeys, deleteListed, err = providers[c.Spec.CloudProvider].DeleteOwned(ctx, cs, c, o); err != nil {
 			return err
 		}
 		cleanup = func() (err error) { cloudKeys, err = deleteListed(); return err }
@@ -118,19 +118,20 @@ func (cs *Clusters) Delete(ctx context.Context, name string, o DeleteOptions) er
 	return nil
 }
 
-// ownedDeleter is a cloud that deletes what a cluster owns, found by its tags or labels, and the DNS records of
-// the names given (awstasks.Cloud, gcetasks.Cloud).
-type ownedDeleter interface {
+// An OwnedDeleter is a cloud that deletes what a cluster owns, found by its tags or labels, and the DNS records
+// of the names given (awstasks.Cloud, gcetasks.Cloud).
+type OwnedDeleter interface {
 	DeleteOwned(ctx context.Context, records []string, apply bool) ([]string, error)
 	NewRun()
 }
 
-// deleteOwned lists what cloud holds of cluster c (a dry run of DeleteOwned), and returns those keys and the
-// cleanup that deletes them. The records the cluster owns are the names kubeup and protokube publish for it, and
-// only those: anything else in the zone, under the cluster's name or not, is someone else's. Those of the
-// complete spec the last update applied too, when the spec has changed since (another spec.api.publicName not
-// applied yet): the records published under the old names are the cluster's.
-func (cs *Clusters) deleteOwned(ctx context.Context, cloud ownedDeleter, c *model.Cluster, out io.Writer) ([]string, func() ([]string, error), error) {
+// DeleteOwned is a Provider's DeleteOwned on a cloud that finds what a cluster owns by its tags: it lists what
+// cloud holds of cluster c (a dry run of cloud.DeleteOwned), and returns those keys and the cleanup that deletes
+// them (reporting on out what it deleted before a failure). The records the cluster owns are the names kubeup
+// and protokube publish for it, and only those: anything else in the zone, under the cluster's name or not, is
+// someone else's. Those of the complete spec the last update applied too, when the spec has changed since
+// (another spec.api.publicName not applied yet): the records published under the old names are the cluster's.
+func (cs *Clusters) DeleteOwned(ctx context.Context, cloud OwnedDeleter, c *model.Cluster, out io.Writer) ([]string, func() ([]string, error), error) {
 	name := c.Metadata.Name
 	records := model.PublishedDNSNames(c)
 	if data, err := cs.Store.ReadFile(ctx, model.CompletedSpecPath(name)); err == nil {

@@ -12,41 +12,52 @@ import (
 	"kubeup.dev/kubeup/model"
 )
 
-// A provider is what the operator's side does that depends on the cluster's cloud: one value per cloud, in
-// providers under its spec.cloudProvider value (provider_local.go, provider_aws.go, provider_gce.go). Update,
-// Delete, RollingUpdate, CheckZones, ValidateCluster and WriteCloudGraph ask providerFor; none of them switches
-// on the cloud's name.
-type provider interface {
-	// update runs `update cluster` on the complete spec c, igs (stored, as read): the cloud graph on the cloud's
-	// world, then what an apply deletes outside the graph.
-	update(ctx context.Context, cs *Clusters, stored *Stored, c *model.Cluster, igs []*model.InstanceGroup, o UpdateOptions) (*engine.Plan, error)
-	// writeGraph writes the cloud graph of the complete spec c, igs in DOT.
-	writeGraph(w io.Writer, c *model.Cluster, igs []*model.InstanceGroup) error
-	// deleteOwned lists what cluster c owns in the cloud (the keys Delete reports; with o.Apply unset, marked
+// A Provider is what the operator's side does that depends on the cluster's cloud: one value per cloud,
+// registered under its spec.cloudProvider value by RegisterProvider, from the init of the provider's package
+// (providers/<cloud>; local's is built in, provider_local.go). A binary has the providers its main imports.
+// Update, Delete, RollingUpdate, CheckZones, ValidateCluster and WriteCloudGraph ask the registry for the
+// cluster's cloud; none of them switches on the cloud's name.
+type Provider interface {
+	// Update runs `update cluster` on the complete spec c, igs (stored, as read): the cloud graph on the cloud's
+	// world, then what an apply deletes outside the graph. A provider runs both with RunUpdate.
+	Update(ctx context.Context, cs *Clusters, stored *Stored, c *model.Cluster, igs []*model.InstanceGroup, o UpdateOptions) (*engine.Plan, error)
+	// WriteGraph writes the cloud graph of the complete spec c, igs in DOT (`kubeup graph`).
+	WriteGraph(w io.Writer, c *model.Cluster, igs []*model.InstanceGroup) error
+	// DeleteOwned lists what cluster c owns in the cloud (the keys Delete reports; with o.Apply unset, marked
 	// where the delete would be refused) and returns the cleanup that deletes it and returns the keys deleted.
-	deleteOwned(ctx context.Context, cs *Clusters, c *model.Cluster, o DeleteOptions) ([]string, func() ([]string, error), error)
-	// openRolling returns the rolling-update side of the cluster's cloud; igs are all the cluster's groups.
-	openRolling(ctx context.Context, cs *Clusters, c *model.Cluster, igs []*model.InstanceGroup) (rollingCloud, error)
-	// zones returns where the spec's zones must be ("region us-east-1") and the zones the cloud has there; ""
+	// A cloud whose resources carry the cluster's tags does both with Clusters.DeleteOwned.
+	DeleteOwned(ctx context.Context, cs *Clusters, c *model.Cluster, o DeleteOptions) ([]string, func() ([]string, error), error)
+	// OpenRolling returns the rolling-update side of the cluster's cloud; igs are all the cluster's groups. When
+	// it is a Health too, `rolling-update --cloudonly` takes its checks from it.
+	OpenRolling(ctx context.Context, cs *Clusters, c *model.Cluster, igs []*model.InstanceGroup) (RollingCloud, error)
+	// Zones returns where the spec's zones must be ("region us-east-1") and the zones the cloud has there; ""
 	// when the provider does not check them.
-	zones(ctx context.Context, s *model.ClusterSpec) (where string, have []string, err error)
-	// zonesNear is how a zone's problem lists the cloud's zones (have) for the spec's zone z.
-	zonesNear(z string, have []string) string
-	// credentialWarnings are the validation warnings about how the cluster's kubelets and machines prove who
-	// they are.
-	credentialWarnings(c *model.Cluster) []ValidationFailure
+	Zones(ctx context.Context, s *model.ClusterSpec) (where string, have []string, err error)
+	// ZonesNear is how a zone's problem lists the cloud's zones (have) for the spec's zone z.
+	ZonesNear(z string, have []string) string
+	// CredentialWarnings are the validation warnings about how the cluster's kubelets and machines prove who
+	// they are (SharedTokenWarnings for a cloud whose kubelets bootstrap with the shared token).
+	CredentialWarnings(c *model.Cluster) []ValidationFailure
 }
 
-// providers are the clouds this kubeup has, by spec.cloudProvider.
-var providers = map[string]provider{
-	model.CloudLocal: localProvider{},
-	model.CloudAWS:   awsProvider{},
-	model.CloudGCE:   gceProvider{},
+// providers are the clouds this kubeup has, by spec.cloudProvider: those RegisterProvider was given.
+var providers = map[string]Provider{}
+
+// RegisterProvider makes p the provider of the clusters whose spec.cloudProvider is name. A provider's package
+// calls it from its init; registering a name twice is a programmer's error, and panics.
+func RegisterProvider(name string, p Provider) {
+	if name == "" || p == nil {
+		panic("cloudup.RegisterProvider: a provider needs a name and a value")
+	}
+	if _, dup := providers[name]; dup {
+		panic("cloudup.RegisterProvider: provider " + name + " is registered twice")
+	}
+	providers[name] = p
 }
 
 // providerFor returns the provider of c's cloud, or an error that names the cluster, spec.cloudProvider's value
 // and the clouds this kubeup has.
-func providerFor(c *model.Cluster) (provider, error) {
+func providerFor(c *model.Cluster) (Provider, error) {
 	if p := providers[c.Spec.CloudProvider]; p != nil {
 		return p, nil
 	}
@@ -65,5 +76,5 @@ func WriteCloudGraph(w io.Writer, c *model.Cluster, igs []*model.InstanceGroup) 
 	if err != nil {
 		return err
 	}
-	return p.writeGraph(w, c, igs)
+	return p.WriteGraph(w, c, igs)
 }

@@ -14,9 +14,12 @@ import (
 )
 
 // localProvider is the local cloud's provider: volumes in a pool directory, DNS in a zone file (docs/architecture.md).
+// It is built in: it needs no SDK, and cloudup's own tests run the common code on it.
 type localProvider struct{}
 
-func (localProvider) update(ctx context.Context, cs *Clusters, stored *Stored, c *model.Cluster, igs []*model.InstanceGroup, o UpdateOptions) (*engine.Plan, error) {
+func init() { RegisterProvider(model.CloudLocal, localProvider{}) }
+
+func (localProvider) Update(ctx context.Context, cs *Clusters, stored *Stored, c *model.Cluster, igs []*model.InstanceGroup, o UpdateOptions) (*engine.Plan, error) {
 	cloud, err := openLocal(c, cs)
 	if err != nil {
 		return nil, err
@@ -26,10 +29,10 @@ func (localProvider) update(ctx context.Context, cs *Clusters, stored *Stored, c
 		return nil, err
 	}
 	build := func() (*engine.Graph[*localtasks.Cloud], error) { return cloudgraph.BuildLocalCloudGraph(c, igs, last) }
-	return update(ctx, cs, stored, cloud, build, o, unusedGroupsCleanup(cloud, cloudgraph.StaleNodeConfigs[*localtasks.Cloud](c, igs), o))
+	return RunUpdate(ctx, cs, stored, c, igs, o, cloud, build, nil)
 }
 
-func (localProvider) writeGraph(w io.Writer, c *model.Cluster, igs []*model.InstanceGroup) error {
+func (localProvider) WriteGraph(w io.Writer, c *model.Cluster, igs []*model.InstanceGroup) error {
 	graph, err := cloudgraph.BuildLocalCloudGraph(c, igs, cloudgraph.LocalCloudState{})
 	if err != nil {
 		return err
@@ -37,10 +40,10 @@ func (localProvider) writeGraph(w io.Writer, c *model.Cluster, igs []*model.Inst
 	return graph.WriteDOT(w)
 }
 
-// deleteOwned lists the cluster's volumes in the pool and its DNS records in the zone file (and in the zone file
+// DeleteOwned lists the cluster's volumes in the pool and its DNS records in the zone file (and in the zone file
 // the last update wrote, when the spec names another since); the cleanup deletes them, its machines' records
 // and the directories they leave empty.
-func (localProvider) deleteOwned(ctx context.Context, cs *Clusters, c *model.Cluster, o DeleteOptions) ([]string, func() ([]string, error), error) {
+func (localProvider) DeleteOwned(ctx context.Context, cs *Clusters, c *model.Cluster, o DeleteOptions) ([]string, func() ([]string, error), error) {
 	name := c.Metadata.Name
 	var cloudKeys []string
 	if c.Spec.Local == nil || c.Spec.Local.PoolDir == "" {
@@ -103,16 +106,16 @@ func (localProvider) deleteOwned(ctx context.Context, cs *Clusters, c *model.Clu
 	return cloudKeys, cleanup, nil
 }
 
-func (localProvider) openRolling(ctx context.Context, cs *Clusters, c *model.Cluster, igs []*model.InstanceGroup) (rollingCloud, error) {
+func (localProvider) OpenRolling(ctx context.Context, cs *Clusters, c *model.Cluster, igs []*model.InstanceGroup) (RollingCloud, error) {
 	return openLocalRolling(c, igs, cs.Store)
 }
 
-// zones: the local cloud's zones are names of the user's choosing; nothing to check them against.
-func (localProvider) zones(context.Context, *model.ClusterSpec) (string, []string, error) {
+// Zones: the local cloud's zones are names of the user's choosing; nothing to check them against.
+func (localProvider) Zones(context.Context, *model.ClusterSpec) (string, []string, error) {
 	return "", nil, nil
 }
 
-func (localProvider) zonesNear(string, []string) string { return "" }
+func (localProvider) ZonesNear(string, []string) string { return "" }
 
-// credentialWarnings: a local kubelet proves its machine's identity with a per-machine credential (docs/pki.md).
-func (localProvider) credentialWarnings(*model.Cluster) []ValidationFailure { return nil }
+// CredentialWarnings: a local kubelet proves its machine's identity with a per-machine credential (docs/pki.md).
+func (localProvider) CredentialWarnings(*model.Cluster) []ValidationFailure { return nil }

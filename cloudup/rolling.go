@@ -55,9 +55,9 @@ type RollingInstance struct {
 	// UID identifies this incarnation of the machine when ID does not (GCE recreates an instance under its
 	// name, with a new numeric id); "" when ID does.
 	UID string
-
-	// zone, group and url are where the cloud's Replace finds the machine (GCE).
-	zone, group, url string
+	// Ref is what the cloud's Replace needs to find the machine when its ID does not say (GCE: its zone,
+	// managed instance group and URL); nil when it does. Only the provider that listed the machine reads it.
+	Ref any
 }
 
 // RollingGroup is one instance group's machines.
@@ -74,9 +74,9 @@ func (i RollingInstance) holds(holder string) bool {
 	return holder != "" && (holder == i.ID || slices.Contains(i.Addresses, holder))
 }
 
-// rollingCloud is what a rolling update needs of a cloud: the machines of the instance groups, and replacing
-// one through its group.
-type rollingCloud interface {
+// A RollingCloud is what a rolling update needs of a cloud (Provider.OpenRolling): the machines of the instance
+// groups, and replacing one through its group. When it is a Health too, --cloudonly takes its checks from it.
+type RollingCloud interface {
 	// Groups lists the machines of the instance groups igs (in that order).
 	Groups(ctx context.Context, igs []*model.InstanceGroup) ([]RollingGroup, error)
 	// Replace starts the replacement of one machine through its group: the group makes a new machine from the
@@ -308,7 +308,7 @@ func writeRollingTable(out io.Writer, groups []RollingGroup) {
 
 // roller replaces machines one at a time.
 type roller struct {
-	cloud  rollingCloud
+	cloud  RollingCloud
 	health Health
 	igs    []*model.InstanceGroup
 	o      RollingOptions
@@ -465,16 +465,16 @@ func (r *roller) replaced(ctx context.Context, ig *model.InstanceGroup, old Roll
 }
 
 // openRolling returns the rolling-update side of the cluster's cloud; igs are all the cluster's instance groups.
-func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup) (rollingCloud, error) {
+func (cs *Clusters) openRolling(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup) (RollingCloud, error) {
 	p, err := providerFor(c)
 	if err != nil {
 		return nil, err
 	}
-	return p.openRolling(ctx, cs, c, igs)
+	return p.OpenRolling(ctx, cs, c, igs)
 }
 
 // rollingHealth returns the checks of a rolling update: the cloud's with o.CloudOnly, else the API's and etcd's.
-func (cs *Clusters) rollingHealth(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup, cloud rollingCloud, o RollingOptions) (Health, error) {
+func (cs *Clusters) rollingHealth(ctx context.Context, c *model.Cluster, igs []*model.InstanceGroup, cloud RollingCloud, o RollingOptions) (Health, error) {
 	if o.CloudOnly {
 		h, ok := cloud.(Health)
 		if !ok {

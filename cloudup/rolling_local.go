@@ -62,7 +62,7 @@ type localRolling struct {
 }
 
 var (
-	_ rollingCloud = (*localRolling)(nil)
+	_ RollingCloud = (*localRolling)(nil)
 	_ Health       = (*localRolling)(nil)
 )
 
@@ -399,7 +399,7 @@ func (l *localRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.members(ctx, readyMachines(groups))
+	return l.members(ctx, ReadyMachines(groups))
 }
 
 func (l *localRolling) members(ctx context.Context, live map[string]bool) ([]MemberHealth, error) {
@@ -407,9 +407,9 @@ func (l *localRolling) members(ctx context.Context, live map[string]bool) ([]Mem
 	if err != nil {
 		return nil, err
 	}
-	return membersFromVolumes(l.spec, vols, live, holdTerms{volume: "volume", heldBy: "claimed by",
-		heldByNone: "claimed by no node (or its claim's lease ran out)", notServing: "is not a ready machine of the cluster",
-		noVolume: "no volume of the pool carries its tag"}), nil
+	return MembersFromVolumes(l.spec, vols, live, HoldTerms{Volume: "volume", HeldBy: "claimed by",
+		HeldByNone: "claimed by no node (or its claim's lease ran out)", NotServing: "is not a ready machine of the cluster",
+		NoVolume: "no volume of the pool carries its tag"}), nil
 }
 
 // Validate checks, from the machines and the pool, that every recorded machine is ready and every etcd
@@ -419,5 +419,5 @@ func (l *localRolling) Validate(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return validateFromCloud(ctx, groups, "ready", l.members)
+	return ValidateFromCloud(ctx, groups, "ready", l.members)
 }

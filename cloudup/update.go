@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
 	"kubeup.dev/kubeup/tasks/localtasks"
+	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
 // UpdateOptions say how Update runs.
@@ -77,7 +79,7 @@ func (cs *Clusters) Update(ctx context.Context, name string, o UpdateOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	return p.update(ctx, cs, stored, c, igs, o)
+	return p.Update(ctx, cs, stored, c, igs, o)
 }
 
 func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
@@ -85,19 +87,20 @@ func openLocal(c *model.Cluster, cs *Clusters) (*localtasks.Cloud, error) {
 	return localtasks.NewCloud(filepath.FromSlash(l.PoolDir), filepath.FromSlash(l.ZoneFile), c.Spec.DNSZone, cs.Store)
 }
 
-// cleanup is what an apply leaves to delete once it is done, outside the graph (the Auto Scaling groups and launch
-// templates, or managed instance groups and instance templates, of groups removed from the spec, and their node
-// configurations in the state store; on GCE also the instance templates its groups no longer use). plan says,
-// after the dry run of graph g, what apply will delete: the plan lists it. apply deletes it after an apply
-// (changed: the apply changed something) and returns the deletions done.
-type cleanup[C any] struct {
-	plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)
-	apply func(ctx context.Context, changed bool) ([]engine.Change, error)
+// A Cleanup is what an apply leaves to delete once it is done, outside the graph (the Auto Scaling groups and
+// launch templates, or managed instance groups and instance templates, of groups removed from the spec, and
+// their node configurations in the state store; on GCE also the instance templates its groups no longer use).
+// Plan says, after the dry run of graph g, what Apply will delete: the plan lists it. Apply deletes it after an
+// apply (changed: the apply changed something) and returns the deletions done. A provider builds its own with
+// UnusedGroupsCleanup, or with Plan and Apply of its own that retry as RetryCleanup does.
+type Cleanup[C any] struct {
+	Plan  func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error)
+	Apply func(ctx context.Context, changed bool) ([]engine.Change, error)
 }
 
-// then is the cleanup that runs cl, then next: each deletion both plan (or do) is listed once, as cl's; next's
-// apply is told of a change when cl deleted something.
-func (cl *cleanup[C]) then(next *cleanup[C]) *cleanup[C] {
+// Then is the cleanup that runs cl, then next: each deletion both plan (or do) is listed once, as cl's; next's
+// Apply is told of a change when cl deleted something.
+func (cl *Cleanup[C]) Then(next *Cleanup[C]) *Cleanup[C] {
 	join := func(first, second []engine.Change) []engine.Change {
 		seen := engine.Deletions(first)
 		for _, c := range second {
@@ -107,48 +110,49 @@ func (cl *cleanup[C]) then(next *cleanup[C]) *cleanup[C] {
 		}
 		return first
 	}
-	return &cleanup[C]{
-		plan: func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error) {
-			a, err := cl.plan(ctx, g)
+	return &Cleanup[C]{
+		Plan: func(ctx context.Context, g *engine.Graph[C]) ([]engine.Change, error) {
+			a, err := cl.Plan(ctx, g)
 			if err != nil {
 				return a, err
 			}
-			b, err := next.plan(ctx, g)
+			b, err := next.Plan(ctx, g)
 			return join(a, b), err
 		},
-		apply: func(ctx context.Context, changed bool) ([]engine.Change, error) {
-			a, err := cl.apply(ctx, changed)
+		Apply: func(ctx context.Context, changed bool) ([]engine.Change, error) {
+			a, err := cl.Apply(ctx, changed)
 			if err != nil {
 				return a, err
 			}
-			b, err := next.apply(ctx, changed || len(a) > 0)
+			b, err := next.Apply(ctx, changed || len(a) > 0)
 			return join(a, b), err
 		},
 	}
 }
 
-// unusedGroups is what the instance groups removed from a cluster's spec leave (awstasks.UnusedGroups,
-// gcetasks.UnusedGroups, their node configurations: storetasks.StaleObjects): Deletions lists it as the plan's deletions, Delete deletes what of it a plan listed.
-type unusedGroups[C any] interface {
+// UnusedGroups is what the instance groups removed from a cluster's spec leave (awstasks.UnusedGroups,
+// gcetasks.UnusedGroups, their node configurations: storetasks.StaleObjects): Deletions lists it as the plan's
+// deletions, Delete deletes what of it a plan listed.
+type UnusedGroups[C any] interface {
 	Deletions(ctx context.Context, cloud C, fresh bool) ([]engine.Change, error)
 	Delete(ctx context.Context, cloud C, planned []engine.Change) ([]engine.Change, error)
 }
 
-// unusedGroupsCleanup deletes, after an apply, what the instance groups removed from the spec left (unused); the
+// UnusedGroupsCleanup deletes, after an apply, what the instance groups removed from the spec left (unused); the
 // dry run lists each object as a deletion, and the apply deletes no other.
-func unusedGroupsCleanup[C any](cloud C, unused unusedGroups[C], o UpdateOptions) *cleanup[C] {
+func UnusedGroupsCleanup[C any](cloud C, unused UnusedGroups[C], o UpdateOptions) *Cleanup[C] {
 	var planned []engine.Change // the dry run's deletions: the apply deletes no other
-	return &cleanup[C]{
-		plan: func(ctx context.Context, _ *engine.Graph[C]) ([]engine.Change, error) {
-			err := retryCleanup(ctx, func(attempt int) (err error) {
+	return &Cleanup[C]{
+		Plan: func(ctx context.Context, _ *engine.Graph[C]) ([]engine.Change, error) {
+			err := RetryCleanup(ctx, func(attempt int) (err error) {
 				planned, err = unused.Deletions(ctx, cloud, attempt > 1)
 				return err
 			})
 			return planned, err
 		},
-		apply: func(ctx context.Context, _ bool) ([]engine.Change, error) {
+		Apply: func(ctx context.Context, _ bool) ([]engine.Change, error) {
 			var done []engine.Change
-			err := retryCleanup(ctx, func(int) error {
+			err := RetryCleanup(ctx, func(int) error {
 				d, err := unused.Delete(ctx, cloud, planned)
 				done = append(done, d...)
 				if o.Logger != nil {
@@ -163,7 +167,51 @@ func unusedGroupsCleanup[C any](cloud C, unused unusedGroups[C], o UpdateOptions
 	}
 }
 
-func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, build func() (*engine.Graph[C], error), o UpdateOptions, cl *cleanup[C]) (*engine.Plan, error) {
+// RetryCleanup runs attempt (numbered from 1) until it succeeds or fails otherwise than by a rate limit or a
+// server error, with backoff, until cleanupDeadline. The cleanup runs outside the engine, so it retries what the
+// engine would itself: one attempt makes about five calls, all of which must get through, so a few attempts are
+// not enough when a third of the calls are throttled.
+//
+// After an apply that changed nothing, the run's reads are still true: the apply's cleanup then reads only what
+// the run did not (the groups of the region's other zones), so that a no-op update lists each kind once per
+// zone. It still deletes what a killed run left.
+func RetryCleanup(ctx context.Context, attempt func(int) error) error {
+	start := time.Now()
+	backoff := 200 * time.Millisecond
+	for i := 1; ; i++ {
+		err := attempt(i)
+		if err == nil || engine.ClassOf(err) != engine.ClassRetryable || time.Since(start)+backoff > cleanupDeadline {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, cleanupMaxBackoff)
+	}
+}
+
+// cleanupDeadline and cleanupMaxBackoff bound RetryCleanup's retries.
+const (
+	cleanupDeadline   = 5 * time.Minute
+	cleanupMaxBackoff = 5 * time.Second
+)
+
+// RunUpdate is the update of a provider's Update: the dry run of the cloud graph build makes (a fresh one for
+// each run) on world, the deletions of cl and of the node configurations of the groups removed from c's spec
+// (cleaned up last, so that a provider's cl leaves them out), the plan's report on o.Out, and, with o.Apply, the
+// apply of what the dry run found once the spec in the store is still stored's, those deletions, and on a cloud
+// whose reads lag its writes (a world with ReadsLagWrites() true) dry runs until the cloud shows what the apply
+// made.
+func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *Stored, c *model.Cluster, igs []*model.InstanceGroup,
+	o UpdateOptions, world C, build func() (*engine.Graph[C], error), cl *Cleanup[C]) (*engine.Plan, error) {
+	stale := UnusedGroupsCleanup(world, cloudgraph.StaleNodeConfigs[C](c, igs), o)
+	if cl == nil {
+		cl = stale
+	} else {
+		cl = cl.Then(stale)
+	}
 	g, err := build()
 	if err != nil {
 		return nil, err
@@ -172,9 +220,9 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		Concurrency: o.Engine.Concurrency, InitialWindow: o.Engine.InitialWindow, FixedConcurrency: o.Engine.FixedConcurrency}
 	newRun(world)
 	res, err := engine.Run(ctx, g, world, opts)
-	if err == nil && cl != nil {
+	if err == nil {
 		var dels []engine.Change
-		if dels, err = cl.plan(ctx, g); err == nil {
+		if dels, err = cl.Plan(ctx, g); err == nil {
 			res.Plan.Add(dels...)
 		}
 	}
@@ -213,12 +261,10 @@ func update[C any](ctx context.Context, cs *Clusters, stored *Stored, world C, b
 		}
 		return nil, explainConflict(name, err)
 	}
-	if cl != nil {
-		dels, err := cl.apply(ctx, !applied.Plan.Empty())
-		applied.Plan.Add(dels...)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
-		}
+	dels, err := cl.Apply(ctx, !applied.Plan.Empty())
+	applied.Plan.Add(dels...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
 	}
 	// The report below says a dry run now plans nothing: on a cloud whose reads lag its writes, it is checked.
 	var settleErr error

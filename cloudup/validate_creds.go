@@ -10,17 +10,17 @@ import (
 // aws and gce a kubelet bootstraps with the cluster's shared bootstrap token and no proof of its machine's
 // identity, and, when the control plane's machines share the nodes' cloud identity, every node can read the
 // control plane's configuration and so every key it holds. A warning: the cluster works, and is as safe as the
-// state store's access policy. Each provider says what it warns of (provider.credentialWarnings).
+// state store's access policy. Each provider says what it warns of (Provider.CredentialWarnings).
 func credentialWarnings(c *model.Cluster) []ValidationFailure {
 	if p := providers[c.Spec.CloudProvider]; p != nil {
-		return p.credentialWarnings(c)
+		return p.CredentialWarnings(c)
 	}
 	return nil
 }
 
-// sharedTokenWarnings are the warnings of a cloud whose kubelets bootstrap with the shared token alone; shared,
-// when not "", says how the control plane's machines share the nodes' identity.
-func sharedTokenWarnings(c *model.Cluster, shared string) []ValidationFailure {
+// SharedTokenWarnings are the credential warnings of a cloud whose kubelets bootstrap with the shared token alone;
+// shared, when not "", says how the control plane's machines share the nodes' identity.
+func SharedTokenWarnings(c *model.Cluster, shared string) []ValidationFailure {
 	name := c.Metadata.Name
 	out := []ValidationFailure{{Kind: "KubeletCredentials", Name: name, Message: fmt.Sprintf(
 		"kubelets bootstrap with the cluster's shared bootstrap token and no proof of their machine's identity (no signed instance identity on %s yet): "+

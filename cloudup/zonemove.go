@@ -46,7 +46,9 @@ func (cs *Clusters) oldZoneFile(ctx context.Context, c *model.Cluster) (*localta
 		return nil, nil
 	}
 	prev := objs.Cluster
-	if prev == nil || prev.Spec.CloudProvider != model.CloudLocal || prev.Spec.Local == nil || prev.Spec.Local.ZoneFile == "" || prev.Spec.DNSZone == "" {
+	// The last applied spec on another cloud (its spec.local, if any, was never used) kept no records in a zone
+	// file; c is the local provider's.
+	if prev == nil || prev.Spec.CloudProvider != c.Spec.CloudProvider || prev.Spec.Local == nil || prev.Spec.Local.ZoneFile == "" || prev.Spec.DNSZone == "" {
 		return nil, nil
 	}
 	oldPath := filepath.Clean(filepath.FromSlash(prev.Spec.Local.ZoneFile))

@@ -6,23 +6,20 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/api/compute/v1"
-
 	"kubeup.dev/kubeup/model"
-	"kubeup.dev/kubeup/tasks/awstasks"
-	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
 // zoneCheckWait bounds how long CheckZones waits for the cloud's answer.
 const zoneCheckWait = 20 * time.Second
 
-// CheckZones checks the zones of a complete, valid spec (source names it in errors) against its cloud: on aws,
-// each of spec.zones must be a zone EC2 lists in spec.region (DescribeAvailabilityZones), else the error (a
-// model.InvalidError) says `spec.zones[N]: "us-east-1x" is not a zone of region us-east-1 (its zones: ...)`; on
-// gce, a zone compute's zones.list has in spec.project (`... is not a zone of project P (its zones in region R:
-// ...)`). When the cloud cannot be asked (no credentials, no network, access denied), the zones are not checked:
-// the warning says so and why (an update still fails on such a zone). Other clouds' zones are not checked
-// (warning and error nil).
+// CheckZones checks the zones of a complete, valid spec (source names it in errors) against its cloud, as its
+// provider's Zones lists them: on aws, each of spec.zones must be a zone EC2 lists in spec.region
+// (DescribeAvailabilityZones), else the error (a model.InvalidError) says `spec.zones[N]: "us-east-1x" is not a
+// zone of region us-east-1 (its zones: ...)`; on gce, a zone compute's zones.list has in spec.project (`... is not
+// a zone of project P (its zones in region R: ...)`). When the cloud cannot be asked (no credentials, no network,
+// access denied), the zones are not checked: the warning says so and why (an update still fails on such a zone).
+// The zones of a cloud whose provider does not check them (local), or that this kubeup has no provider for, are
+// not checked (warning and error nil).
 func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, zoneCheckWait)
 	defer cancel()
@@ -30,7 +27,7 @@ func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning s
 	if p == nil {
 		return "", nil
 	}
-	where, have, err := p.zones(ctx, &c.Spec)
+	where, have, err := p.Zones(ctx, &c.Spec)
 	if where == "" {
 		return "", nil
 	}
@@ -43,7 +40,7 @@ func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning s
 		if slices.Contains(have, z) {
 			continue
 		}
-		theirs := p.zonesNear(z, have)
+		theirs := p.ZonesNear(z, have)
 		problems = append(problems, model.Problem{Path: fmt.Sprintf("spec.zones[%d]", i),
 			Message: fmt.Sprintf("%s is not a zone of %s (%s): name zones of %s (kubeup create cluster --zones)", model.Echo(z), where, theirs, where)})
 	}
@@ -51,34 +48,4 @@ func CheckZones(ctx context.Context, source string, c *model.Cluster) (warning s
 		return "", &model.InvalidError{Source: source, Problems: problems}
 	}
 	return "", nil
-}
-
-// awsZones are the zones of region that EC2 lists, with the SDK's usual configuration.
-func awsZones(ctx context.Context, region string) ([]string, error) {
-	cfg, err := awstasks.LoadConfig(ctx, region)
-	if err != nil {
-		return nil, err
-	}
-	return awstasks.RegionZones(ctx, cfg)
-}
-
-// gceZones are the zones of project that compute's zones.list answers, with application default credentials
-// (or at KUBEUP_GCE_ENDPOINT), sorted.
-func gceZones(ctx context.Context, project string) ([]string, error) {
-	svc, _, err := gcetasks.NewServices(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var zones []string
-	err = svc.Zones.List(project).Pages(ctx, func(l *compute.ZoneList) error {
-		for _, z := range l.Items {
-			zones = append(zones, z.Name)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, gcetasks.Classify("listing the zones of project "+project, err)
-	}
-	slices.Sort(zones)
-	return zones, nil
 }

@@ -20,13 +20,13 @@ import (
 	dns "google.golang.org/api/dns/v1"
 	"google.golang.org/api/option"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup"
+	gceprovider "kubeup.dev/kubeup/providers/gce"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
@@ -233,7 +233,7 @@ func TestProtokubeOnGCE(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("etcd cluster %s has no member in zone %s", e.Name, n.zone)
 			}
-			name := cloudgraph.GCEDiskName(cluster, e, e.Members[i])
+			name := gceprovider.DiskName(cluster, e, e.Members[i])
 			if attached[name] != n.me.NodeID {
 				t.Errorf("disk %s (%s, %s) is attached to %q, want %s", name, e.Name, n.zone, attached[name], n.me.NodeID)
 			}

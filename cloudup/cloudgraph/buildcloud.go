@@ -2,20 +2,24 @@ package cloudgraph
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/model"
 	"path"
 	"slices"
 	"strings"
 	"sync"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/localtasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
 
-// cloudWorld is what every cloud's world offers besides its own API: DNS and the state store.
-type cloudWorld interface {
+// TagNode marks the machines of a Node group, as model.TagControlPlane those of a ControlPlane group.
+const TagNode = "k8s.io/role/node"
+
+// CloudWorld is what every cloud's world offers besides its own API: DNS and the state store. AddCommonTasks adds
+// what every cloud's graph holds to a graph on one.
+type CloudWorld interface {
 	dnstasks.World
 	storetasks.World
 }
@@ -35,8 +39,8 @@ type LocalCloudState struct {
 // removal of the cluster's records from the former zone file (before the complete spec that names the new one is
 // written: a failed run tried again still knows the former file).
 func BuildLocalCloudGraph(c *model.Cluster, igs []*model.InstanceGroup, last LocalCloudState) (*engine.Graph[*localtasks.Cloud], error) {
-	if c.Spec.CloudProvider != model.CloudLocal {
-		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not local", c.Metadata.Name, c.Spec.CloudProvider)
+	if c.Spec.Local == nil {
+		return nil, fmt.Errorf("cluster %s: spec.local is required", c.Metadata.Name)
 	}
 	g := engine.NewGraph[*localtasks.Cloud]()
 	for _, e := range c.Spec.EtcdClusters {
@@ -56,14 +60,15 @@ func BuildLocalCloudGraph(c *model.Cluster, igs []*model.InstanceGroup, last Loc
 			Path: last.FormerZoneFile, Zone: last.FormerDNSZone, Cluster: c.Metadata.Name, Others: last.OtherClusters,
 		}))
 	}
-	if _, err := addCommonTasks(g, c, igs, before); err != nil {
+	if _, err := AddCommonTasks(g, c, igs, before); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// commonTasks are the tasks of addCommonTasks a cloud's own tasks refer to.
-type commonTasks[C storetasks.World] struct {
+// CommonTasks are the tasks of AddCommonTasks a cloud's own tasks refer to (NodeConfig).
+type CommonTasks[C storetasks.World] struct {
+	cluster string
 	// keystore holds the cluster's keypairs.
 	keystore keystore[C]
 	// nodeConfigs are the tasks that write each instance group's node configuration, by the group's name.
@@ -73,10 +78,11 @@ type commonTasks[C storetasks.World] struct {
 	nodeConfig map[string]func() (engine.Secret, string, error)
 }
 
-// addCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
+// AddCommonTasks adds what every cloud's graph holds: the API's placeholder DNS records, the keystore, and the
 // complete spec (written after the tasks of specBefore) and node configurations in the state store (those of
-// groups no longer in the spec are no task: see StaleNodeConfigs).
-func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *model.Cluster, igs []*model.InstanceGroup, specBefore []engine.Task) (*commonTasks[C], error) {
+// groups no longer in the spec are no task: see StaleNodeConfigs). A provider's graph builder calls it once its
+// own resources are added, before its machines' templates (which pin their group's node configuration).
+func AddCommonTasks[C CloudWorld](g *engine.Graph[C], c *model.Cluster, igs []*model.InstanceGroup, specBefore []engine.Task) (*CommonTasks[C], error) {
 	name := c.Metadata.Name
 	for _, n := range []string{c.Spec.API.PublicName, c.Spec.API.InternalName} {
 		engine.Add(g, &dnstasks.Record[C]{
@@ -103,7 +109,7 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *model.Cluster, igs []*m
 	if err != nil {
 		return nil, err
 	}
-	common := &commonTasks[C]{keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{},
+	common := &CommonTasks[C]{cluster: name, keystore: ks, nodeConfigs: map[string]*storetasks.SecretFile[C]{},
 		nodeConfig: map[string]func() (engine.Secret, string, error){}}
 	// What the groups of a role share is one object, written before the groups' configurations that pin it: a
 	// node that reads a group's configuration finds its role's (NodeRoleConfig).
@@ -157,6 +163,21 @@ func addCommonTasks[C cloudWorld](g *engine.Graph[C], c *model.Cluster, igs []*m
 	return common, nil
 }
 
+// NodeConfig returns the task that writes instance group ig's node configuration, and sum, which returns the
+// sha256 its machines pin that configuration by (model.NodeConfigObjectSHA256 of the object the task writes, made
+// once per graph when the keystore's keypairs are found or issued): what a machine's user data or startup script
+// holds. The task that makes the machines' template comes after the task.
+func (t *CommonTasks[C]) NodeConfig(ig string) (task *storetasks.SecretFile[C], sum func() (string, error)) {
+	made := t.nodeConfig[ig]
+	return t.nodeConfigs[ig], func() (string, error) {
+		obj, _, err := made()
+		if err != nil {
+			return "", err
+		}
+		return model.NodeConfigObjectSHA256(model.NodeConfigPath(t.cluster, ig), []byte(obj.Reveal()))
+	}
+}
+
 // groupRoles are the roles of igs, sorted, each once.
 func groupRoles(igs []*model.InstanceGroup) []string {
 	var roles []string
@@ -208,6 +229,28 @@ func shownObject(obj []byte) (nodeConfigMade, error) {
 		return nodeConfigMade{}, err
 	}
 	return nodeConfigMade{engine.NewSecret(string(obj)), shown}, nil
+}
+
+// PortRangesWithout are the tcp port ranges [from, to] that cover 1-65535 but the ports left out: the nodes reach
+// the control plane on every port but etcd's.
+func PortRangesWithout(out []int32) [][2]int32 {
+	out = slices.Clone(out)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	var ranges [][2]int32
+	from := int32(1)
+	for _, p := range out {
+		if p > from {
+			ranges = append(ranges, [2]int32{from, p - 1})
+		}
+		if p+1 > from {
+			from = p + 1
+		}
+	}
+	if from <= 65535 {
+		ranges = append(ranges, [2]int32{from, 65535})
+	}
+	return ranges
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/engine"
+	awsprovider "kubeup.dev/kubeup/providers/aws"
 	"kubeup.dev/kubeup/tasks/awstasks"
 )
 
@@ -132,11 +132,11 @@ func criticalPath(tb testing.TB, a *account, latency int) (path float64, unattri
 	outside := newCallCounter()
 	cfg.APIOptions = append(append([]func(*middleware.Stack) error(nil), cfg.APIOptions...), attributeCalls(outside))
 	world := awstasks.NewCloud(cfg, c.Metadata.Name, c.Spec.DNSZone, a.cs.Store)
-	unused := cloudgraph.AWSUnusedGroups(c, igs)
+	unused := awsprovider.UnusedGroups(c, igs)
 	var planned []engine.Change
 	for i, target := range []engine.Target{engine.DryRun, engine.Apply, engine.DryRun} {
 		counter := newCallCounter()
-		g, err := cloudgraph.BuildAWSCloudGraph(c, igs)
+		g, err := awsprovider.BuildCloudGraph(c, igs)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,31 +1,32 @@
-package cloudup
+package awsprovider
 
 import (
 	"context"
 	"fmt"
 
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
 )
 
-// awsRolling replaces the machines of an aws cluster through their Auto Scaling groups, and tells, from what
+// rolling replaces the machines of an aws cluster through their Auto Scaling groups, and tells, from what
 // the cloud shows, whether they serve and where etcd's members are (the Health of --cloudonly).
-type awsRolling struct {
+type rolling struct {
 	cloud *awstasks.Cloud
 	spec  *model.Cluster
 	igs   []*model.InstanceGroup // all of the cluster's
 }
 
 var (
-	_ rollingCloud = (*awsRolling)(nil)
-	_ Health       = (*awsRolling)(nil)
+	_ cloudup.RollingCloud = (*rolling)(nil)
+	_ cloudup.Health       = (*rolling)(nil)
 )
 
 // Groups reads the Auto Scaling group of each instance group: a machine needs an update when it was launched
 // from another launch template, or another version of it, than the one its group launches now (`kubeup update
 // cluster --yes` makes a new version for every change of an instance group and points the group at it).
-func (a *awsRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]RollingGroup, error) {
+func (a *rolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]cloudup.RollingGroup, error) {
 	names := make([]string, len(igs))
 	for k, ig := range igs {
 		names[k] = model.LaunchTemplateName(a.spec.Metadata.Name, ig.Metadata.Name)
@@ -44,17 +45,17 @@ func (a *awsRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RollingGroup, 0, len(igs))
+	out := make([]cloudup.RollingGroup, 0, len(igs))
 	for k, ig := range igs {
 		s, ok := states[names[k]]
 		if !ok {
 			return nil, fmt.Errorf("instance group %s has no Auto Scaling group %s: run `kubeup update cluster %s --yes` first",
 				ig.Metadata.Name, names[k], a.spec.Metadata.Name)
 		}
-		g := RollingGroup{Name: ig.Metadata.Name, ControlPlane: ig.Spec.Role == model.RoleControlPlane,
+		g := cloudup.RollingGroup{Name: ig.Metadata.Name, ControlPlane: ig.Spec.Role == model.RoleControlPlane,
 			Min: s.Min, Target: s.Desired, Max: s.Max}
 		for _, i := range s.Instances {
-			ri := RollingInstance{Group: g.Name, ControlPlane: g.ControlPlane, ID: i.ID, Zone: i.Zone, Ready: i.InService(), Addresses: addrs[i.ID]}
+			ri := cloudup.RollingInstance{Group: g.Name, ControlPlane: g.ControlPlane, ID: i.ID, Zone: i.Zone, Ready: i.InService(), Addresses: addrs[i.ID]}
 			switch {
 			case i.Template != s.Template:
 				ri.NeedsUpdate = true
@@ -72,26 +73,26 @@ func (a *awsRolling) Groups(ctx context.Context, igs []*model.InstanceGroup) ([]
 
 // Replace terminates the machine in its Auto Scaling group without lowering the group's desired capacity: the
 // group launches its replacement from the current template version.
-func (a *awsRolling) Replace(ctx context.Context, i RollingInstance) error {
+func (a *rolling) Replace(ctx context.Context, i cloudup.RollingInstance) error {
 	return a.cloud.TerminateInGroup(ctx, i.ID)
 }
 
 // Basis says what the cloud's checks are.
-func (a *awsRolling) Basis() string {
+func (a *rolling) Basis() string {
 	return "the cloud (--cloudonly): an etcd member counts as healthy when its EBS volume is attached to an in-service instance of the cluster (what protokube claims), not by etcd's own /health"
 }
 
 // Etcd reports each member of the spec by its EBS volume (tag k8s.io/etcd/<etcd cluster>=<member>/...): held by
 // the instance it is attached to, healthy when that instance is in service.
-func (a *awsRolling) Etcd(ctx context.Context) ([]MemberHealth, error) {
+func (a *rolling) Etcd(ctx context.Context) ([]cloudup.MemberHealth, error) {
 	groups, err := a.Groups(ctx, a.igs)
 	if err != nil {
 		return nil, err
 	}
-	return a.members(ctx, readyMachines(groups))
+	return a.members(ctx, cloudup.ReadyMachines(groups))
 }
 
-func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]MemberHealth, error) {
+func (a *rolling) members(ctx context.Context, live map[string]bool) ([]cloudup.MemberHealth, error) {
 	vols, err := awstasks.NewVolumes(a.cloud.EC2, volumetasks.Holder{}, "", awstasks.VolumesOptions{}).List(ctx, map[string]string{
 		awstasks.ClusterTag(a.spec.Metadata.Name): "owned",
 		model.TagControlPlane:                     "1",
@@ -99,16 +100,16 @@ func (a *awsRolling) members(ctx context.Context, live map[string]bool) ([]Membe
 	if err != nil {
 		return nil, err
 	}
-	return membersFromVolumes(a.spec, vols, live, holdTerms{volume: "volume", heldBy: "attached to",
-		heldByNone: "attached to no instance", notServing: "is not in service", noVolume: "no EBS volume carries its tag"}), nil
+	return cloudup.MembersFromVolumes(a.spec, vols, live, cloudup.HoldTerms{Volume: "volume", HeldBy: "attached to",
+		HeldByNone: "attached to no instance", NotServing: "is not in service", NoVolume: "no EBS volume carries its tag"}), nil
 }
 
 // Validate checks, from the cloud, that every group has its target of machines in service and every etcd member's
 // volume is attached to one of them.
-func (a *awsRolling) Validate(ctx context.Context) ([]string, error) {
+func (a *rolling) Validate(ctx context.Context) ([]string, error) {
 	groups, err := a.Groups(ctx, a.igs)
 	if err != nil {
 		return nil, err
 	}
-	return validateFromCloud(ctx, groups, "in service", a.members)
+	return cloudup.ValidateFromCloud(ctx, groups, "in service", a.members)
 }

@@ -1,4 +1,4 @@
-package cloudup
+package gceprovider
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/internal/e2e"
 	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
@@ -49,7 +49,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	// The fake answers with its live objects, encoded after it lets go of its lock: a change (the stand-in's
@@ -70,7 +70,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	for _, ig := range igs {
 		if ig.Spec.Role == model.RoleControlPlane {
 			for _, z := range ig.Spec.Zones {
-				migs = append(migs, gceMIG{zone: z, name: cloudgraph.GCEInstanceGroupManagerName(demo, ig.Metadata.Name, z)})
+				migs = append(migs, gceMIG{zone: z, name: InstanceGroupManagerName(demo, ig.Metadata.Name, z)})
 			}
 		}
 	}
@@ -86,7 +86,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 		return n, n == 6
 	})
 	out.Reset()
-	if err := cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, CloudOnly: true}); err != nil || !strings.Contains(out.String(), "No machine of cluster "+demo+" needs to be replaced") {
+	if err := cs.RollingUpdate(ctx, demo, cloudup.RollingOptions{Out: &out, CloudOnly: true}); err != nil || !strings.Contains(out.String(), "No machine of cluster "+demo+" needs to be replaced") {
 		t.Fatalf("rolling-update of a new cluster: %v\n%s", err, &out)
 	}
 	before := gceInstances(t, svc, migs)
@@ -100,15 +100,15 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 			ig.Spec.MachineType = "e2-standard-4"
 		}
 	}
-	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: stored.Cluster, InstanceGroups: stored.InstanceGroups}, ReplaceOptions{Force: true}); err != nil {
+	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: stored.Cluster, InstanceGroups: stored.InstanceGroups}, cloudup.ReplaceOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	out.Reset()
 	srv.ResetCalls()
-	if err := cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, CloudOnly: true}); err != nil {
+	if err := cs.RollingUpdate(ctx, demo, cloudup.RollingOptions{Out: &out, CloudOnly: true}); err != nil {
 		t.Fatalf("rolling-update --cloudonly: %v\n%s", err, &out)
 	}
 	if m := mutatingCalls(srv); len(m) != 0 {
@@ -144,7 +144,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.ResetCalls()
-	err = cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, Apply: true, CloudOnly: true, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second})
+	err = cs.RollingUpdate(ctx, demo, cloudup.RollingOptions{Out: &out, Apply: true, CloudOnly: true, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "etcd would lose its quorum") ||
 		!strings.Contains(err.Error(), "etcd-main: without "+order[0]+" only 1 of its 3 members would be healthy") ||
 		!strings.Contains(err.Error(), "its disk "+victim.Name+" is attached to no instance") {
@@ -158,7 +158,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	var logs bytes.Buffer
 	out.Reset()
 	srv.ResetCalls()
-	err = cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, Apply: true, CloudOnly: true, Interval: 20 * time.Millisecond,
+	err = cs.RollingUpdate(ctx, demo, cloudup.RollingOptions{Out: &out, Apply: true, CloudOnly: true, Interval: 20 * time.Millisecond,
 		Timeout: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Logf("rolling-update --yes --cloudonly:\n%s\n%s", &out, &logs)
 	if err != nil {
@@ -204,7 +204,7 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := cs.RollingUpdate(ctx, demo, RollingOptions{Out: &out, CloudOnly: true}); err != nil || !strings.Contains(out.String(), "No machine of cluster "+demo+" needs to be replaced") {
+	if err := cs.RollingUpdate(ctx, demo, cloudup.RollingOptions{Out: &out, CloudOnly: true}); err != nil || !strings.Contains(out.String(), "No machine of cluster "+demo+" needs to be replaced") {
 		t.Errorf("after the rolling update, machines still need it: %v\n%s", err, &out)
 	}
 }

@@ -1,4 +1,4 @@
-package cloudup
+package gceprovider
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"google.golang.org/api/dns/v1"
 	"google.golang.org/api/option"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -79,7 +79,7 @@ func TestGCECluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	calls := mutatingCalls(srv)
@@ -94,7 +94,7 @@ func TestGCECluster(t *testing.T) {
 
 	srv.ResetCalls()
 	out.Reset()
-	plan, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out})
+	plan, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out})
 	if err != nil || !plan.Empty() {
 		t.Errorf("the second update: %v\n%s", err, &out)
 	}
@@ -103,7 +103,7 @@ func TestGCECluster(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := cs.Delete(ctx, demo, DeleteOptions{Apply: true, Out: &out}); err != nil {
+	if err := cs.Delete(ctx, demo, cloudup.DeleteOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("delete --yes: %v\n%s", err, &out)
 	}
 	for _, want := range []string{"Deleted Disk/", "Deleted cluster " + demo} {
@@ -133,7 +133,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 	cs := gsClusters(t)
 	igs := createSmallGCE(t, cs, nil)
 	var out bytes.Buffer
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	srv.ResetCalls()
@@ -155,7 +155,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 	var base string
 	for _, ig := range igs {
 		if ig.Metadata.Name == "nodes" {
-			base = cloudgraph.GCEInstanceTemplateName(demo, ig, "europe-west1")
+			base = InstanceTemplateName(demo, ig, "europe-west1")
 		}
 	}
 	var old string
@@ -177,11 +177,11 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 			ig.Spec.MachineType = "e2-standard-4"
 		}
 	}
-	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: stored.Cluster, InstanceGroups: stored.InstanceGroups}, ReplaceOptions{Force: true}); err != nil {
+	if _, err := cs.Replace(ctx, "test", &model.Objects{Cluster: stored.Cluster, InstanceGroups: stored.InstanceGroups}, cloudup.ReplaceOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Out: &out}); err != nil {
 		t.Fatalf("update: %v\n%s", err, &out)
 	}
 	for _, want := range []string{
@@ -193,7 +193,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	for _, want := range []string{"  replace InstanceTemplate/" + base + "\n", "  delete InstanceTemplate/" + old + "\n"} {
@@ -205,7 +205,7 @@ func TestGCETemplateReplacementIsPlanned(t *testing.T) {
 		t.Errorf("template %s is left after the apply: %v", old, templates())
 	}
 	out.Reset()
-	if plan, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
+	if plan, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
 		t.Errorf("the update after the apply: %v\n%s", err, &out)
 	}
 }
@@ -218,7 +218,7 @@ func TestGCEFailedDryRunPrintsWhatCouldBePlanned(t *testing.T) {
 	cs := gsClusters(t)
 	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = "nodes@kubeup-demo.iam.gserviceaccount.com" })
 	var out bytes.Buffer
-	_, err := cs.Update(ctx, demo, UpdateOptions{Out: &out})
+	_, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "ServiceAccount/nodes@kubeup-demo.iam.gserviceaccount.com") {
 		t.Fatalf("update: %v, want the missing service account's failure", err)
 	}
@@ -247,7 +247,7 @@ func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
 	createSmallGCE(t, cs, func(c *model.Cluster) { c.Spec.GCE.ServiceAccount = email })
 	for _, apply := range []bool{false, true} {
 		var out, logs bytes.Buffer
-		if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: apply, Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+		if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: apply, Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
 			t.Fatalf("update (apply %t): %v\n%s", apply, err, &out)
 		}
 		for _, want := range []string{"level=WARN", "task=ServiceAccount/" + email, "service account " + email + " (spec.gce.serviceAccount) could not be checked: you may not read it (iam.serviceAccounts.get"} {
@@ -263,7 +263,7 @@ func TestGCEServiceAccountUnreadableIsAWarning(t *testing.T) {
 
 // createSmallGCE stores cluster demo on gce with one control-plane machine and one node in europe-west1-b, its
 // spec changed by set first (when not nil), and returns its instance groups.
-func createSmallGCE(t *testing.T, cs *Clusters, set func(c *model.Cluster)) []*model.InstanceGroup {
+func createSmallGCE(t *testing.T, cs *cloudup.Clusters, set func(c *model.Cluster)) []*model.InstanceGroup {
 	t.Helper()
 	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
 		Zones: []string{"europe-west1-b"}, ControlPlaneCount: 1, NodeCount: 1,
@@ -290,14 +290,14 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 	cs := gsClusters(t)
 	igs := createSmallGCE(t, cs, nil)
 	var out bytes.Buffer
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	svc, err := compute.NewService(ctx, option.WithEndpoint(os.Getenv(gcetasks.EndpointEnv)+"compute/v1/"), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := cloudgraph.GCEInstanceTemplateName(demo, group(igs, "nodes"), "europe-west1")
+	base := InstanceTemplateName(demo, group(igs, "nodes"), "europe-west1")
 	l, err := svc.InstanceTemplates.List("kubeup-demo").Do()
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +326,7 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	manager := "InstanceGroupManager/europe-west1-b/" + cloudgraph.GCEInstanceGroupManagerName(demo, "nodes", "europe-west1-b")
+	manager := "InstanceGroupManager/europe-west1-b/" + InstanceGroupManagerName(demo, "nodes", "europe-west1-b")
 	want := "Will delete resources:\n  " + manager + " (instance group nodes is no longer in the spec; its machines go with it)\n"
 	applied := []string{"  delete " + manager + "\n"}
 	for _, n := range templates {
@@ -338,14 +338,14 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 	want += "  StoreFile/" + demo + "/nodeup/nodes (instance group nodes is no longer in the spec)\n"
 	applied = append(applied, "  delete StoreFile/"+demo+"/nodeup/Node.role\n", "  delete StoreFile/"+demo+"/nodeup/nodes\n")
 	out.Reset()
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Out: &out}); err != nil {
 		t.Fatalf("update: %v\n%s", err, &out)
 	}
 	if got := out.String(); !strings.Contains(got, want+"Must specify --yes") {
 		t.Errorf("the dry run does not end with\n%s\nit printed:\n%s", want, got)
 	}
 	out.Reset()
-	if _, err := cs.Update(ctx, demo, UpdateOptions{Apply: true, Out: &out}); err != nil {
+	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
 		t.Fatalf("update --yes: %v\n%s", err, &out)
 	}
 	for _, w := range applied {
@@ -363,7 +363,7 @@ func TestGCERemovedGroupIsPlannedAsDeletions(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if plan, err := cs.Update(ctx, demo, UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
+	if plan, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Out: &out}); err != nil || !plan.Empty() {
 		t.Errorf("the update after the apply: %v\n%s", err, &out)
 	}
 }

@@ -1,16 +1,17 @@
-package model_test
+package gceprovider
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
-	"kubeup.dev/kubeup/model"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph/cloudgraphtest"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -19,7 +20,7 @@ import (
 // spec first.
 func gceGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster, igs []*model.InstanceGroup)) (*model.Cluster, []*model.InstanceGroup, *engine.Graph[*gcetasks.Cloud]) {
 	t.Helper()
-	c, igs := model.UserSpec(t, model.CloudGCE, controlPlanes)
+	c, igs := userSpec(t, controlPlanes)
 	if edit != nil {
 		edit(c, igs)
 	}
@@ -27,7 +28,7 @@ func gceGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster, igs [
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := cloudgraph.BuildGCECloudGraph(c, igs)
+	g, err := BuildCloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestBuildGCECloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
 			_, igs, g := gceGraph(t, controlPlanes, nil)
-			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d.golden", controlPlanes), cloudgraphtest.TaskList(t, g.Tasks()))
 			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d-fields.golden", controlPlanes), gceFields(t, g))
 
 			count := map[string]int{}
@@ -135,7 +136,7 @@ func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
 	c, igs, g := gceGraph(t, 3, func(c *model.Cluster, igs []*model.InstanceGroup) {
 		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
 		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, model.GCESubnetworkSpec{Region: "us-central1", Name: "central"})
-		n := model.Group(igs, "nodes")
+		n := group(igs, "nodes")
 		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
 	})
 	var managers, labels []string
@@ -144,13 +145,13 @@ func TestGCEUnusedGroupsKeepsTheGraphsGroups(t *testing.T) {
 		case *gcetasks.InstanceGroupManager:
 			managers = append(managers, x.Key().Name)
 		case *gcetasks.InstanceTemplate:
-			if !slices.Contains(labels, x.Labels[cloudgraph.LabelInstanceGroup]) {
-				labels = append(labels, x.Labels[cloudgraph.LabelInstanceGroup])
+			if !slices.Contains(labels, x.Labels[LabelInstanceGroup]) {
+				labels = append(labels, x.Labels[LabelInstanceGroup])
 			}
 		}
 	}
-	u := cloudgraph.GCEUnusedGroups(c, igs)
-	if u.Cluster != c.Metadata.Name || u.GroupLabel != cloudgraph.LabelInstanceGroup {
+	u := UnusedGroups(c, igs)
+	if u.Cluster != c.Metadata.Name || u.GroupLabel != LabelInstanceGroup {
 		t.Errorf("GCEUnusedGroups: cluster %q, label %q", u.Cluster, u.GroupLabel)
 	}
 	for _, x := range [][]string{managers, labels, u.Keep, u.Groups} {
@@ -171,9 +172,9 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 		c.Spec.Zones = append(c.Spec.Zones, "us-central1-a")
 		c.Spec.GCE.Subnetworks = append(c.Spec.GCE.Subnetworks, model.GCESubnetworkSpec{Region: "us-central1", Name: "central"})
 		c.Spec.GCE.SSHAccess = []string{"192.0.2.0/24"}
-		n := model.Group(igs, "nodes")
+		n := group(igs, "nodes")
 		n.Spec.Zones = append(n.Spec.Zones, "us-central1-a")
-		n.Spec.MinSize, n.Spec.MaxSize = model.Ptr(int32(5)), model.Ptr(int32(5))
+		n.Spec.MinSize, n.Spec.MaxSize = ptr(int32(5)), ptr(int32(5))
 	})
 	var got []string
 	for _, task := range g.Tasks() {
@@ -192,13 +193,13 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"control-plane-b-demo-example-com " + model.TestSubnetwork,
+		"control-plane-b-demo-example-com " + testSubnetwork,
 		"europe-west1-b 2 nodes-europe-west1-demo-example-com",
 		"europe-west1-c 1 nodes-europe-west1-demo-example-com",
 		"europe-west1-d 1 nodes-europe-west1-demo-example-com",
 		"kubeup-demo-example-com-https 0.0.0.0/0",
 		"kubeup-demo-example-com-ssh 192.0.2.0/24",
-		"nodes-europe-west1-demo-example-com " + model.TestSubnetwork,
+		"nodes-europe-west1-demo-example-com " + testSubnetwork,
 		"nodes-us-central1-demo-example-com central",
 		"us-central1-a 1 nodes-us-central1-demo-example-com",
 	}
@@ -208,8 +209,8 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 }
 
 func TestBuildGCECloudGraphRefusesOtherClouds(t *testing.T) {
-	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
-	if _, err := cloudgraph.BuildGCECloudGraph(c, igs); err == nil {
+	c, igs := model.Complete(localSpec(t))
+	if _, err := BuildCloudGraph(c, igs); err == nil {
 		t.Error("BuildGCECloudGraph accepted a local cluster")
 	}
 }
@@ -251,23 +252,60 @@ func TestGCEStartupScript(t *testing.T) {
 func TestGCENames(t *testing.T) {
 	long := strings.Repeat("d", 63) + ".example.com"
 	for _, tt := range []struct{ got, want string }{
-		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleControlPlane), "kubeup-demo-example-com-control-plane"},
-		{cloudgraph.GCENetworkTag("demo.example.com", model.RoleNode), "kubeup-demo-example-com-node"},
-		{cloudgraph.GCEImage("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
-		{cloudgraph.GCEImage("p", "my-image"), "projects/p/global/images/my-image"},
-		{cloudgraph.GCEImage("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
+		{NetworkTag("demo.example.com", model.RoleControlPlane), "kubeup-demo-example-com-control-plane"},
+		{NetworkTag("demo.example.com", model.RoleNode), "kubeup-demo-example-com-node"},
+		{Image("p", "debian-cloud/debian-12"), "projects/debian-cloud/global/images/family/debian-12"},
+		{Image("p", "my-image"), "projects/p/global/images/my-image"},
+		{Image("p", "projects/x/global/images/y"), "projects/x/global/images/y"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	for _, n := range []string{cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCEFirewallRuleName(long, "control-plane-from-node"),
-		cloudgraph.GCEInstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
-		if !model.GceResourceName.MatchString(n) {
+	for _, n := range []string{NetworkTag(long, model.RoleControlPlane), FirewallRuleName(long, "control-plane-from-node"),
+		InstanceGroupManagerName(long, "nodes", "europe-west1-b")} {
+		if !gceName.MatchString(n) {
 			t.Errorf("%q is not a GCE name", n)
 		}
 	}
-	if a, b := cloudgraph.GCENetworkTag(long, model.RoleControlPlane), cloudgraph.GCENetworkTag(long, model.RoleNode); a == b {
+	if a, b := NetworkTag(long, model.RoleControlPlane), NetworkTag(long, model.RoleNode); a == b {
 		t.Errorf("the roles' tags of a long cluster name are both %s", a)
 	}
+}
+
+// confSHA256Line is the line of a startup script that pins the node configuration's sha256.
+var confSHA256Line = regexp.MustCompile(`(?m)^CONF_SHA256='([0-9a-f]{64})'$`)
+
+// gceName is what GCE takes as a resource's name (RFC 1035: at most 63 characters).
+var gceName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// testSubnetwork is the subnetwork of region europe-west1 in the tests' gce cluster.
+const testSubnetwork = "kubeup-europe-west1"
+
+// userSpec is the user spec of the tests' gce cluster, demo.example.com with controlPlanes control planes and two
+// nodes over three zones of europe-west1, as `kubeup create cluster` makes it from a development build (which
+// carries no nodeup of its own).
+func userSpec(t *testing.T, controlPlanes int) (*model.Cluster, []*model.InstanceGroup) {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudGCE,
+		ControlPlaneCount: controlPlanes, NodeCount: 2, Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"},
+		Project: "kubeup-demo", Network: "kubeup-net", Subnetworks: []string{"europe-west1=" + testSubnetwork},
+		NodeupURL:    "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64",
+		NodeupSHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "gs://kubeup-state/demo.example.com"
+	return c, igs
+}
+
+// localSpec is the user spec of a local cluster, which the gce graph builder refuses.
+func localSpec(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
+	return c, igs
 }

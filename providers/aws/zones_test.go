@@ -1,4 +1,4 @@
-package cloudup
+package awsprovider
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"kubeup.dev/kubeup/cloudup"
 	"kubeup.dev/kubeup/internal/fakeaws"
 	"kubeup.dev/kubeup/model"
 )
@@ -29,22 +30,23 @@ func awsZonesSpec(region string, zones ...string) *model.Cluster {
 		Spec: model.ClusterSpec{CloudProvider: model.CloudAWS, Region: region, Zones: zones}}
 }
 
-// The zones are checked against what EC2 lists in the region: every one that is not is said at its index.
+// The zones are checked against what EC2 lists in the region: every one that is not is said at its index; a
+// local cluster's are not checked.
 func TestCheckZones(t *testing.T) {
 	srv := httptest.NewServer(fakeaws.New())
 	t.Cleanup(srv.Close)
 	zonesEnv(t, srv.URL, "x")
 	ctx := context.Background()
-	if w, err := CheckZones(ctx, "test", awsZonesSpec("eu-west-1", "eu-west-1a", "eu-west-1c")); w != "" || err != nil {
+	if w, err := cloudup.CheckZones(ctx, "test", awsZonesSpec("eu-west-1", "eu-west-1a", "eu-west-1c")); w != "" || err != nil {
 		t.Errorf("zones of the region: warning %q, error %v", w, err)
 	}
-	_, err := CheckZones(ctx, "test", awsZonesSpec("eu-west-1", "eu-west-1x", "eu-west-1a", "us-east-1b"))
+	_, err := cloudup.CheckZones(ctx, "test", awsZonesSpec("eu-west-1", "eu-west-1x", "eu-west-1a", "us-east-1b"))
 	var inv *model.InvalidError
 	if !errors.As(err, &inv) || len(inv.Problems) != 2 || inv.Problems[0].Path != "spec.zones[0]" || inv.Problems[1].Path != "spec.zones[2]" ||
 		!strings.Contains(inv.Problems[1].Message, `"us-east-1b" is not a zone of region eu-west-1 (its zones: eu-west-1a,`) {
 		t.Errorf("error %v, want spec.zones[0] and spec.zones[2] refused", err)
 	}
-	if w, err := CheckZones(ctx, "test", &model.Cluster{Spec: model.ClusterSpec{CloudProvider: model.CloudLocal, Zones: []string{"x"}}}); w != "" || err != nil {
+	if w, err := cloudup.CheckZones(ctx, "test", &model.Cluster{Spec: model.ClusterSpec{CloudProvider: model.CloudLocal, Zones: []string{"x"}}}); w != "" || err != nil {
 		t.Errorf("local zones: warning %q, error %v; want them unchecked", w, err)
 	}
 }
@@ -54,23 +56,9 @@ func TestCheckZonesWithoutCredentials(t *testing.T) {
 	srv := httptest.NewServer(fakeaws.New())
 	t.Cleanup(srv.Close)
 	zonesEnv(t, srv.URL, "")
-	w, err := CheckZones(context.Background(), "test", awsZonesSpec("us-east-1", "us-east-1x"))
+	w, err := cloudup.CheckZones(context.Background(), "test", awsZonesSpec("us-east-1", "us-east-1x"))
 	if err != nil || !strings.Contains(w, "spec.zones were not checked against the zones of region us-east-1 (") ||
 		!strings.Contains(w, "credentials") {
 		t.Errorf("warning %q, error %v; want a warning that names the missing credentials", w, err)
-	}
-}
-
-// On gce too: without credentials (no application default credentials, no metadata server), a warning.
-func TestCheckZonesGCEWithoutCredentials(t *testing.T) {
-	home := t.TempDir()
-	for k, v := range map[string]string{"KUBEUP_GCE_ENDPOINT": "", "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": home,
-		"CLOUDSDK_CONFIG": home, "GCE_METADATA_HOST": "127.0.0.1:1"} {
-		t.Setenv(k, v)
-	}
-	c := &model.Cluster{Spec: model.ClusterSpec{CloudProvider: model.CloudGCE, Project: "p", Zones: []string{"us-central1-x"}}}
-	w, err := CheckZones(context.Background(), "test", c)
-	if err != nil || !strings.Contains(w, "spec.zones were not checked against the zones of project p (") {
-		t.Errorf("warning %q, error %v; want a warning", w, err)
 	}
 }

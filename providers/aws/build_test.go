@@ -1,9 +1,7 @@
-package model_test
+package awsprovider
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/cloudup/cloudgraph"
-	"kubeup.dev/kubeup/model"
 	"maps"
 	"regexp"
 	"slices"
@@ -12,8 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph/cloudgraphtest"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/golden"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 	"kubeup.dev/kubeup/tasks/storetasks"
 )
@@ -22,7 +22,7 @@ import (
 // spec first.
 func awsGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster)) (*model.Cluster, []*model.InstanceGroup, *engine.Graph[*awstasks.Cloud]) {
 	t.Helper()
-	c, igs := model.UserSpec(t, model.CloudAWS, controlPlanes)
+	c, igs := userSpec(t, controlPlanes)
 	if edit != nil {
 		edit(c)
 	}
@@ -30,7 +30,7 @@ func awsGraph(t *testing.T, controlPlanes int, edit func(c *model.Cluster)) (*mo
 	if err := model.Validate("test", c, igs); err != nil {
 		t.Fatal(err)
 	}
-	g, err := cloudgraph.BuildAWSCloudGraph(c, igs)
+	g, err := BuildCloudGraph(c, igs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestBuildAWSCloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
 			_, igs, g := awsGraph(t, controlPlanes, nil)
-			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d.golden", controlPlanes), cloudgraphtest.TaskList(t, g.Tasks()))
 			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d-fields.golden", controlPlanes), awsFields(t, g))
 
 			count := map[string]int{}
@@ -179,8 +179,8 @@ func TestBuildAWSCloudGraphAccess(t *testing.T) {
 }
 
 func TestBuildAWSCloudGraphRefusesOtherClouds(t *testing.T) {
-	c, igs := model.CompleteSpec(t, model.CloudLocal, 1)
-	if _, err := cloudgraph.BuildAWSCloudGraph(c, igs); err == nil {
+	c, igs := model.Complete(localSpec(t))
+	if _, err := BuildCloudGraph(c, igs); err == nil {
 		t.Error("BuildAWSCloudGraph accepted a local cluster")
 	}
 }
@@ -218,41 +218,6 @@ func TestAWSUserData(t *testing.T) {
 		}
 		if !strings.Contains(*lt.UserData, "CONF='s3://kubeup-state/demo.example.com/nodeup/"+ig.Metadata.Name+"'\n") {
 			t.Errorf("%s: user data does not read s3://kubeup-state/demo.example.com/nodeup/%s:\n%s", lt.Name, ig.Metadata.Name, *lt.UserData)
-		}
-	}
-}
-
-func TestUserDataGolden(t *testing.T) {
-	c, igs := model.CompleteSpec(t, model.CloudAWS, 3)
-	ud, err := model.UserData(c, model.FindInstanceGroup(igs, "control-plane-b"), strings.Repeat("c0", 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Assert(t, "testdata/userdata-control-plane-b.golden", []byte(ud))
-	if len(ud) > 16<<10 {
-		t.Errorf("user data is %d bytes: EC2 takes 16 KiB", len(ud))
-	}
-
-	if _, err := model.UserData(c, igs[0], "not a sha256"); err == nil {
-		t.Error("UserData took a configuration sha256 that is not one")
-	}
-	c.Spec.ConfigBase = "s3://kubeup-state/other.example.com"
-	if _, err := model.UserData(c, igs[0], strings.Repeat("c0", 32)); err == nil || !strings.Contains(err.Error(), "is not <state store>/demo.example.com") {
-		t.Errorf("UserData with a configBase of another name: %v", err)
-	}
-}
-
-func TestNodeConfigURL(t *testing.T) {
-	c, _ := model.CompleteSpec(t, model.CloudAWS, 1)
-	for base, want := range map[string]string{
-		"s3://kubeup-state/demo.example.com":           "s3://kubeup-state/demo.example.com/nodeup/nodes",
-		"s3://kubeup-state/clusters/demo.example.com/": "s3://kubeup-state/clusters/demo.example.com/nodeup/nodes",
-		"s3://kubeup-state/demo.example.com.old":       "",
-	} {
-		c.Spec.ConfigBase = base
-		got, err := model.NodeConfigURL(c, "nodes")
-		if got != want || (err == nil) != (want != "") {
-			t.Errorf("NodeConfigURL with configBase %s = %q, %v; want %q", base, got, err, want)
 		}
 	}
 }
@@ -301,4 +266,33 @@ func TestBuildAWSCloudGraphSpecPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// userSpec is the user spec of the tests' aws cluster, demo.example.com with controlPlanes control planes and two
+// nodes over three zones of us-east-1, as `kubeup create cluster` makes it from a development build (which
+// carries no nodeup of its own).
+func userSpec(t *testing.T, controlPlanes int) (*model.Cluster, []*model.InstanceGroup) {
+	t.Helper()
+	subnet := func(zone string) string { return "subnet-0000000000000000" + zone }
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudAWS,
+		ControlPlaneCount: controlPlanes, NodeCount: 2, Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"},
+		VPC: "vpc-0123456789abcdef0", Subnets: []string{subnet("a"), subnet("b"), subnet("c")},
+		NodeupURL:    "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64",
+		NodeupSHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "s3://kubeup-state/demo.example.com"
+	return c, igs
+}
+
+// localSpec is the user spec of a local cluster, which the aws graph builder refuses.
+func localSpec(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
+	t.Helper()
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
+	return c, igs
 }

@@ -1,11 +1,11 @@
-package cloudgraph
+package awsprovider
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/model"
-	"slices"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
 )
 
@@ -15,13 +15,9 @@ const (
 	awsRootVolumeType   = "gp3"
 )
 
-// Tags of the launch templates and Auto Scaling groups (and so of the machines).
-const (
-	// TagInstanceGroup names a machine's instance group.
-	TagInstanceGroup = "kubeup.dev/instance-group"
-	// TagNode marks the machines of a Node group, as TagControlPlane those of a ControlPlane group.
-	TagNode = "k8s.io/role/node"
-)
+// TagInstanceGroup names a machine's instance group: a tag of the launch templates and Auto Scaling groups (and
+// so of the machines), with cloudgraph.TagNode or model.TagControlPlane.
+const TagInstanceGroup = "kubeup.dev/instance-group"
 
 // SecurityGroupName is the name of a role's security group: control-plane.<cluster> or nodes.<cluster>.
 func SecurityGroupName(cluster, role string) string {
@@ -31,7 +27,7 @@ func SecurityGroupName(cluster, role string) string {
 	return "nodes." + cluster
 }
 
-// BuildAWSCloudGraph returns the cloud graph of a complete, valid spec on aws:
+// BuildCloudGraph returns the cloud graph of a complete, valid spec on aws:
 //   - the user's VPC, subnets and instance profiles, checked and never changed (engine.ExistsAndValidates);
 //   - the security groups control-plane.<cluster> and nodes.<cluster>: the nodes let in every protocol from both
 //     groups, the control plane from itself, and from the nodes udp, icmp and tcp but etcd's client and peer
@@ -40,15 +36,12 @@ func SecurityGroupName(cluster, role string) string {
 //   - one EBS volume per etcd member (EtcdVolumeName, EtcdVolumeTags);
 //   - per instance group, a launch template and an Auto Scaling group <group>.<cluster>, whose user data
 //     (UserData) runs nodeup with the group's node configuration, once that is written (the Auto Scaling groups
-//     and launch templates of groups no longer in the spec are no task: see AWSUnusedGroups);
+//     and launch templates of groups no longer in the spec are no task: see UnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
-func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
+func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*awstasks.Cloud], error) {
 	name := c.Metadata.Name
 	s := &c.Spec
-	if s.CloudProvider != model.CloudAWS {
-		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not aws", name, s.CloudProvider)
-	}
 	if s.AWS == nil {
 		return nil, fmt.Errorf("cluster %s: spec.aws is required", name)
 	}
@@ -115,7 +108,7 @@ func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 	for _, e := range s.EtcdClusters {
 		etcdPorts = append(etcdPorts, e.ClientPort, e.PeerPort)
 	}
-	for _, r := range portRangesWithout(etcdPorts) {
+	for _, r := range cloudgraph.PortRangesWithout(etcdPorts) {
 		rule(model.RoleControlPlane, fmt.Sprintf("tcp-%d-%d-from-nodes", r[0], r[1]), &awstasks.SecurityGroupRule{
 			Protocol: "tcp", FromPort: ptr(r[0]), ToPort: ptr(r[1]), SourceGroup: groups[model.RoleNode],
 		})
@@ -142,7 +135,7 @@ func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 		}
 	}
 
-	common, err := addCommonTasks(g, c, igs, nil)
+	common, err := cloudgraph.AddCommonTasks(g, c, igs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -150,13 +143,12 @@ func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 	// Each instance group's launch template and Auto Scaling group.
 	for _, ig := range igs {
 		lt := model.LaunchTemplateName(name, ig.Metadata.Name)
-		roleTag := TagNode
+		roleTag := cloudgraph.TagNode
 		if ig.Spec.Role == model.RoleControlPlane {
 			roleTag = model.TagControlPlane
 		}
 		tags := owned(lt, map[string]string{TagInstanceGroup: ig.Metadata.Name, roleTag: "1"})
-		conf := common.nodeConfigs[ig.Metadata.Name]
-		makeConf := common.nodeConfig[ig.Metadata.Name]
+		conf, confSum := common.NodeConfig(ig.Metadata.Name)
 		template := engine.Add(g, &awstasks.LaunchTemplate{
 			Name:             lt,
 			Image:            ptr(ig.Spec.Image),
@@ -169,11 +161,7 @@ func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 			// The user data pins the machines to the configuration the same maker writes (conf): made once the
 			// keystore's keypairs are found or issued, as conf's is.
 			MakeUserData: func() (string, error) {
-				obj, _, err := makeConf()
-				if err != nil {
-					return "", err
-				}
-				sum, err := model.NodeConfigObjectSHA256(model.NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+				sum, err := confSum()
 				if err != nil {
 					return "", err
 				}
@@ -201,37 +189,16 @@ func BuildAWSCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 	return g, nil
 }
 
-// AWSUnusedGroups is what the instance groups removed from the spec of a complete aws cluster leave: their Auto
+// UnusedGroups is what the instance groups removed from the spec of a complete aws cluster leave: their Auto
 // Scaling groups and launch templates, by their TagInstanceGroup. It is no task of the cloud graph: an update
 // deletes them once the graph is applied, and its dry run lists each one it will delete.
-func AWSUnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *awstasks.UnusedGroups {
+func UnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *awstasks.UnusedGroups {
 	u := &awstasks.UnusedGroups{Cluster: c.Metadata.Name, GroupTag: TagInstanceGroup}
 	for _, ig := range igs {
 		u.Groups = append(u.Groups, ig.Metadata.Name)
 		u.Keep = append(u.Keep, model.LaunchTemplateName(c.Metadata.Name, ig.Metadata.Name))
 	}
 	return u
-}
-
-// portRangesWithout are the tcp port ranges [from, to] that cover 1-65535 but the ports left out.
-func portRangesWithout(out []int32) [][2]int32 {
-	out = slices.Clone(out)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	var ranges [][2]int32
-	from := int32(1)
-	for _, p := range out {
-		if p > from {
-			ranges = append(ranges, [2]int32{from, p - 1})
-		}
-		if p+1 > from {
-			from = p + 1
-		}
-	}
-	if from <= 65535 {
-		ranges = append(ranges, [2]int32{from, 65535})
-	}
-	return ranges
 }
 
 // instanceProfileName is the instance profile of a role's machines.
@@ -248,3 +215,5 @@ func securityGroupDescription(cluster, role string) string {
 	}
 	return "kubeup: the nodes of cluster " + cluster
 }
+
+func ptr[T any](v T) *T { return &v }

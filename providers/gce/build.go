@@ -1,12 +1,13 @@
-package cloudgraph
+package gceprovider
 
 import (
 	"fmt"
-	"kubeup.dev/kubeup/model"
 	"strings"
 
+	"kubeup.dev/kubeup/cloudup/cloudgraph"
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/gcelabels"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 )
 
@@ -28,28 +29,28 @@ const maxGCETemplateBaseName = 54
 // gceRoles are the roles of the network tags and firewall rules, as they appear in the names.
 var gceRoles = map[string]string{model.RoleControlPlane: "control-plane", model.RoleNode: "node"}
 
-// GCENetworkTag is the network tag of a role's machines: kubeup-<cluster>-control-plane or kubeup-<cluster>-node
+// NetworkTag is the network tag of a role's machines: kubeup-<cluster>-control-plane or kubeup-<cluster>-node
 // ('.' as '-'; cut with a hash when longer than GCE takes, see gcelabels.ResourceName). The firewall rules
 // target and allow machines by it.
-func GCENetworkTag(cluster, role string) string {
+func NetworkTag(cluster, role string) string {
 	return gcelabels.ResourceName("kubeup-"+cluster+"-"+gceRoles[role], model.MaxGCEName)
 }
 
-// GCEFirewallRuleName is the name of one of the cluster's firewall rules: kubeup-<cluster>-<rule>.
-func GCEFirewallRuleName(cluster, rule string) string {
+// FirewallRuleName is the name of one of the cluster's firewall rules: kubeup-<cluster>-<rule>.
+func FirewallRuleName(cluster, rule string) string {
 	return gcelabels.ResourceName("kubeup-"+cluster+"-"+rule, model.MaxGCEName)
 }
 
-// GCEDiskName is the name of an etcd member's disk: its EtcdVolumeName as a GCE name
+// DiskName is the name of an etcd member's disk: its EtcdVolumeName as a GCE name
 // (a-etcd-main-gce-example-com).
-func GCEDiskName(cluster string, e model.EtcdClusterSpec, m model.EtcdMemberSpec) string {
+func DiskName(cluster string, e model.EtcdClusterSpec, m model.EtcdMemberSpec) string {
 	return gcelabels.ResourceName(model.EtcdVolumeName(cluster, e, m), model.MaxGCEName)
 }
 
-// GCEInstanceTemplateName is the base name of an instance group's template in a region (the template's real
+// InstanceTemplateName is the base name of an instance group's template in a region (the template's real
 // name adds a hash of its content): <group>-<cluster>, or <group>-<region>-<cluster> for a group whose zones are
 // in more than one region (a template names one region's subnetwork).
-func GCEInstanceTemplateName(cluster string, ig *model.InstanceGroup, region string) string {
+func InstanceTemplateName(cluster string, ig *model.InstanceGroup, region string) string {
 	base := ig.Metadata.Name + "-" + cluster
 	if len(model.GCERegions(ig.Spec.Zones)) > 1 {
 		base = ig.Metadata.Name + "-" + region + "-" + cluster
@@ -57,16 +58,16 @@ func GCEInstanceTemplateName(cluster string, ig *model.InstanceGroup, region str
 	return gcelabels.ResourceName(base, maxGCETemplateBaseName)
 }
 
-// GCEInstanceGroupManagerName is the name of an instance group's managed instance group in a zone:
+// InstanceGroupManagerName is the name of an instance group's managed instance group in a zone:
 // <group>-<zone>-<cluster>.
-func GCEInstanceGroupManagerName(cluster, ig, zone string) string {
+func InstanceGroupManagerName(cluster, ig, zone string) string {
 	return gcelabels.ResourceName(ig+"-"+zone+"-"+cluster, model.MaxGCEName)
 }
 
-// GCEImage is an instance group's spec.image as an instance template takes it: PROJECT/FAMILY is the newest image
+// Image is an instance group's spec.image as an instance template takes it: PROJECT/FAMILY is the newest image
 // of the family (debian-cloud/debian-12 -> projects/debian-cloud/global/images/family/debian-12), a bare NAME an
 // image of the cluster's project, and a projects/... path or URL is taken as it is.
-func GCEImage(project, image string) string {
+func Image(project, image string) string {
 	switch {
 	case strings.HasPrefix(image, "projects/") || strings.HasPrefix(image, "https://"):
 		return image
@@ -78,28 +79,25 @@ func GCEImage(project, image string) string {
 	}
 }
 
-// BuildGCECloudGraph returns the cloud graph of a complete, valid spec on gce:
+// BuildCloudGraph returns the cloud graph of a complete, valid spec on gce:
 //   - the user's network and subnetworks (one per region), checked and never changed (engine.ExistsAndValidates);
 //   - the machines' service account (spec.gce.serviceAccount), checked likewise; the instance templates wait for it;
-//   - the firewall rules kubeup-<cluster>-<rule> in the network, by the roles' network tags (GCENetworkTag):
+//   - the firewall rules kubeup-<cluster>-<rule> in the network, by the roles' network tags (NetworkTag):
 //     the nodes let in every protocol from both roles, the control plane from itself, and from the nodes udp,
 //     icmp and tcp but etcd's client and peer ports; both ssh (tcp 22) from spec.gce.sshAccess (when it lists
 //     any); the control plane also the API (tcp 443) from spec.gce.apiAccess; and FirewallRules, which deletes
 //     the cluster's rules (by their description) that none of these is, once these are made;
-//   - one disk per etcd member (GCEDiskName), labelled with gcetasks' encoding of EtcdVolumeTags;
-//   - per instance group and region, an instance template (GCEInstanceTemplateName) whose startup script
+//   - one disk per etcd member (DiskName), labelled with gcetasks' encoding of EtcdVolumeTags;
+//   - per instance group and region, an instance template (InstanceTemplateName) whose startup script
 //     (StartupScript) runs nodeup with the group's node configuration, once that is written, and per zone of
-//     the group a managed instance group (GCEInstanceGroupManagerName), the group's minSize spread over its
+//     the group a managed instance group (InstanceGroupManagerName), the group's minSize spread over its
 //     zones (the managed instance groups and templates of groups no longer in the spec are no task: see
-//     GCEUnusedGroups);
+//     UnusedGroups);
 //   - what every cloud's graph holds: the API's placeholder DNS records, the keystore, the complete spec and the
 //     node configurations in the state store.
-func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
+func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Graph[*gcetasks.Cloud], error) {
 	name := c.Metadata.Name
 	s := &c.Spec
-	if s.CloudProvider != model.CloudGCE {
-		return nil, fmt.Errorf("cluster %s: cloudProvider is %q, not gce", name, s.CloudProvider)
-	}
 	if s.GCE == nil {
 		return nil, fmt.Errorf("cluster %s: spec.gce is required", name)
 	}
@@ -117,10 +115,10 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, engine.WithLifecycle(engine.WarnIfInsufficientAccess))
 
 	// The firewall rules.
-	cp, node := GCENetworkTag(name, model.RoleControlPlane), GCENetworkTag(name, model.RoleNode)
+	cp, node := NetworkTag(name, model.RoleControlPlane), NetworkTag(name, model.RoleNode)
 	var rules []*gcetasks.FirewallRule
 	rule := func(r string, f *gcetasks.FirewallRule) {
-		f.Name, f.Network = GCEFirewallRuleName(name, r), network
+		f.Name, f.Network = FirewallRuleName(name, r), network
 		rules = append(rules, engine.Add(g, f))
 	}
 	all := []gcetasks.FirewallAllow{{Protocol: "all"}}
@@ -133,7 +131,7 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 		etcdPorts = append(etcdPorts, e.ClientPort, e.PeerPort)
 	}
 	var tcp []string
-	for _, r := range portRangesWithout(etcdPorts) {
+	for _, r := range cloudgraph.PortRangesWithout(etcdPorts) {
 		tcp = append(tcp, fmt.Sprintf("%d-%d", r[0], r[1]))
 	}
 	rule("control-plane-from-node", &gcetasks.FirewallRule{SourceTags: []string{node}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
@@ -166,7 +164,7 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 				size = ptr(int64(*m.VolumeSize))
 			}
 			engine.Add(g, &gcetasks.Disk{
-				Name:   GCEDiskName(name, e, m),
+				Name:   DiskName(name, e, m),
 				Zone:   ptr(m.Zone),
 				SizeGB: size,
 				Type:   m.VolumeType,
@@ -175,14 +173,14 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 		}
 	}
 
-	common, err := addCommonTasks(g, c, igs, nil)
+	common, err := cloudgraph.AddCommonTasks(g, c, igs, nil)
 	if err != nil {
 		return nil, err
 	}
 
 	// Each instance group's templates and managed instance groups.
 	for _, ig := range igs {
-		roleTag := TagNode
+		roleTag := cloudgraph.TagNode
 		if ig.Spec.Role == model.RoleControlPlane {
 			roleTag = model.TagControlPlane
 		}
@@ -191,8 +189,7 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 			return nil, err
 		}
 		labels[LabelInstanceGroup] = gcelabels.LabelValue(ig.Metadata.Name)
-		conf := common.nodeConfigs[ig.Metadata.Name]
-		makeConf := common.nodeConfig[ig.Metadata.Name]
+		conf, confSum := common.NodeConfig(ig.Metadata.Name)
 		templates := map[string]*gcetasks.InstanceTemplate{}
 		for _, region := range model.GCERegions(ig.Spec.Zones) {
 			sn := subnetworks[region]
@@ -200,23 +197,19 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 				return nil, fmt.Errorf("instance group %s: region %s has no subnetwork in spec.gce.subnetworks", ig.Metadata.Name, region)
 			}
 			templates[region] = engine.Add(g, &gcetasks.InstanceTemplate{
-				Name:           GCEInstanceTemplateName(name, ig, region),
+				Name:           InstanceTemplateName(name, ig, region),
 				MachineType:    ig.Spec.MachineType,
-				Image:          GCEImage(s.Project, ig.Spec.Image),
+				Image:          Image(s.Project, ig.Spec.Image),
 				ServiceAccount: ptr(gs.ServiceAccount),
 				Network:        network,
 				Subnetwork:     sn,
-				Tags:           []string{GCENetworkTag(name, ig.Spec.Role)},
+				Tags:           []string{NetworkTag(name, ig.Spec.Role)},
 				Labels:         labels,
 				RootDiskSizeGB: ptr(int64(gceRootDiskSizeGB)),
 				// The startup script pins the machines to the configuration the same maker writes (conf): made
 				// once the keystore's keypairs are found or issued, as conf's is.
 				MakeStartupScript: func() (string, error) {
-					obj, _, err := makeConf()
-					if err != nil {
-						return "", err
-					}
-					sum, err := model.NodeConfigObjectSHA256(model.NodeConfigPath(name, ig.Metadata.Name), []byte(obj.Reveal()))
+					sum, err := confSum()
 					if err != nil {
 						return "", err
 					}
@@ -228,7 +221,7 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 		sizes := spread(ig.Spec.MinSize, len(ig.Spec.Zones))
 		for i, z := range ig.Spec.Zones {
 			engine.Add(g, &gcetasks.InstanceGroupManager{
-				Name:             GCEInstanceGroupManagerName(name, ig.Metadata.Name, z),
+				Name:             InstanceGroupManagerName(name, ig.Metadata.Name, z),
 				Zone:             ptr(z),
 				TargetSize:       ptr(sizes[i]),
 				Template:         templates[model.GCERegion(z)],
@@ -239,15 +232,15 @@ func BuildGCECloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.G
 	return g, nil
 }
 
-// GCEUnusedGroups is what the instance groups removed from the spec of a complete gce cluster leave: their managed
+// UnusedGroups is what the instance groups removed from the spec of a complete gce cluster leave: their managed
 // instance groups and instance templates, by the templates' LabelInstanceGroup. It is no task of the cloud graph:
 // an update deletes them once the graph is applied, and its dry run lists each one it will delete.
-func GCEUnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *gcetasks.UnusedGroups {
+func UnusedGroups(c *model.Cluster, igs []*model.InstanceGroup) *gcetasks.UnusedGroups {
 	u := &gcetasks.UnusedGroups{Cluster: c.Metadata.Name, GroupLabel: LabelInstanceGroup}
 	for _, ig := range igs {
 		u.Groups = append(u.Groups, gcelabels.LabelValue(ig.Metadata.Name))
 		for _, z := range ig.Spec.Zones {
-			u.Keep = append(u.Keep, z+"/"+GCEInstanceGroupManagerName(c.Metadata.Name, ig.Metadata.Name, z))
+			u.Keep = append(u.Keep, z+"/"+InstanceGroupManagerName(c.Metadata.Name, ig.Metadata.Name, z))
 		}
 	}
 	return u
@@ -268,3 +261,5 @@ func spread(total *int32, n int) []int64 {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }
