@@ -11,6 +11,7 @@ import (
 	"kubeup.dev/kubeup/internal/fakegcs"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/statestore"
+	"kubeup.dev/kubeup/statestore/gsstore"
 )
 
 const demo = "demo.example.com"
@@ -20,7 +21,7 @@ func gsClusters(t *testing.T) *cloudup.Clusters {
 	t.Helper()
 	srv := httptest.NewServer(fakegcs.New("state"))
 	t.Cleanup(srv.Close)
-	t.Setenv(statestore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv(gsstore.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
 	st, err := statestore.Open(context.Background(), "gs://state/kubeup")
 	if err != nil {
 		t.Fatal(err)
