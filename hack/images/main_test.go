@@ -118,3 +118,58 @@ func TestParseSpecRefused(t *testing.T) {
 		}
 	}
 }
+
+// An image given -cmd has those default arguments (agnhost's ["pause"]); one without has none. A -cmd of an image
+// no -image names, or a second -cmd of one image, is refused, naming it, and nothing is written.
+func TestCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildPause(t, dir)
+	const ref = "registry.k8s.io/e2e-test-images/agnhost:2.56"
+	sp, err := parseSpec(ref + "=" + bin + ":/agnhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs commands
+	if err := cs.Set(ref + "=pause"); err != nil {
+		t.Fatal(err)
+	}
+	images, err := withCommands(specs{sp}, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := run(out, images); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := readArchive(t, filepath.Join(out, "agnhost.tar"), ref).ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Config.Entrypoint, " ") != "/agnhost" || strings.Join(cfg.Config.Cmd, " ") != "pause" {
+		t.Errorf("config: entrypoint %q, cmd %q; want [/agnhost] [pause]", cfg.Config.Entrypoint, cfg.Config.Cmd)
+	}
+
+	for _, tc := range []struct {
+		cmds []string
+		want string
+	}{
+		{[]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-1=sh"}, "no -image names registry.k8s.io/e2e-test-images/busybox:1.37.0-1"},
+		{[]string{ref + "=pause", ref + "=netexec"}, "has default arguments already"},
+	} {
+		var cs commands
+		for _, c := range tc.cmds {
+			if err := cs.Set(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := withCommands(specs{sp}, cs); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("withCommands(%q) = %v, want an error saying %q", tc.cmds, err, tc.want)
+		}
+	}
+	for _, v := range []string{ref, ref + "=", "agnhost=pause"} {
+		var cs commands
+		if err := cs.Set(v); err == nil {
+			t.Errorf("-cmd %q taken", v)
+		}
+	}
+}
