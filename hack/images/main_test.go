@@ -173,3 +173,76 @@ func TestCommand(t *testing.T) {
 		}
 	}
 }
+
+// imagesCache is the directory `make images` wrote (KUBEUP_IMAGES, which make exports); with none, the test
+// skips, loudly, and fails under CI=true.
+func imagesCache(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("KUBEUP_IMAGES")
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("KUBEUP_IMAGES is not set, and CI=true: run the tests through make test, which builds the images")
+		}
+		t.Skip("KUBEUP_IMAGES is not set: make images writes the archives (make test sets it)")
+	}
+	return dir
+}
+
+// modVersion is the version goMod requires of module.
+func modVersion(t *testing.T, goMod, module string) string {
+	t.Helper()
+	b, err := os.ReadFile(goMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("%s requires no %s", goMod, module)
+	return ""
+}
+
+// The CoreDNS image `make images` writes is named as kubeadm names it, at the version hack/coredns/go.mod pins,
+// and holds a static coredns at /coredns, its entrypoint, which names that version.
+func TestCoreDNSImage(t *testing.T) {
+	dir := imagesCache(t)
+	version := modVersion(t, "../coredns/go.mod", "github.com/coredns/coredns")
+	ref := "registry.k8s.io/coredns/coredns:" + version
+	index, err := os.ReadFile(filepath.Join(dir, "IMAGES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains("\n"+string(index), "\ncoredns.tar "+ref+"\n") {
+		t.Fatalf("%s/IMAGES does not list coredns.tar %s:\n%s", dir, ref, index)
+	}
+	img := readArchive(t, filepath.Join(dir, "coredns.tar"), ref)
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Config.Entrypoint, " ") != "/coredns" {
+		t.Errorf("entrypoint %q, want [/coredns]", cfg.Config.Entrypoint)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers, %v; want 1 (no base)", len(layers), err)
+	}
+	_, bodies := layerEntries(t, layers[0])
+	body, ok := bodies["coredns"]
+	if !ok {
+		t.Fatalf("the layer holds no /coredns, the entrypoint: %v", bodies)
+	}
+	bin := filepath.Join(t.TempDir(), "coredns")
+	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := static(bin); err != nil {
+		t.Error(err)
+	}
+	out, err := exec.Command(bin, "-version").CombinedOutput()
+	if want := "CoreDNS-" + strings.TrimPrefix(version, "v"); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("/coredns -version: %v, %q; want it to name %s", err, out, want)
+	}
+}
