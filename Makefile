@@ -249,8 +249,8 @@ images: kube-binaries
 # flags. The images are written by hack/images' tool, named as e2e.test asks for them once
 # hack/conformance/repo-list.yaml (KUBE_TEST_REPO_LIST) maps its registries to $(E2E_REGISTRY): agnhost from
 # k8s.io/kubernetes/test/images/agnhost (the same module); busybox, jessie-dnsutils and agnhost on a base of
-# Debian's busybox-static, dig and curl (the packages pinned in $(CONFORMANCE_DEBS), fetched as kube-proxy's
-# are); httpd and nginx stand-ins (busybox's httpd on port 80); pause 3.10.1 (hack/images/pause). Their cache
+# Debian's busybox-static, dig, curl and netcat-openbsd (nc: the link Debian's alternatives would make, over
+# busybox's) (the packages pinned in $(CONFORMANCE_DEBS), fetched as kube-proxy's are); httpd and nginx stand-ins (busybox's httpd on port 80); pause 3.10.1 (hack/images/pause). Their cache
 # is keyed by hack/images, hack/conformance's go.mod, go.sum, package list and repo list, and the image list;
 # IMAGES lists "archive reference" a line, as $(KUBEUP_IMAGES) does, and repo-list.yaml is beside them. Each is
 # built into a temporary directory renamed into place.
@@ -283,6 +283,7 @@ conformance-deps: e2e-packages
 		echo "conformance-deps: building agnhost and pause, and writing the test images into $$dir (once; a few minutes)"; \
 		$(IMAGES_MOD)/debs.sh fetch $(CONFORMANCE_DEBS) '$(KUBEUP_CONFORMANCE_DEBS)'; \
 		$(IMAGES_MOD)/debs.sh unpack '$(KUBEUP_CONFORMANCE_DEBS)' "$$tmp/base"; \
+		rm -f "$$tmp/base/usr/bin/nc"; ln -sfn nc.openbsd "$$tmp/base/bin/nc"; \
 		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/agnhost" \
 			k8s.io/kubernetes/test/images/agnhost); \
 		(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause); \
