@@ -66,7 +66,7 @@ build:
 	sum=$$(sha256sum bin/nodeup-linux-amd64 | cut -d' ' -f1); \
 	$(GO) build -ldflags "$(LDFLAGS) $(NODEUP_LDFLAGS)" -o bin/ ./cmd/kubeup
 
-## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
+## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and those of hack/images and hack/conformance (Go modules of their own; not the conformance run: make conformance), then every fuzz target for FUZZTIME (10s) each
 # lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the
 # module downloads wait on the network and the disk while the builds use the cores. Their output is not synced:
 # make syncs a whole recipe, and each of these is one shell command, so its progress lines would wait for its
