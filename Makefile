@@ -241,7 +241,7 @@ images: kube-binaries
 	rm -r "$$tmp/bin/images" "$$tmp/kube-proxy-base"; \
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
-## conformance-deps: build the upstream e2e test binary (e2e.test) into $(KUBEUP_E2E_TEST) and the test images make conformance's focus needs into $(KUBEUP_CONFORMANCE_IMAGES), once (root only; not part of make test or make demo; about 40 minutes on 2 cores)
+## conformance-deps: build the upstream e2e test binary (e2e.test) into $(KUBEUP_E2E_TEST) and the test images make conformance's focus needs into $(KUBEUP_CONFORMANCE_IMAGES), once (root only; not part of make test or make demo; about 20 minutes on 2 cores)
 # e2e.test is `go test -c k8s.io/kubernetes/test/e2e`, as upstream's build (hack/lib/golang.sh) makes it, from the
 # k8s.io/kubernetes module pinned in hack/conformance/go.mod (a module of its own: ginkgo, gomega and the test
 # packages stay out of hack/kube-binaries; its version is hack/kube-binaries', a test holds them together),
@@ -271,7 +271,7 @@ conformance-deps: e2e-packages
 	dir='$(KUBEUP_E2E_TEST)'; \
 	if [ ! -x "$$dir/e2e.test" ]; then \
 		tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; start=$$(date +%s); \
-		echo "conformance-deps: building e2e.test of Kubernetes $(KUBE_VERSION) into $$dir (once; about 30 minutes on 2 cores)"; \
+		echo "conformance-deps: building e2e.test of Kubernetes $(KUBE_VERSION) into $$dir (once; about 20 minutes on 2 cores)"; \
 		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) test -c -vet=off -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' \
 			-o "$$tmp/e2e.test" k8s.io/kubernetes/test/e2e); \
 		mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"; trap - EXIT; \
