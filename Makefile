@@ -19,7 +19,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps
+.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps conformance-deps conformance
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -73,7 +73,7 @@ build:
 	done; \
 	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(LDFLAGS) -X kubeup.dev/kubeup/internal/version.Nodeup=$$nodeup" -o bin/ ./cmd/kubeup
 
-## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and hack/images' own (a Go module of its own), then every fuzz target for FUZZTIME (10s) each
+## test: lint and the e2e prerequisites side by side, then every test with the race detector, including the ones behind the e2e build tag (they need root) and the bounded reliability suite (fault matrix, SIGKILLs, protokube chaos), and those of hack/images and hack/conformance (Go modules of their own; not the conformance run: make conformance), then every fuzz target for FUZZTIME (10s) each
 # lint and the e2e prerequisites run side by side (make -j): on a fresh machine apt, debootstrap, npm and the
 # module downloads wait on the network and the disk while the builds use the cores. Their output is not synced:
 # make syncs a whole recipe, and each of these is one shell command, so its progress lines would wait for its
@@ -85,6 +85,7 @@ test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=none lint e2e-deps
 	$(GO) test -count=1 -race -tags e2e -timeout 30m $(SLOW_TEST_PKGS) ./...
 	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
+	cd $(CONFORMANCE_MOD) && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
 
 ## fuzz: every fuzz target (hack/fuzz.sh) for FUZZTIME each (default 10s; make fuzz FUZZTIME=5m); a crasher fails it, named
@@ -200,46 +201,121 @@ runtime-binaries: e2e-packages
 	printf '%s %s\n' containerd $(CONTAINERD_VERSION) runc $(RUNC_VERSION) cni-plugins $(CNI_PLUGINS_VERSION) crictl $(CRICTL_VERSION) >"$$tmp/VERSIONS"; \
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
-## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
+## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, CoreDNS, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
 # hack/images (a Go module of its own, with go-containerregistry) writes one archive per image, named as kubeup's
 # manifests name it, that `ctr images import` accepts: the static binaries of `make kube-binaries` at
 # /usr/local/bin/<name>; etcd built static (CGO_ENABLED=0) from go.etcd.io/etcd/server/v3 pinned in hack/etcd/go.mod
-# (its version is model.DefaultEtcdVersion: a test holds them together) at /usr/local/bin/etcd; the sandbox image
+# (its version is model.DefaultEtcdVersion: a test holds them together) at /usr/local/bin/etcd; CoreDNS built
+# static from github.com/coredns/coredns pinned in hack/coredns/go.mod (a module of its own: its cloud plugins'
+# SDKs stay out of hack/images) at /coredns, its entrypoint, named as kubeadm names it; the sandbox image
 # $(PAUSE_IMAGE) (containerd's default) holding /pause, our own (hack/images/pause); and the e2e workload
 # $(HELLO_IMAGE) holding /hello (hack/images/hello). kube-proxy runs iptables: its image has a base layer, Debian
 # 12's iptables and nftables with the libraries they link, unpacked (not installed) from the packages pinned by
 # version and sha256 in $(PROXY_DEBS), which hack/images/debs.sh downloads once into $(KUBEUP_DEBS) (keyed by
 # the list; a second run asks no mirror) and unpacks with iptables linked to its nf_tables backend. The cache is
-# keyed by hack/images (the list too), hack/etcd and hack/kube-binaries; $(KUBEUP_IMAGES)/IMAGES lists "archive
-# reference" a line, bin/ holds etcd, pause and hello. Built into a temporary directory renamed into place. The
+# keyed by hack/images (the list too), hack/etcd, hack/coredns and hack/kube-binaries; $(KUBEUP_IMAGES)/IMAGES lists "archive
+# reference" a line, bin/ holds etcd, coredns, pause and hello. Built into a temporary directory renamed into place. The
 # tests find them through KUBEUP_IMAGES.
 IMAGES_MOD := hack/images
 ETCD_MOD := hack/etcd
 ETCD_VERSION := $(call mod_version,go.etcd.io/etcd/server/v3,$(ETCD_MOD))
+COREDNS_MOD := hack/coredns
+COREDNS_VERSION := $(call mod_version,github.com/coredns/coredns,$(COREDNS_MOD))
 PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 HELLO_IMAGE := kubeup.dev/e2e/hello:v1
 KUBE_IMAGES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy
 PROXY_DEBS := $(IMAGES_MOD)/kube-proxy-debs
 KUBEUP_DEBS ?= /var/cache/kubeup/debs/$(shell sha256sum $(PROXY_DEBS) 2>/dev/null | cut -c1-16)
-IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
+IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) $(COREDNS_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
 KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES) $(KUBEUP_KUBE_BIN)"; } 2>/dev/null | sha256sum | cut -c1-16)
 export KUBEUP_IMAGES
 images: kube-binaries
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_IMAGES)/IMAGES' ]; then exit 0; fi; \
 	dir='$(KUBEUP_IMAGES)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/bin"; trap 'rm -rf "$$tmp"' EXIT; \
-	echo "images: building etcd $(ETCD_VERSION), pause and hello, and writing the image archives into $$dir (once; a few minutes)"; \
+	echo "images: building etcd $(ETCD_VERSION), CoreDNS $(COREDNS_VERSION), pause and hello, and writing the image archives into $$dir (once; about 10 minutes on 2 cores)"; \
 	$(IMAGES_MOD)/debs.sh fetch $(PROXY_DEBS) '$(KUBEUP_DEBS)'; \
 	$(IMAGES_MOD)/debs.sh root '$(KUBEUP_DEBS)' "$$tmp/kube-proxy-base"; \
 	(cd $(ETCD_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/etcd" go.etcd.io/etcd/server/v3); \
+	(cd $(COREDNS_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/coredns" github.com/coredns/coredns); \
 	(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause ./hello); \
 	"$$tmp/bin/images" -out "$$tmp" \
 		-image 'registry.k8s.io/etcd:$(ETCD_VERSION:v%=%)-0='"$$tmp/bin/etcd:/usr/local/bin/etcd" \
 		$(foreach c,$(KUBE_IMAGES),-image 'registry.k8s.io/$(c):$(KUBE_VERSION)=$(KUBEUP_KUBE_BIN)/$(c):/usr/local/bin/$(c)') \
+		-image 'registry.k8s.io/coredns/coredns:$(COREDNS_VERSION)='"$$tmp/bin/coredns:/coredns" \
 		-image '$(PAUSE_IMAGE)='"$$tmp/bin/pause:/pause" \
 		-image '$(HELLO_IMAGE)='"$$tmp/bin/hello:/hello" \
 		-base 'registry.k8s.io/kube-proxy:$(KUBE_VERSION)='"$$tmp/kube-proxy-base"; \
 	rm -r "$$tmp/bin/images" "$$tmp/kube-proxy-base"; \
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
+
+## conformance-deps: build the upstream e2e test binary (e2e.test) into $(KUBEUP_E2E_TEST) and the test images make conformance's focus needs into $(KUBEUP_CONFORMANCE_IMAGES), once (root only; not part of make test or make demo; about 20 minutes on 2 cores)
+# e2e.test is `go test -c k8s.io/kubernetes/test/e2e`, as upstream's build (hack/lib/golang.sh) makes it, from the
+# k8s.io/kubernetes module pinned in hack/conformance/go.mod (a module of its own: ginkgo, gomega and the test
+# packages stay out of hack/kube-binaries; its version is hack/kube-binaries', a test holds them together),
+# static, stamped with the version as the components are. Its cache is keyed by that go.mod, go.sum and the
+# flags. The images are written by hack/images' tool, named as e2e.test asks for them once
+# hack/conformance/repo-list.yaml (KUBE_TEST_REPO_LIST) maps its registries to $(E2E_REGISTRY): agnhost from
+# k8s.io/kubernetes/test/images/agnhost (the same module); busybox, jessie-dnsutils and agnhost on a base of
+# Debian's busybox-static, dig, curl and netcat-openbsd (nc: the link Debian's alternatives would make, over
+# busybox's) (the packages pinned in $(CONFORMANCE_DEBS), fetched as kube-proxy's are); httpd and nginx stand-ins (busybox's httpd on port 80); pause 3.10.1 (hack/images/pause). Their cache
+# is keyed by hack/images, hack/conformance's go.mod, go.sum, package list and repo list, and the image list;
+# IMAGES lists "archive reference" a line, as $(KUBEUP_IMAGES) does, and repo-list.yaml is beside them. Each is
+# built into a temporary directory renamed into place.
+CONFORMANCE_MOD := hack/conformance
+CONFORMANCE_DEBS := $(CONFORMANCE_MOD)/debs
+E2E_REGISTRY := kubeup.dev/e2e-test-images
+# NAME:TAG of each image, as test/utils/image/manifest.go of the module names it (a test holds them together).
+CONFORMANCE_IMAGES := agnhost:2.56 busybox:1.37.0-1 jessie-dnsutils:1.7 httpd:2.4.38-4 nginx:1.14-4 pause:3.10.1
+E2E_TEST_FLAGS := CGO_ENABLED=0 -vet=off -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)'
+KUBEUP_E2E_TEST ?= /var/cache/kubeup/e2e-test/$(shell { cat $(CONFORMANCE_MOD)/go.mod $(CONFORMANCE_MOD)/go.sum; echo "$(E2E_TEST_FLAGS)"; } 2>/dev/null | sha256sum | cut -c1-16)
+KUBEUP_CONFORMANCE_DEBS ?= /var/cache/kubeup/debs/$(shell sha256sum $(CONFORMANCE_DEBS) 2>/dev/null | cut -c1-16)
+CONFORMANCE_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) -type f 2>/dev/null)) $(addprefix $(CONFORMANCE_MOD)/,go.mod go.sum debs repo-list.yaml)
+KUBEUP_CONFORMANCE_IMAGES ?= /var/cache/kubeup/conformance-images/$(shell { cat $(CONFORMANCE_KEY_FILES); echo "$(E2E_REGISTRY) $(CONFORMANCE_IMAGES)"; } 2>/dev/null | sha256sum | cut -c1-16)
+export KUBEUP_E2E_TEST KUBEUP_CONFORMANCE_IMAGES
+e2e_image = $(E2E_REGISTRY)/$(filter $(1):%,$(CONFORMANCE_IMAGES))
+conformance-deps: e2e-packages
+	@if [ "$$(id -u)" != 0 ]; then echo "conformance-deps: run as root (the caches are under /var/cache/kubeup)"; exit 1; fi; \
+	dir='$(KUBEUP_E2E_TEST)'; \
+	if [ ! -x "$$dir/e2e.test" ]; then \
+		tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; start=$$(date +%s); \
+		echo "conformance-deps: building e2e.test of Kubernetes $(KUBE_VERSION) into $$dir (once; about 20 minutes on 2 cores)"; \
+		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) test -c -vet=off -trimpath -buildvcs=false -ldflags '$(KUBE_LDFLAGS)' \
+			-o "$$tmp/e2e.test" k8s.io/kubernetes/test/e2e); \
+		mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"; trap - EXIT; \
+		echo "conformance-deps: e2e.test built in $$(( $$(date +%s) - start )) s"; \
+	fi; \
+	dir='$(KUBEUP_CONFORMANCE_IMAGES)'; \
+	if [ ! -f "$$dir/IMAGES" ]; then \
+		tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/bin"; trap 'rm -rf "$$tmp"' EXIT; start=$$(date +%s); \
+		echo "conformance-deps: building agnhost and pause, and writing the test images into $$dir (once; a few minutes)"; \
+		$(IMAGES_MOD)/debs.sh fetch $(CONFORMANCE_DEBS) '$(KUBEUP_CONFORMANCE_DEBS)'; \
+		$(IMAGES_MOD)/debs.sh unpack '$(KUBEUP_CONFORMANCE_DEBS)' "$$tmp/base"; \
+		rm -f "$$tmp/base/usr/bin/nc"; ln -sfn nc.openbsd "$$tmp/base/bin/nc"; \
+		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/agnhost" \
+			k8s.io/kubernetes/test/images/agnhost); \
+		(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause); \
+		"$$tmp/bin/images" -out "$$tmp" \
+			-image '$(call e2e_image,agnhost)='"$$tmp/bin/agnhost:/agnhost" -base '$(call e2e_image,agnhost)='"$$tmp/base" \
+			-cmd '$(call e2e_image,agnhost)=pause' \
+			$(foreach i,busybox jessie-dnsutils,-image '$(call e2e_image,$(i))='"$$tmp/base/bin/busybox:/bin/busybox" \
+				-base '$(call e2e_image,$(i))='"$$tmp/base" -cmd '$(call e2e_image,$(i))=sh') \
+			$(foreach i,httpd nginx,-image '$(call e2e_image,$(i))='"$$tmp/base/bin/busybox:/bin/busybox" \
+				-cmd '$(call e2e_image,$(i))=httpd,-f,-p,80') \
+			-image '$(call e2e_image,pause)='"$$tmp/bin/pause:/pause"; \
+		cp $(CONFORMANCE_MOD)/repo-list.yaml "$$tmp/"; \
+		rm -r "$$tmp/bin" "$$tmp/base"; \
+		mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"; trap - EXIT; \
+		echo "conformance-deps: test images written in $$(( $$(date +%s) - start )) s"; \
+	fi
+
+## conformance: after make demo, run the upstream conformance tests of the focus (hack/conformance/focus) against the demo's cluster, write the JUnit report into $(CONFORMANCE_REPORT) and print the passed / failed / skipped counts (root only; DRY_RUN=1: list the specs the focus selects, no cluster needed)
+# The demo is checked first (a clear error when it does not run), then conformance-deps (nothing when cached).
+CONFORMANCE_REPORT ?= /tmp/kubeup-conformance
+export CONFORMANCE_REPORT
+conformance:
+	@bash hack/conformance.sh preflight
+	@$(MAKE) --no-print-directory conformance-deps
+	@GO=$(GO) bash hack/conformance.sh run
 
 ## kubectl: unpack Debian's kubernetes-client into $(KUBECTL_CACHE), once (root only)
 kubectl: e2e-packages

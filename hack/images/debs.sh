@@ -3,13 +3,19 @@
 # sha256 in a list, downloaded once into a cache and unpacked into a directory that `images -base` makes a layer.
 #
 #   debs.sh pin PACKAGE...        print the pins of PACKAGE and everything it depends on (Depends and Pre-Depends,
-#                                 recursively), as apt's index on this machine has them: PACKAGE VERSION ARCH SHA256
+#                                 recursively), as apt's index on this machine has them: PACKAGE VERSION ARCH SHA256.
+#                                 A virtual package (bind9-dnsutils depends on "host") is left out when a package
+#                                 of the set provides it (bind9-host), refused when none does.
 #   debs.sh fetch LIST DIR        download every package LIST pins into DIR, once: a DIR with SHA256SUMS is complete
 #                                 and is not asked again (no network). Each .deb's sha256 must be the pinned one.
-#   debs.sh root DIR ROOT         unpack every .deb in DIR into ROOT (dpkg-deb -x: nothing is installed, no
-#                                 maintainer script runs), drop documentation and iconv modules, and make the links
-#                                 Debian's alternatives would: iptables, ip6tables and their -save and -restore run
-#                                 the nf_tables backend (xtables-nft-multi), Debian 12's default.
+#   debs.sh unpack DIR ROOT       unpack every .deb in DIR into ROOT (dpkg-deb -x: nothing is installed, no
+#                                 maintainer script runs) and drop documentation and iconv modules. Where ROOT then
+#                                 holds busybox (busybox-static: the conformance images' shell), make the links
+#                                 of its applets that no package holds (bin/sh, usr/bin/seq, ...), as
+#                                 `busybox --install -s` would, relative.
+#   debs.sh root DIR ROOT         unpack as above, and make the links Debian's alternatives would: iptables,
+#                                 ip6tables and their -save and -restore run the nf_tables backend
+#                                 (xtables-nft-multi), Debian 12's default.
 set -euo pipefail
 
 die() { echo "debs.sh: $*" >&2; exit 1; }
@@ -23,15 +29,22 @@ alternatives=(iptables iptables-save iptables-restore ip6tables ip6tables-save i
 
 pin() {
 	[ $# -gt 0 ] || die "usage: debs.sh pin PACKAGE..."
-	local p
-	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
-		--no-enhances "$@" | grep -v '^ ' | sort -u | while read -r p; do
-		case "$p" in '<'*) die "$p is a virtual package: pin the package that provides it";; esac
+	local p set
+	set=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+		--no-enhances "$@" | grep -v '^ ' | sort -u)
+	while read -r p; do
+		case "$p" in '<'*)
+			p=${p#<}; p=${p%>}
+			apt-cache showpkg "$p" | sed -n '/^Reverse Provides:/,$p' | awk 'NR > 1 { print $1 }' |
+				grep -qxF -f <(grep -v '^<' <<<"$set") ||
+				die "<$p> is a virtual package no package of the set provides: pin the package that provides it"
+			continue ;;
+		esac
 		apt-cache show --no-all-versions "$p" | awk -v p="$p" '
 			$1 == "Version:" { v = $2 } $1 == "Architecture:" { a = $2 } $1 == "SHA256:" { s = $2 }
 			END { if (v == "" || a == "" || s == "") exit 1; print p, v, a, s }' ||
 			die "apt-cache show $p: no version, architecture or sha256"
-	done
+	done <<<"$set"
 }
 
 # pins prints LIST's pins, without comments and blank lines, refusing a malformed line or another architecture.
@@ -90,9 +103,9 @@ fetch() {
 	trap - EXIT
 }
 
-root() {
-	[ $# -eq 2 ] || die "usage: debs.sh root DIR ROOT"
-	local dir=$1 root=$2 f t
+unpack() {
+	[ $# -eq 2 ] || die "usage: debs.sh unpack DIR ROOT"
+	local dir=$1 root=$2 f applet
 	[ -f "$dir/SHA256SUMS" ] || die "$dir has no SHA256SUMS: debs.sh fetch fills it"
 	(cd "$dir" && sha256sum --quiet -c SHA256SUMS) || die "$dir: a package differs from its SHA256SUMS"
 	mkdir -p "$root"
@@ -100,6 +113,19 @@ root() {
 		dpkg-deb -x "$f" "$root"
 	done
 	rm -rf "$root"/usr/share/doc "$root"/usr/share/man "$root"/usr/share/lintian "$root"/usr/lib/*/gconv
+	[ -x "$root/bin/busybox" ] || return 0
+	# --list-full names each applet's path (bin/sh, usr/bin/seq); a path a package holds is left as it is.
+	"$root/bin/busybox" --list-full | while read -r applet; do
+		[ -e "$root/$applet" ] || [ -L "$root/$applet" ] && continue
+		mkdir -p "$root/$(dirname "$applet")"
+		ln -s "$(realpath -m -s --relative-to="/$(dirname "$applet")" /bin/busybox)" "$root/$applet"
+	done
+}
+
+root() {
+	[ $# -eq 2 ] || die "usage: debs.sh root DIR ROOT"
+	local dir=$1 root=$2 t
+	unpack "$dir" "$root"
 	for t in "${alternatives[@]}"; do
 		[ -e "$root/usr/sbin/${t/tables/tables-nft}" ] || die "$dir: no package holds /usr/sbin/${t/tables/tables-nft}"
 		ln -sfn "${t/tables/tables-nft}" "$root/usr/sbin/$t"
@@ -109,6 +135,6 @@ root() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-pin | fetch | root) "$cmd" "$@" ;;
-*) die "usage: debs.sh pin PACKAGE... | fetch LIST DIR | root DIR ROOT" ;;
+pin | fetch | unpack | root) "$cmd" "$@" ;;
+*) die "usage: debs.sh pin PACKAGE... | fetch LIST DIR | unpack DIR ROOT | root DIR ROOT" ;;
 esac

@@ -180,3 +180,32 @@ func TestDebsRefused(t *testing.T) {
 		}
 	})
 }
+
+// debs.sh unpack makes the links of busybox's applets that no package holds, relative (bin/sh -> busybox,
+// usr/bin/seq -> ../../bin/busybox), leaves a program a package ships as it is, and makes no iptables links.
+func TestDebsUnpackBusybox(t *testing.T) {
+	requireDpkg(t)
+	debs, root := t.TempDir(), filepath.Join(t.TempDir(), "root")
+	// A busybox that lists its applets as `busybox --list-full` does.
+	buildDeb(t, debs, "busybox-static", map[string]string{
+		"bin/busybox": "#!/bin/sh\n[ \"$1\" = --list-full ] || exit 1\nprintf '%s\\n' bin/sh usr/bin/seq usr/bin/dig\n",
+	})
+	buildDeb(t, debs, "bind9-dnsutils", map[string]string{"usr/bin/dig": "dig", "usr/share/doc/bind9-dnsutils/copyright": "MPL"})
+	writeSums(t, debs)
+	if out, err := debsSh("unpack", debs, root); err != nil {
+		t.Fatalf("debs.sh unpack: %v\n%s", err, out)
+	}
+	for _, tc := range []struct{ link, target string }{{"bin/sh", "busybox"}, {"usr/bin/seq", "../../bin/busybox"}} {
+		if got, err := os.Readlink(filepath.Join(root, tc.link)); err != nil || got != tc.target {
+			t.Errorf("/%s -> %q, %v; want -> %s", tc.link, got, err, tc.target)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "usr/bin/dig")); err != nil || string(b) != "dig" {
+		t.Errorf("/usr/bin/dig is %q, %v; want the package's", b, err)
+	}
+	for _, gone := range []string{"usr/share/doc", "usr/sbin/iptables"} {
+		if _, err := os.Lstat(filepath.Join(root, gone)); !os.IsNotExist(err) {
+			t.Errorf("/%s is in the root: %v", gone, err)
+		}
+	}
+}

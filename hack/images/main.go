@@ -1,12 +1,13 @@
 // Command images writes the OCI image archives that kubeup's nodes preload (`make images`): one archive per image,
 // each an OCI image layout in a tar file that `ctr images import` accepts, named as kubeup's manifests name the
 // image. An image is a layer holding static binaries at the paths the manifests run, with PATH set and the first
-// binary as its entrypoint; by default it has no base (no shell, no libc). An image given a base (-base) has,
+// binary as its entrypoint, and no default arguments unless -cmd gives them; by default it has no base (no shell,
+// no libc). An image given a base (-base) has,
 // beneath that layer, a layer of every directory, regular file and symbolic link under a directory of this
 // machine (for kube-proxy: iptables and its libraries, unpacked from Debian's packages), with their permissions.
 // Archives are reproducible: every timestamp is the Unix epoch, every file owned by root.
 //
-//	images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...]
+//	images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...] [-cmd REF=ARG[,ARG...] ...]
 //
 // writes DIR/NAME.tar for each REF (NAME is the last element of its repository: registry.k8s.io/kube-apiserver:
 // v1.34.2 -> kube-apiserver.tar) and DIR/IMAGES, one "NAME.tar REF" a line.
@@ -47,12 +48,13 @@ const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 // epoch is every timestamp in an image: the same binaries make the same archive.
 var epoch = time.Unix(0, 0).UTC()
 
-// spec is one image to write: its reference, the files it holds and the directory its base layer is made of
-// ("": no base).
+// spec is one image to write: its reference, the files it holds, the directory its base layer is made of
+// ("": no base) and its default arguments (nil: none).
 type spec struct {
 	ref   name.Tag
 	files []file
 	base  string
+	cmd   []string
 }
 
 // file is a binary on this machine and where it goes in the image.
@@ -98,15 +100,20 @@ func (s spec) archiveName() string { return path.Base(s.ref.RepositoryStr()) + "
 func main() {
 	var images specs
 	var bs bases
+	var cs commands
 	out := flag.String("out", "", "the directory to write the archives to (it must exist)")
 	flag.Var(&images, "image", "REF=FILE:PATH[,FILE:PATH...]: an image REF holding each FILE at PATH (repeatable)")
 	flag.Var(&bs, "base", "REF=ROOTDIR: the image REF (named by -image) has a base layer of the tree under ROOTDIR (repeatable)")
+	flag.Var(&cs, "cmd", "REF=ARG[,ARG...]: the image REF (named by -image) runs its entrypoint with these arguments when a container gives none (repeatable)")
 	flag.Parse()
 	if *out == "" || len(images) == 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...]")
+		fmt.Fprintln(os.Stderr, "usage: images -out DIR -image REF=FILE:PATH[,FILE:PATH...] ... [-base REF=ROOTDIR ...] [-cmd REF=ARG[,ARG...] ...]")
 		os.Exit(2)
 	}
 	images, err := withBases(images, bs)
+	if err == nil {
+		images, err = withCommands(images, cs)
+	}
 	if err == nil {
 		err = run(*out, images)
 	}
@@ -163,7 +170,7 @@ func writeArchive(dst string, sp spec) error {
 	if err != nil {
 		return err
 	}
-	img, err := image(append(layers, layer), sp.files[0].dst)
+	img, err := image(append(layers, layer), sp.files[0].dst, sp.cmd)
 	if err != nil {
 		return err
 	}
@@ -187,8 +194,9 @@ func layerFromFile(f string) (v1.Layer, error) {
 	return tarball.LayerFromFile(f, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestSpeed))
 }
 
-// image is an OCI image of layers (the lowest first), its entrypoint the binary at entrypoint.
-func image(layers []v1.Layer, entrypoint string) (v1.Image, error) {
+// image is an OCI image of layers (the lowest first), its entrypoint the binary at entrypoint, run with cmd when a
+// container gives no arguments.
+func image(layers []v1.Layer, entrypoint string, cmd []string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	for _, layer := range layers {
@@ -209,6 +217,7 @@ func image(layers []v1.Layer, entrypoint string) (v1.Image, error) {
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Env = []string{imagePath}
 	cfg.Config.Entrypoint = []string{entrypoint}
+	cfg.Config.Cmd = cmd
 	cfg.Config.WorkingDir = "/"
 	return mutate.ConfigFile(img, cfg)
 }

@@ -118,3 +118,131 @@ func TestParseSpecRefused(t *testing.T) {
 		}
 	}
 }
+
+// An image given -cmd has those default arguments (agnhost's ["pause"]); one without has none. A -cmd of an image
+// no -image names, or a second -cmd of one image, is refused, naming it, and nothing is written.
+func TestCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildPause(t, dir)
+	const ref = "registry.k8s.io/e2e-test-images/agnhost:2.56"
+	sp, err := parseSpec(ref + "=" + bin + ":/agnhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs commands
+	if err := cs.Set(ref + "=pause"); err != nil {
+		t.Fatal(err)
+	}
+	images, err := withCommands(specs{sp}, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := run(out, images); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := readArchive(t, filepath.Join(out, "agnhost.tar"), ref).ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Config.Entrypoint, " ") != "/agnhost" || strings.Join(cfg.Config.Cmd, " ") != "pause" {
+		t.Errorf("config: entrypoint %q, cmd %q; want [/agnhost] [pause]", cfg.Config.Entrypoint, cfg.Config.Cmd)
+	}
+
+	for _, tc := range []struct {
+		cmds []string
+		want string
+	}{
+		{[]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-1=sh"}, "no -image names registry.k8s.io/e2e-test-images/busybox:1.37.0-1"},
+		{[]string{ref + "=pause", ref + "=netexec"}, "has default arguments already"},
+	} {
+		var cs commands
+		for _, c := range tc.cmds {
+			if err := cs.Set(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := withCommands(specs{sp}, cs); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("withCommands(%q) = %v, want an error saying %q", tc.cmds, err, tc.want)
+		}
+	}
+	for _, v := range []string{ref, ref + "=", "agnhost=pause"} {
+		var cs commands
+		if err := cs.Set(v); err == nil {
+			t.Errorf("-cmd %q taken", v)
+		}
+	}
+}
+
+// imagesCache is the directory `make images` wrote (KUBEUP_IMAGES, which make exports); with none, the test
+// skips, loudly, and fails under CI=true.
+func imagesCache(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("KUBEUP_IMAGES")
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("KUBEUP_IMAGES is not set, and CI=true: run the tests through make test, which builds the images")
+		}
+		t.Skip("KUBEUP_IMAGES is not set: make images writes the archives (make test sets it)")
+	}
+	return dir
+}
+
+// modVersion is the version goMod requires of module.
+func modVersion(t *testing.T, goMod, module string) string {
+	t.Helper()
+	b, err := os.ReadFile(goMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("%s requires no %s", goMod, module)
+	return ""
+}
+
+// The CoreDNS image `make images` writes is named as kubeadm names it, at the version hack/coredns/go.mod pins,
+// and holds a static coredns at /coredns, its entrypoint, which names that version.
+func TestCoreDNSImage(t *testing.T) {
+	dir := imagesCache(t)
+	version := modVersion(t, "../coredns/go.mod", "github.com/coredns/coredns")
+	ref := "registry.k8s.io/coredns/coredns:" + version
+	index, err := os.ReadFile(filepath.Join(dir, "IMAGES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains("\n"+string(index), "\ncoredns.tar "+ref+"\n") {
+		t.Fatalf("%s/IMAGES does not list coredns.tar %s:\n%s", dir, ref, index)
+	}
+	img := readArchive(t, filepath.Join(dir, "coredns.tar"), ref)
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Config.Entrypoint, " ") != "/coredns" {
+		t.Errorf("entrypoint %q, want [/coredns]", cfg.Config.Entrypoint)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers, %v; want 1 (no base)", len(layers), err)
+	}
+	_, bodies := layerEntries(t, layers[0])
+	body, ok := bodies["coredns"]
+	if !ok {
+		t.Fatalf("the layer holds no /coredns, the entrypoint: %v", bodies)
+	}
+	bin := filepath.Join(t.TempDir(), "coredns")
+	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := static(bin); err != nil {
+		t.Error(err)
+	}
+	out, err := exec.Command(bin, "-version").CombinedOutput()
+	if want := "CoreDNS-" + strings.TrimPrefix(version, "v"); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("/coredns -version: %v, %q; want it to name %s", err, out, want)
+	}
+}

@@ -92,16 +92,22 @@ func TestRuntimeRunsImages(t *testing.T) {
 				continue
 			}
 			want := "Kubernetes v" + e2e.KubernetesVersion
-			if name == "etcd" {
-				want = "etcd Version: " + strings.TrimSuffix(img.Ref[strings.LastIndex(img.Ref, ":")+1:], "-0")
+			tag := img.Ref[strings.LastIndex(img.Ref, ":")+1:]
+			cmd := []string{"/usr/local/bin/" + name, "--version"}
+			switch name {
+			case "etcd":
+				want = "etcd Version: " + strings.TrimSuffix(tag, "-0")
+			case "coredns":
+				// CoreDNS's image holds it at /coredns, as upstream's does.
+				want, cmd = "CoreDNS-"+strings.TrimPrefix(tag, "v"), []string{"/coredns", "-version"}
 			}
-			out, err := c.Ctr(ctx, "run", "--rm", "--net-host", img.Ref, fmt.Sprintf("version-%d", i), "/usr/local/bin/"+name, "--version")
+			out, err := c.Ctr(ctx, append([]string{"run", "--rm", "--net-host", img.Ref, fmt.Sprintf("version-%d", i)}, cmd...)...)
 			if err != nil {
 				t.Errorf("%s: %v", img.Ref, err)
 				continue
 			}
 			if !strings.Contains(out, want) {
-				t.Errorf("%s: /usr/local/bin/%s --version said %q, want %q in it", img.Ref, name, out, want)
+				t.Errorf("%s: %s said %q, want %q in it", img.Ref, strings.Join(cmd, " "), out, want)
 			}
 		}
 	})

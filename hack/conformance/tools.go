@@ -1,0 +1,46 @@
+//go:build tools
+
+// Package conformance pins, in this module's go.mod and go.sum, every module that the upstream e2e test binary
+// (`go test -c k8s.io/kubernetes/test/e2e`, make conformance-deps) is compiled from: the packages below are
+// the imports of k8s.io/kubernetes/test/e2e/e2e_test.go at the version go.mod requires (TestE2EImportsPinned
+// holds them together), and go mod tidy keeps what they need. The build tag keeps them out of this module's own
+// builds and tests.
+package conformance
+
+import (
+	_ "github.com/onsi/ginkgo/v2"
+	_ "go.yaml.in/yaml/v2"
+	_ "k8s.io/component-base/version"
+	_ "k8s.io/klog/v2"
+	_ "k8s.io/kubernetes/test/conformance/testdata"
+	_ "k8s.io/kubernetes/test/e2e"
+	_ "k8s.io/kubernetes/test/e2e/apimachinery"
+	_ "k8s.io/kubernetes/test/e2e/apps"
+	_ "k8s.io/kubernetes/test/e2e/architecture"
+	_ "k8s.io/kubernetes/test/e2e/auth"
+	_ "k8s.io/kubernetes/test/e2e/autoscaling"
+	_ "k8s.io/kubernetes/test/e2e/cloud"
+	_ "k8s.io/kubernetes/test/e2e/common"
+	_ "k8s.io/kubernetes/test/e2e/dra"
+	_ "k8s.io/kubernetes/test/e2e/feature"
+	_ "k8s.io/kubernetes/test/e2e/framework"
+	_ "k8s.io/kubernetes/test/e2e/framework/config"
+	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
+	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
+	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
+	_ "k8s.io/kubernetes/test/e2e/framework/testfiles"
+	_ "k8s.io/kubernetes/test/e2e/instrumentation"
+	_ "k8s.io/kubernetes/test/e2e/kubectl"
+	_ "k8s.io/kubernetes/test/e2e/lifecycle"
+	_ "k8s.io/kubernetes/test/e2e/lifecycle/bootstrap"
+	_ "k8s.io/kubernetes/test/e2e/network"
+	_ "k8s.io/kubernetes/test/e2e/node"
+	_ "k8s.io/kubernetes/test/e2e/scheduling"
+	_ "k8s.io/kubernetes/test/e2e/storage"
+	_ "k8s.io/kubernetes/test/e2e/storage/csimock"
+	_ "k8s.io/kubernetes/test/e2e/storage/external"
+	_ "k8s.io/kubernetes/test/e2e/testing-manifests"
+	_ "k8s.io/kubernetes/test/e2e/windows"
+	_ "k8s.io/kubernetes/test/fixtures"
+	_ "k8s.io/kubernetes/test/utils/format"
+)
