@@ -287,3 +287,20 @@ func TestRunWritesPage(t *testing.T) {
 		t.Error("run without benchmark results: no error")
 	}
 }
+
+// TestTableProtokubeRSS: protokube's RSS is met under issue 25's 30 MB, not at 35.
+func TestTableProtokubeRSS(t *testing.T) {
+	for _, tt := range []struct{ rss, want string }{
+		{"29.0", "| met |"},
+		{"35.0", "| not met: 35 MB, goal under 30 MB |"},
+	} {
+		rs, err := parse(strings.NewReader("pkg: kubeup.dev/kubeup/protokube\n" +
+			"BenchmarkProtokubeIdleRound/aws-2 	 60	 7000000 ns/op	 3.500 cpu-ms	 " + tt.rss + " rss-mb\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if table := renderTable(rs); !strings.Contains(table, "RSS under 30 MB (issue 25) "+tt.want) {
+			t.Errorf("RSS %s MB: table:\n%s\nwant the goal RSS under 30 MB (issue 25) and %q", tt.rss, table, tt.want)
+		}
+	}
+}
