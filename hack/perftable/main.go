@@ -63,17 +63,21 @@ type machine struct {
 	Load  string // /proc/loadavg's first three fields
 }
 
-// readMachine reads the CPU model from the benchmark output (or /proc/cpuinfo), the cores from /proc/cpuinfo,
-// the Go version (this program is built by the toolchain `make bench` used) and today's date (UTC).
+// readMachine reads the CPU model from the benchmark output (or /proc/cpuinfo), the cores and what else names
+// the CPU (family, model and stepping: a virtual machine's model name is often only the vendor's line) from
+// /proc/cpuinfo, the Go version (this program is built by the toolchain `make bench` used) and today's date (UTC).
 func readMachine(rs *results) machine {
 	m := machine{CPU: rs.CPU, Go: runtime.Version(), Date: time.Now().UTC().Format("2006-01-02")}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		defer f.Close()
-		model, cores := cpuinfo(f)
+		ci := cpuinfo(f)
 		if m.CPU == "" {
-			m.CPU = model
+			m.CPU = ci.model
 		}
-		m.Cores = cores
+		if ci.detail != "" {
+			m.CPU += " (" + ci.detail + ")"
+		}
+		m.Cores = ci.cores
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) >= 3 {
@@ -86,24 +90,47 @@ func readMachine(rs *results) machine {
 	return m
 }
 
-// cpuinfo returns the first "model name" of /proc/cpuinfo and the number of processors it lists.
-func cpuinfo(r io.Reader) (model string, cores int) {
+// cpuInfo is what /proc/cpuinfo says of the CPU.
+type cpuInfo struct {
+	model  string // the first "model name"
+	cores  int    // the processors it lists
+	detail string // "family 25, model 1, stepping 1, under a hypervisor": the first processor's, what it has of them
+}
+
+// cpuinfo reads /proc/cpuinfo.
+func cpuinfo(r io.Reader) cpuInfo {
+	var ci cpuInfo
+	var detail []string
+	hypervisor := false
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
 		if !ok {
 			continue
 		}
-		switch strings.TrimSpace(k) {
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
 		case "processor":
-			cores++
+			ci.cores++
 		case "model name":
-			if model == "" {
-				model = strings.TrimSpace(v)
+			if ci.model == "" {
+				ci.model = v
+			}
+		case "cpu family", "model", "stepping":
+			if ci.cores == 1 {
+				detail = append(detail, strings.TrimPrefix(k, "cpu ")+" "+v)
+			}
+		case "flags":
+			if ci.cores == 1 {
+				hypervisor = strings.Contains(" "+v+" ", " hypervisor ")
 			}
 		}
 	}
-	return model, cores
+	if hypervisor {
+		detail = append(detail, "under a hypervisor")
+	}
+	ci.detail = strings.Join(detail, ", ")
+	return ci
 }
 
 // renderTable is the Markdown table of rows(): one line per row.
