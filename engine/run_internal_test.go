@@ -378,3 +378,28 @@ func TestWaitingFirstTasksAllStart(t *testing.T) {
 		t.Errorf("%d workers ran %d tasks, want 4 workers for all 4", ex.workers, ex.done)
 	}
 }
+
+// The dependencies compile takes from when their tasks were added are the tasks' Deps as they are now: a
+// dependency set after Add, one that names a task added later, and one changed to another task are all found.
+func TestDependenciesChangedAfterAdd(t *testing.T) {
+	g := NewGraph[struct{}]()
+	a := Add(g, &step{Name: "a"})
+	b := Add(g, &step{Name: "b"})
+	late := Add(g, &step{Name: "late"}) // its dependency is set after Add
+	changed := Add(g, &step{Name: "changed", after: []Task{a}})
+	forward := Add(g, &step{Name: "forward", after: []Task{nil}})
+	c := Add(g, &step{Name: "c"})
+	late.after = []Task{b}
+	changed.after[0] = b
+	forward.after[0] = c
+	comp, err := g.compile(DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int32]Key{2: b.Key(), 3: b.Key(), 4: c.Key()} {
+		deps := comp.deps(i)
+		if len(deps) != 1 || comp.key(deps[0]) != want {
+			t.Errorf("%s depends on %v, want %s", comp.key(i), deps, want)
+		}
+	}
+}
