@@ -14,6 +14,7 @@ type Graph[C any] struct {
 	nodes     []*node[C]
 	byKey     map[Key]int32
 	byPtr     map[uintptr]int32    // the nodes by their tasks' addresses: how compile finds a dependency
+	found     []int32              // the dependencies found as the tasks were added (see node.found)
 	problems  []string             // found while adding, reported by Validate
 	overrides map[string]Lifecycle // per task type
 }
@@ -30,6 +31,11 @@ type node[C any] struct {
 	lifecycle Lifecycle
 	class     string
 	deadline  time.Duration // 0: the run's default
+	canRender bool          // runner.canRender(), asked once
+	// found[k] is the node that was the k-th of task.Deps() when the task was added (g.found[found0:found1]),
+	// -1 where it was none of the graph's yet: compile takes a dependency from there when it is still that
+	// task, and looks up the others, as the model of kops' waves resolves its pointers when it is built.
+	found0, found1 int32
 }
 
 // runner is the typed part of a node: it knows the task's type T, so it calls Find, CheckChanges and Render
@@ -103,7 +109,12 @@ func add[T Task, C any](g *Graph[C], task T, r runner[C], opts []AddOption) T {
 		}
 		return task
 	}
-	n := &node[C]{task: task, runner: r, lifecycle: o.lifecycle, deadline: o.deadline}
+	n := &node[C]{task: task, runner: r, lifecycle: o.lifecycle, deadline: o.deadline, canRender: r.canRender()}
+	n.found0 = int32(len(g.found))
+	for _, dep := range task.Deps() {
+		g.found = append(g.found, g.nodeAt(dep))
+	}
+	n.found1 = int32(len(g.found))
 	if c, ok := any(task).(Classed); ok {
 		n.class = c.APIClass()
 	}
@@ -113,6 +124,18 @@ func add[T Task, C any](g *Graph[C], task T, r runner[C], opts []AddOption) T {
 	}
 	g.nodes = append(g.nodes, n)
 	return task
+}
+
+// nodeAt is the node whose task is dep, found by its address; -1 when there is none (or dep is nil).
+func (g *Graph[C]) nodeAt(dep Task) int32 {
+	v := reflect.ValueOf(dep)
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
+		return -1
+	}
+	if j, ok := g.byPtr[v.Pointer()]; ok && g.nodes[j].task == dep {
+		return j
+	}
+	return -1
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -157,8 +158,13 @@ type executor[C any] struct {
 	tokenArmed              bool
 	handTimer               *time.Timer // armed while ready tasks are left for busy workers (dispatch)
 	handArmed               bool
-	procs                   int           // GOMAXPROCS
-	short, handAfter        time.Duration // shortAttempt and handAfter (tests change them)
+	// leave: the run loop, too, leaves ready tasks for busy workers while as many tasks run as there are
+	// processors (see probe). Cleared when the first tasks turn out to wait, or when the hand-off timer fires.
+	leave            bool
+	firstShort       atomic.Bool   // some attempt took less than short (set by the workers, read by probe)
+	firstBegan       atomic.Int64  // when a worker began the first attempt, since began, plus one; 0: none yet
+	procs            int           // GOMAXPROCS
+	short, handAfter time.Duration // shortAttempt and handAfter (tests change them)
 }
 
 const (
@@ -246,6 +252,7 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 	}
 	ctxDone := ctx.Done()
 	var out handoff
+	ex.probe(&out)
 	ex.mu.Lock()
 	for {
 		if !ex.cancelled {
@@ -272,7 +279,7 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 			ex.tokenArmed = false
 		case <-ex.handTimer.C:
 			ex.mu.Lock()
-			ex.handArmed = false
+			ex.handArmed, ex.leave = false, false
 		case <-tick:
 			ex.mu.Lock()
 			ex.progress()
@@ -291,6 +298,44 @@ func (ex *executor[C]) run(ctx context.Context) (*Result, error) {
 		ex.progress()
 	}
 	return ex.result(ctx)
+}
+
+// probe starts the first tasks. Nothing says yet whether they are work for the CPU (a graph of local files) or
+// waits (calls to an API): it starts as many as the machine has processors, leaves the others ready, and waits
+// up to short for one of them to finish. If one does, the tasks are short: the workers that run them go on with
+// the others, as after any short attempt (see dispatch), and the hand-off timer hands off what they leave. A
+// hundred short tasks so cost a few goroutines, not a hundred, each growing its stack, woken and ended. If none
+// does, the tasks wait: the rest are handed off at once, as the window allows, and a layer of slow calls starts
+// after short, not after handAfter (a timer below a millisecond fires a millisecond late on an idle machine: it
+// spins, yielding, instead). short is counted from when a worker began the first attempt, not from the hand-off:
+// on a loaded machine the worker may start late.
+func (ex *executor[C]) probe(out *handoff) {
+	ex.mu.Lock()
+	ex.leave = true
+	if !ex.cancelled {
+		ex.dispatch(false, out, false)
+	}
+	left := ex.handArmed // ready tasks were left
+	ex.leave = left
+	ex.mu.Unlock()
+	ex.handOff(out)
+	if !left {
+		return
+	}
+	probed := time.Since(ex.began)
+	for !ex.firstShort.Load() {
+		now := time.Since(ex.began)
+		b := ex.firstBegan.Load()
+		if b > 0 && now-time.Duration(b-1) >= ex.short || b == 0 && now-probed >= ex.handAfter {
+			// An attempt has run for short (or no worker began one in handAfter, on a loaded machine): the
+			// tasks wait.
+			ex.mu.Lock()
+			ex.leave = false
+			ex.mu.Unlock()
+			return
+		}
+		runtime.Gosched() // on one processor: let the worker run
+	}
 }
 
 // handoff is what a dispatch started for other goroutines: the jobs for the workers, and how many workers to
@@ -322,13 +367,14 @@ func (ex *executor[C]) handOff(out *handoff) {
 // worker that has its next task hands off others only while fewer tasks run than the machine has processors
 // (GOMAXPROCS): more goroutines would only take turns on them, and waking one costs more than a short task.
 // The rest stay ready for the workers to take as they finish, and the hand-off timer makes the run loop hand
-// them off after handAfter if they are still waiting then (the task kept turned out to be a long one).
+// them off after handAfter if they are still waiting then (the task kept turned out to be a long one). The run
+// loop (not keep) does the same while leave holds (see probe).
 func (ex *executor[C]) dispatch(keep bool, out *handoff, short bool) (kept job, ok bool) {
 	var now time.Time
 	var wait time.Duration
 	for _, cs := range ex.classes {
 		for cs.head < len(cs.ready) && cs.running < cs.window && ex.running < ex.opts.Concurrency {
-			if ok && short && ex.running >= ex.procs {
+			if (ok && short || !keep && ex.leave) && ex.running >= ex.procs {
 				ex.armHand()
 				break
 			}
@@ -418,10 +464,16 @@ func (ex *executor[C]) worker(ctx context.Context) {
 	var buf [8]job
 	out := handoff{jobs: buf[:0]}
 	for j := range ex.work {
+		if ex.firstBegan.Load() == 0 {
+			ex.firstBegan.CompareAndSwap(0, int64(time.Since(ex.began))+1)
+		}
 		for ok := true; ok; {
 			change, err := ex.syncOne(ctx, j)
 			// How long the attempt took (from the task's first, for a retry: never short then).
 			short := time.Since(ex.began)-ex.started[j.i] < ex.short
+			if short && !ex.firstShort.Load() {
+				ex.firstShort.Store(true)
+			}
 			interrupted := ex.ctx.Err() != nil
 			ex.mu.Lock()
 			ex.finish(outcome{job: j, change: change, err: err}, interrupted)

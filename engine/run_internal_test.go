@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 )
@@ -336,5 +337,69 @@ func TestTaskLeftForABusyWorkerIsHandedOff(t *testing.T) {
 	ex := runTuned(t, g, 1, time.Hour, time.Millisecond)
 	if ex.done != 3 {
 		t.Errorf("%d tasks done, want 3", ex.done)
+	}
+}
+
+// The first tasks of a run, when they turn out short, are not handed to more goroutines than the machine has
+// processors either: the run loop starts one per processor and leaves the others ready for them (here on one
+// processor: one worker for five independent tasks, where the window would start all five at once).
+func TestShortFirstTasksStayWithFewWorkers(t *testing.T) {
+	g := NewGraph[struct{}]()
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		Add(g, &step{Name: name})
+	}
+	ex := runTuned(t, g, 1, time.Hour, time.Hour) // every attempt is short; no hand-off by the timer
+	if ex.workers != 1 || ex.done != 5 {
+		t.Errorf("%d workers ran %d tasks; want 1 worker for all 5", ex.workers, ex.done)
+	}
+}
+
+// First tasks that wait are all started once one has run for the short-attempt bound, without the hand-off
+// timer: here each waits until all four have started.
+func TestWaitingFirstTasksAllStart(t *testing.T) {
+	g := NewGraph[struct{}]()
+	var started sync.WaitGroup
+	started.Add(4)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	for _, name := range []string{"a", "b", "c", "d"} {
+		Add(g, &step{Name: name, find: func() error {
+			started.Done()
+			select {
+			case <-all:
+				return nil
+			case <-time.After(10 * time.Second):
+				return Terminal(errors.New("the other first tasks never started while this one waited"))
+			}
+		}})
+	}
+	ex := runTuned(t, g, 1, time.Millisecond, time.Hour)
+	if ex.done != 4 || ex.workers != 4 {
+		t.Errorf("%d workers ran %d tasks, want 4 workers for all 4", ex.workers, ex.done)
+	}
+}
+
+// The dependencies compile takes from when their tasks were added are the tasks' Deps as they are now: a
+// dependency set after Add, one that names a task added later, and one changed to another task are all found.
+func TestDependenciesChangedAfterAdd(t *testing.T) {
+	g := NewGraph[struct{}]()
+	a := Add(g, &step{Name: "a"})
+	b := Add(g, &step{Name: "b"})
+	late := Add(g, &step{Name: "late"}) // its dependency is set after Add
+	changed := Add(g, &step{Name: "changed", after: []Task{a}})
+	forward := Add(g, &step{Name: "forward", after: []Task{nil}})
+	c := Add(g, &step{Name: "c"})
+	late.after = []Task{b}
+	changed.after[0] = b
+	forward.after[0] = c
+	comp, err := g.compile(DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int32]Key{2: b.Key(), 3: b.Key(), 4: c.Key()} {
+		deps := comp.deps(i)
+		if len(deps) != 1 || comp.key(deps[0]) != want {
+			t.Errorf("%s depends on %v, want %s", comp.key(i), deps, want)
+		}
 	}
 }

@@ -61,11 +61,20 @@ func (g *Graph[C]) compile(target Target) (*compiled[C], error) {
 				problems = append(problems, fmt.Sprintf("%s: %v", nd.task.Key(), err))
 			}
 		}
-		if target == Apply && lc.renders() && !nd.runner.canRender() {
+		if target == Apply && lc.renders() && !nd.canRender {
 			problems = append(problems, fmt.Sprintf("%s cannot render to target %s: %T has no method Render(ctx, world, actual, expected, changes) "+
 				"(give it one, or a lifecycle that does not render)", nd.task.Key(), target, nd.task))
 		}
-		for _, dep := range nd.task.Deps() {
+		deps := nd.task.Deps()
+		found := g.found[nd.found0:nd.found1]
+		if len(found) != len(deps) {
+			found = nil // Deps changed since Add: look every one up
+		}
+		for k, dep := range deps {
+			if found != nil && found[k] >= 0 && g.nodes[found[k]].task == dep {
+				c.depList = append(c.depList, found[k]) // the task found when it was added, still the same
+				continue
+			}
 			v := reflect.ValueOf(dep)
 			if !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
 				continue // an optional dependency that is not set

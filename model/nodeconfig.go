@@ -211,8 +211,10 @@ func RedactNodeConfigObject(obj string) (string, error) {
 	var kind struct {
 		Kind string `json:"kind"`
 	}
-	if err := yaml.Unmarshal([]byte(rest), &kind); err != nil {
-		return "", errors.New("not a node configuration: its YAML does not decode")
+	if kind.Kind = encodedKind(rest); kind.Kind == "" {
+		if err := yaml.Unmarshal([]byte(rest), &kind); err != nil {
+			return "", errors.New("not a node configuration: its YAML does not decode")
+		}
 	}
 	var v any
 	var files []NodeFile
@@ -247,6 +249,28 @@ func RedactNodeConfigObject(obj string) (string, error) {
 // nodeConfigSumPrefix starts the first line of a stored node configuration; the sha256 of the rest follows in
 // lower-case hex.
 const nodeConfigSumPrefix = "# sha256:"
+
+// encodedKind is the kind of a configuration's YAML as Encode writes it: one line "kind: NodeConfig" or "kind:
+// NodeRoleConfig" at the start of a line (a top-level key: anything nested or continued is indented). "" when
+// there is no such line, or more than one: the YAML is decoded for its kind then. It spares
+// RedactNodeConfigObject a decode of the whole YAML before the one into the kind's type (half its cost, and a
+// plan redacts every group's configuration).
+func encodedKind(doc string) string {
+	kind := ""
+	for line := range strings.Lines(doc) {
+		v, ok := strings.CutPrefix(line, "kind: ")
+		if !ok {
+			continue
+		}
+		if kind != "" {
+			return ""
+		}
+		if kind = strings.TrimSpace(v); kind != KindNodeConfig && kind != KindNodeRoleConfig {
+			return ""
+		}
+	}
+	return kind
+}
 
 // Marshal renders the node configuration as YAML, byte-stable, and its sha256 in hex. What kubeup stores is
 // Encode's object, which carries this sha256 on its first line. A configuration that names its role's

@@ -218,3 +218,42 @@ func TestDecodeNodeConfigNotAMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedKind: the kind RedactNodeConfigObject reads without decoding is the top-level kind line Encode
+// writes, and only that: a kind nested or continued (indented), quoted, unknown or given twice leaves it to the
+// YAML's decode.
+func TestEncodedKind(t *testing.T) {
+	rc, err := (&NodeRoleConfig{APIVersion: APIVersion, Kind: KindNodeRoleConfig, Role: "Node"}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := (&NodeConfig{APIVersion: APIVersion, Kind: KindNodeConfig, InstanceGroup: &InstanceGroup{}}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ doc, want string }{
+		{string(rc), KindNodeRoleConfig},
+		{string(nc), KindNodeConfig},
+		{"a: 1\nkind: NodeRoleConfig\r\nb: 2\n", KindNodeRoleConfig},
+		{"a:\n  kind: NodeRoleConfig\nkind: NodeConfig\n", KindNodeConfig},
+		{"a:\n  kind: NodeRoleConfig\n", ""},
+		{"kind: 'NodeRoleConfig'\n", ""},
+		{"kind: Cluster\n", ""},
+		{"kind:NodeConfig\n", ""},
+		{"kind: NodeConfig\nkind: NodeRoleConfig\n", ""},
+		{"kind: NodeConfig # a comment\n", ""},
+	} {
+		if got := encodedKind(tt.doc); got != tt.want {
+			t.Errorf("encodedKind(%q) = %q, want %q", tt.doc, got, tt.want)
+		}
+		if tt.want == "" {
+			continue
+		}
+		var decoded struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(tt.doc), &decoded); err != nil || decoded.Kind != tt.want {
+			t.Errorf("the YAML of %q decodes to kind %q (%v), want %q", tt.doc, decoded.Kind, err, tt.want)
+		}
+	}
+}

@@ -118,9 +118,16 @@ func TestParseMachine(t *testing.T) {
 	if want := "Oxide Virtual Turin-like Processor"; rs.CPU != want || rs.GOOS != "linux" || rs.GOARCH != "amd64" {
 		t.Errorf("machine = %q %s/%s, want %q linux/amd64", rs.CPU, rs.GOOS, rs.GOARCH, want)
 	}
-	model, cores := cpuinfo(strings.NewReader("processor\t: 0\nmodel name\t: Some CPU\n\nprocessor\t: 1\nmodel name\t: Some CPU\n"))
-	if model != "Some CPU" || cores != 2 {
-		t.Errorf("cpuinfo = %q, %d; want Some CPU, 2", model, cores)
+	ci := cpuinfo(strings.NewReader("processor\t: 0\nmodel name\t: Some CPU\n\nprocessor\t: 1\nmodel name\t: Some CPU\n"))
+	if ci.model != "Some CPU" || ci.cores != 2 || ci.detail != "" {
+		t.Errorf("cpuinfo = %+v; want Some CPU, 2 cores, no detail", ci)
+	}
+	// A virtual machine's model name may be the vendor's line only: the family, model and stepping name the CPU.
+	ci = cpuinfo(strings.NewReader("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n" +
+		"model name\t: AMD EPYC\nstepping\t: 1\nflags\t\t: fpu vme hypervisor lahf_lm\n\n" +
+		"processor\t: 1\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nstepping\t: 1\n"))
+	if want := (cpuInfo{model: "AMD EPYC", cores: 2, detail: "family 25, model 1, stepping 1, under a hypervisor"}); ci != want {
+		t.Errorf("cpuinfo = %+v, want %+v", ci, want)
 	}
 }
 
@@ -285,5 +292,22 @@ func TestRunWritesPage(t *testing.T) {
 	}
 	if err := run(strings.NewReader("PASS\n"), out, &stdout, &stderr); err == nil {
 		t.Error("run without benchmark results: no error")
+	}
+}
+
+// TestTableProtokubeRSS: protokube's RSS is met under issue 25's 30 MB, not at 35.
+func TestTableProtokubeRSS(t *testing.T) {
+	for _, tt := range []struct{ rss, want string }{
+		{"29.0", "| met |"},
+		{"35.0", "| not met: 35 MB, goal under 30 MB |"},
+	} {
+		rs, err := parse(strings.NewReader("pkg: kubeup.dev/kubeup/protokube\n" +
+			"BenchmarkProtokubeIdleRound/aws-2 	 60	 7000000 ns/op	 3.500 cpu-ms	 " + tt.rss + " rss-mb\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if table := renderTable(rs); !strings.Contains(table, "RSS under 30 MB (issue 25) "+tt.want) {
+			t.Errorf("RSS %s MB: table:\n%s\nwant the goal RSS under 30 MB (issue 25) and %q", tt.rss, table, tt.want)
+		}
 	}
 }

@@ -193,3 +193,25 @@ func TestSecretFileDeps(t *testing.T) {
 	conf := &storetasks.File[*world]{Path: "b", Contents: ptr("")}
 	enginetest.CheckDeps(t, &storetasks.SecretFile[*world]{Path: "a", After: []engine.Task{conf}})
 }
+
+// TestSecretFileStoredAsMadeIsNotRedactedAgain: an object stored as the task makes it shows as the task's Shown,
+// without a call of Redact (a node configuration's decodes and encodes its YAML); one that differs is redacted.
+func TestSecretFileStoredAsMadeIsNotRedactedAgain(t *testing.T) {
+	obj := object("CERT", sentinel)
+	w := &world{store: &memStore{Objects: map[string]string{"c/nodeup/nodes": obj}}}
+	redacted := 0
+	f := secretFile(obj)
+	f.Redact = func(contents string) (string, error) {
+		redacted++
+		return redact(contents)
+	}
+	if plan := runSecretFile(t, w, f, engine.DryRun); !plan.Empty() || redacted != 0 {
+		t.Errorf("an object stored as made: %d changes, Redact called %d times; want none", len(plan.Changes), redacted)
+	}
+	w.store.Objects["c/nodeup/nodes"] = object("CERT-2", sentinel)
+	plan := runSecretFile(t, w, f, engine.DryRun)
+	text, _ := plans(t, plan)
+	if plan.Empty() || redacted != 1 || !strings.Contains(text, "CERT-2") {
+		t.Errorf("an object stored otherwise: Redact called %d times, plan:\n%s", redacted, text)
+	}
+}
