@@ -311,3 +311,26 @@ func TestTableProtokubeRSS(t *testing.T) {
 		}
 	}
 }
+
+// TestTableBinarySizes: each node binary has a row; nodeup's are held to under 20 MB stripped (issue 25), and
+// protokube's are listed (its bar is its RSS).
+func TestTableBinarySizes(t *testing.T) {
+	rs, err := parse(strings.NewReader("pkg: kubeup.dev/kubeup/test/bench\n" +
+		"BenchmarkNodeBinarySize/nodeup-aws-2 	 1	 7000000000 ns/op	 12.66 mb-stripped\n" +
+		"BenchmarkNodeBinarySize/nodeup-gce-2 	 1	 7000000000 ns/op	 20.96 mb-stripped\n" +
+		"BenchmarkNodeBinarySize/protokube-aws-2 	 1	 7000000000 ns/op	 15.52 mb-stripped\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := renderTable(rs)
+	for _, want := range []string{
+		"| 12.7 MB (`BenchmarkNodeBinarySize/nodeup-aws`) | under 20 MB stripped (issue 25) | met |",
+		"| 21.0 MB (`BenchmarkNodeBinarySize/nodeup-gce`) | under 20 MB stripped (issue 25) | not met: 21.0 MB, goal under 20 MB |",
+		"| 15.5 MB (`BenchmarkNodeBinarySize/protokube-aws`) | none set: listed (issue 25); protokube's bar is its RSS (the idle-round row) | n/a (no goal) |",
+		"not measured (`BenchmarkNodeBinarySize/nodeup` is not in the input)",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table:\n%s\nwant %q", table, want)
+		}
+	}
+}
