@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -22,28 +21,6 @@ import (
 	"kubeup.dev/kubeup/internal/golden"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
-
-// taskList renders a graph's tasks, sorted by key, each with the keys of its dependencies: what a builder's
-// golden file holds.
-func taskList(t *testing.T, tasks []engine.Task) []byte {
-	t.Helper()
-	lines := make([]string, 0, len(tasks))
-	for _, task := range tasks {
-		enginetest.CheckDeps(t, task)
-		line := task.Key().String()
-		var deps []string
-		for _, d := range task.Deps() {
-			deps = append(deps, d.Key().String())
-		}
-		if len(deps) > 0 {
-			slices.Sort(deps)
-			line += "\n    after " + strings.Join(deps, "\n    after ")
-		}
-		lines = append(lines, line)
-	}
-	slices.Sort(lines)
-	return []byte(strings.Join(lines, "\n") + "\n")
-}
 
 func TestBuildLocalCloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
@@ -59,7 +36,7 @@ func TestBuildLocalCloudGraph(t *testing.T) {
 			if err := g.Validate(engine.Apply); err != nil {
 				t.Fatal(err)
 			}
-			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-local-%d.golden", controlPlanes), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-local-%d.golden", controlPlanes), enginetest.TaskList(t, g.Tasks()))
 
 			volumes := 0
 			for _, task := range g.Tasks() {
@@ -130,7 +107,7 @@ func TestBuildNodeGraph(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d control planes %s", tt.controlPlanes, tt.group), func(t *testing.T) {
 			_, g := nodeGraph(t, tt.controlPlanes, tt.group)
-			golden.Assert(t, fmt.Sprintf("testdata/build-node-%d-%s.golden", tt.controlPlanes, tt.group), taskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-node-%d-%s.golden", tt.controlPlanes, tt.group), enginetest.TaskList(t, g.Tasks()))
 			manifests := 0
 			for _, task := range g.Tasks() {
 				if task.Key().Type == "ManifestFile" {
@@ -284,7 +261,7 @@ func TestAddNodeTasksInAWorldOfParts(t *testing.T) {
 	if err := g.Validate(engine.Apply); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(taskList(t, nodeupGraph.Tasks())), string(taskList(t, g.Tasks()))); diff != "" {
+	if diff := cmp.Diff(string(enginetest.TaskList(t, nodeupGraph.Tasks())), string(enginetest.TaskList(t, g.Tasks()))); diff != "" {
 		t.Errorf("the tasks differ from nodeup's (-nodeup +round):\n%s", diff)
 	}
 	if got := running(t, g, "kubelet.service"); got != "true" {

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,4 +109,26 @@ func tasksIn(v reflect.Value) []engine.Task {
 		}
 	}
 	return out
+}
+
+// TaskList renders a graph's tasks, sorted by key, each with the keys of its dependencies (checked with
+// CheckDeps): what a graph builder's golden file holds.
+func TaskList(t *testing.T, tasks []engine.Task) []byte {
+	t.Helper()
+	lines := make([]string, 0, len(tasks))
+	for _, task := range tasks {
+		CheckDeps(t, task)
+		line := task.Key().String()
+		var deps []string
+		for _, d := range task.Deps() {
+			deps = append(deps, d.Key().String())
+		}
+		if len(deps) > 0 {
+			slices.Sort(deps)
+			line += "\n    after " + strings.Join(deps, "\n    after ")
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n") + "\n")
 }

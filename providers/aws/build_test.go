@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph/cloudgraphtest"
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/awstasks"
@@ -118,7 +118,7 @@ func TestBuildAWSCloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
 			_, igs, g := awsGraph(t, controlPlanes, nil)
-			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d.golden", controlPlanes), cloudgraphtest.TaskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d.golden", controlPlanes), enginetest.TaskList(t, g.Tasks()))
 			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-aws-%d-fields.golden", controlPlanes), awsFields(t, g))
 
 			count := map[string]int{}

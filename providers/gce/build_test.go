@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"kubeup.dev/kubeup/cloudup/cloudgraph/cloudgraphtest"
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/golden"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/gcetasks"
@@ -110,7 +110,7 @@ func TestBuildGCECloudGraph(t *testing.T) {
 	for _, controlPlanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d control planes", controlPlanes), func(t *testing.T) {
 			_, igs, g := gceGraph(t, controlPlanes, nil)
-			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d.golden", controlPlanes), cloudgraphtest.TaskList(t, g.Tasks()))
+			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d.golden", controlPlanes), enginetest.TaskList(t, g.Tasks()))
 			golden.Assert(t, fmt.Sprintf("testdata/build-cloud-gce-%d-fields.golden", controlPlanes), gceFields(t, g))
 
 			count := map[string]int{}
