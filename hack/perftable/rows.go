@@ -232,29 +232,40 @@ func rows() []row {
 		},
 	})
 	rs = append(rs, row{
-		What:  "protokube round with nothing to do (AWS fake): CPU, memory",
+		What:  "protokube round with nothing to do (AWS fake): CPU",
 		Bench: "BenchmarkProtokubeIdleRound/aws",
 		Figure: func(r *result) string {
-			split := ""
-			if _, ok := r.Metrics["rss-file-mb"]; ok {
-				// Most of the RSS is the binary's pages the process touched, not memory
-				// it allocated.
-				split = fmt.Sprintf(": %s MB anonymous (heap, stacks, runtime), %s MB of the binary's file pages",
-					metric(r, "rss-anon-mb"), metric(r, "rss-file-mb"))
-			}
-			return fmt.Sprintf("%s ms CPU per round (%s ms in protokube itself, the rest in the processes it runs); "+
-				"RSS %s MB%s (peak %s MB, live heap %s MB); %s wall, %s and %s allocs per round",
-				metric(r, "cpu-ms"), metric(r, "cpu-ms-self"), metric(r, "rss-mb"), split, metric(r, "hwm-mb"), metric(r, "heap-live-mb"),
-				ms(r.Metrics["ns/op"]), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
+			return fmt.Sprintf("%s ms CPU per round (%s ms in protokube itself, the rest in the processes it runs); %s wall, %s and %s allocs per round",
+				metric(r, "cpu-ms"), metric(r, "cpu-ms-self"), ms(r.Metrics["ns/op"]), size(r.Metrics["B/op"]), num(r.Metrics["allocs/op"]))
 		},
-		Goal: "under 10 ms CPU per round; RSS under 30 MB (issue 25)",
+		Goal: "under 10 ms CPU per round (issue 14)",
 		Met: func(r *result, _ *results) string {
-			return allMet(less(r.Metrics["cpu-ms"], 10, func(v float64) string { return num(v) + " ms" }),
-				less(r.Metrics["rss-mb"], 30, func(v float64) string { return num(v) + " MB" }))
+			return less(r.Metrics["cpu-ms"], 10, func(v float64) string { return num(v) + " ms" })
 		},
 		Anchor: func(*results) string {
 			return "kops: a round a minute, forking `systemctl` each time; no published figure (" + cite(srcKopsProtokube) +
 				"); etcd-manager requests 200m + 100m CPU (" + cite(srcKopsEtcdManager) + ")"
+		},
+	})
+	rs = append(rs, row{
+		What:  "protokube round with nothing to do (AWS fake): memory of the protokube-aws process",
+		Bench: "BenchmarkProtokubeIdleRound/aws",
+		Figure: func(r *result) string {
+			split := ""
+			if _, ok := r.Metrics["rss-file-mb"]; ok {
+				// Most of the RSS is the binary's pages the process touched, not memory it allocated.
+				split = fmt.Sprintf(": %s MB anonymous (heap, stacks, runtime), %s MB of the binary's file pages",
+					metric(r, "rss-anon-mb"), metric(r, "rss-file-mb"))
+			}
+			return fmt.Sprintf("RSS %s MB%s (peak %s MB, live heap %s MB)",
+				metric(r, "rss-mb"), split, metric(r, "hwm-mb"), metric(r, "heap-live-mb"))
+		},
+		Goal: "RSS under 30 MB (issue 25)",
+		Met: func(r *result, _ *results) string {
+			return less(r.Metrics["rss-mb"], 30, func(v float64) string { return num(v) + " MB" })
+		},
+		Anchor: func(*results) string {
+			return "kubeup before issue 25: 49.4 MB, 39.7 MB of it the pages of a protokube that linked both clouds' SDKs (issue 25)"
 		},
 	})
 	rs = append(rs, row{
