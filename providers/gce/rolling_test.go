@@ -39,19 +39,8 @@ func TestRollingUpdateGCEControlPlane(t *testing.T) {
 	ctx := context.Background()
 	srv := fakeGCE(t)
 	cs := gsClusters(t)
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudGCE, Project: "kubeup-demo",
-		Zones: []string{"europe-west1-b", "europe-west1-c", "europe-west1-d"}, ControlPlaneCount: 3, NodeCount: 2,
-		Network: "net", Subnetworks: []string{"sub"}, NodeupURL: "https://example.com/nodeup", NodeupSHA256: strings.Repeat("ab", 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.Create(ctx, "create", c, igs); err != nil {
-		t.Fatal(err)
-	}
+	_, igs := createDemo(t, cs)
 	var out bytes.Buffer
-	if _, err := cs.Update(ctx, demo, cloudup.UpdateOptions{Apply: true, Out: &out}); err != nil {
-		t.Fatalf("update --yes: %v\n%s", err, &out)
-	}
 	// The fake answers with its live objects, encoded after it lets go of its lock: a change (the stand-in's
 	// attachDisk) during a list (the rolling update's) would race. One call at a time, then.
 	var one sync.Mutex
