@@ -136,10 +136,12 @@ func tomlString(s string) string {
 
 // cniTemplateText is the template containerd renders into /etc/cni/net.d/10-containerd-net.conflist when kubelet
 // tells it the node's pod CIDR (spec.kubeControllerManager.allocateNodeCIDRs gives each node one): a Linux bridge
-// cni0 for the node's pods, addresses from the node's range (host-local), masquerading out of it, and host ports
-// (portmap). Routes between nodes' ranges are not the bridge's: pods reach pods of other nodes once the cluster
-// has a pod network that routes them. containerd brings up each pod's loopback itself, with the loopback plugin.
-// Until the node has a pod CIDR there is no network configuration, and kubelet reports the node NotReady.
+// cni0 for the node's pods, the node its gateway (which turns on IP forwarding), addresses from the node's range
+// (host-local), and host ports (portmap). Pods reach pods of other nodes through the routes protokube keeps on
+// each node to the other nodes' ranges (docs/networking.md), unmasqueraded: a pod sees its peer's own address.
+// Nothing is masqueraded (no ipMasq: the node needs no iptables for its pods; a hostPort does need iptables on
+// the node, portmap's). containerd brings up each pod's loopback itself, with the loopback plugin. Until the node
+// has a pod CIDR there is no network configuration, and kubelet reports the node NotReady.
 const CNITemplateText = `{
   "cniVersion": "1.0.0",
   "name": "kubeup",
@@ -148,7 +150,6 @@ const CNITemplateText = `{
       "type": "bridge",
       "bridge": "cni0",
       "isGateway": true,
-      "ipMasq": true,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",

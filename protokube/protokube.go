@@ -50,6 +50,10 @@ type Options struct {
 	// Proof checks the machine of a kubelet's bootstrap request (a cloud's signed instance identity); nil: none,
 	// the shared bootstrap token alone (docs/pki.md).
 	Proof kubetasks.IdentityProof
+	// Routes is the node's routing table, where the round keeps the routes to the other nodes' pod ranges
+	// (docs/networking.md); nil: the network namespace protokube runs in when Root is "/", none otherwise (a
+	// node converged through a root directory has its own namespace, which this process is not in).
+	Routes nodetasks.RouteTable
 	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
 	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 
@@ -242,7 +246,15 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	defer node.Close()
-	r := &Round{node: node, volumes: vols, dns: dns}
+	r := &Round{node: node, volumes: vols, dns: dns, routes: o.Routes}
+	if r.routes == nil && (o.Root == "" || o.Root == "/") {
+		table, err := nodetasks.NewNetlinkRoutes("")
+		if err != nil {
+			return false, err
+		}
+		defer table.Close()
+		r.routes = table
+	}
 
 	found, err := vols.List(ctx, map[string]string{pc.ClusterTag.Key: pc.ClusterTag.Value, model.TagControlPlane: "1"})
 	if err != nil {
@@ -275,8 +287,11 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if api == nil {
 		if r.kube, r.approver, err = kubeClients(o.Root, nc); err != nil {
 			o.Logger.Warn("kubelet credentials: kubeup's objects and the CSR approver wait for this node's files", "err", err)
-		} else if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
-			return false, err
+		} else {
+			if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
+				return false, err
+			}
+			addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, o.Logger)
 		}
 	}
 	if err := checkOwned(o.Conf, g); err != nil {

@@ -22,6 +22,8 @@ type Round struct {
 	dns     dnstasks.Provider
 	// kube and approver reach this node's kube-apiserver (as protokube, as the CSR approver) while it is ready.
 	kube, approver *kubetasks.Client
+	// routes is the node's routing table (the pod network's routes); nil: the round leaves routes alone.
+	routes nodetasks.RouteTable
 }
 
 var (
