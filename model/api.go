@@ -211,7 +211,14 @@ type NetworkingSpec struct {
 	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
 	// ClusterDomain is the DNS domain of services: cluster.local.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// PodNetwork is how pods of different nodes reach each other: kubenet (each node's range, from
+	// kube-controller-manager, routed to that node by every other node; docs/networking.md), the only one kubeup
+	// makes today.
+	PodNetwork string `json:"podNetwork,omitempty"`
 }
+
+// PodNetworkKubenet is spec.networking.podNetwork's kubenet: a bridge per node, routes between nodes.
+const PodNetworkKubenet = "kubenet"
 
 // EtcdClusterSpec is one etcd cluster of the control plane. Its members each live on a volume of their own,
 // attached to a control-plane node of the member's instance group.

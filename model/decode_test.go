@@ -166,7 +166,7 @@ func TestDecodeProblems(t *testing.T) {
 			name: "unknown field with nothing close lists the known ones",
 			in:   clusterDoc + "  networking:\n    frobnicate: true\n",
 			want: []Problem{{"spec.networking.frobnicate",
-				"unknown field (written by a newer kubeup? upgrade kubeup): known fields are clusterDomain, nonMasqueradeCIDR, podCIDR, serviceClusterIPRange"}},
+				"unknown field (written by a newer kubeup? upgrade kubeup): known fields are clusterDomain, nonMasqueradeCIDR, podCIDR, podNetwork, serviceClusterIPRange"}},
 		},
 		{
 			name: "unknown field in an instance group",

@@ -93,6 +93,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 	setDefault(&n.PodCIDR, "100.96.0.0/11")
 	setDefault(&n.ServiceClusterIPRange, "100.64.0.0/13")
 	setDefault(&n.ClusterDomain, "cluster.local")
+	setDefault(&n.PodNetwork, PodNetworkKubenet)
 
 	if s.EtcdClusters == nil {
 		s.EtcdClusters = defaultEtcdClusters(igs)

@@ -153,6 +153,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	validateNetworking(ps, s.Networking)
 	validateEtcd(ps, s, igs, all)
 	validateComponents(ps, c)
+	validateKubenet(ps, s)
 	validateContainerd(ps, s)
 
 	if !all {
@@ -202,6 +203,21 @@ func validateNetworking(ps *problems, n *NetworkingSpec) {
 	}
 	if msg := validDNSName(n.ClusterDomain, 1); msg != "" {
 		ps.add("spec.networking.clusterDomain", "%s", msg)
+	}
+	if n.PodNetwork != PodNetworkKubenet {
+		ps.add("spec.networking.podNetwork", "%q is not a pod network kubeup makes: %s is (a bridge per node, routes between nodes: docs/networking.md); leave the field out for it",
+			n.PodNetwork, PodNetworkKubenet)
+	}
+}
+
+// validateKubenet checks that kube-controller-manager gives each node the range kubenet routes.
+func validateKubenet(ps *problems, s *ClusterSpec) {
+	if s.Networking == nil || s.Networking.PodNetwork != PodNetworkKubenet || s.KubeControllerManager == nil {
+		return
+	}
+	if a := s.KubeControllerManager.AllocateNodeCIDRs; a != nil && !*a {
+		ps.add("spec.kubeControllerManager.allocateNodeCIDRs", "false, but spec.networking.podNetwork %s needs each node's pod range from kube-controller-manager: leave the field out (true)",
+			PodNetworkKubenet)
 	}
 }
 

@@ -308,6 +308,23 @@ func TestValidate(t *testing.T) {
 			},
 			want: []wantProblem{{"spec.networking.clusterDomain", `"cluster..local" is not a valid DNS name`}},
 		},
+		{
+			name: "a pod network kubeup does not make",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				c.Spec.Networking = &NetworkingSpec{PodNetwork: "flannel"}
+				return igs
+			},
+			want: []wantProblem{{"spec.networking.podNetwork", `"flannel" is not a pod network kubeup makes: kubenet is`}},
+		},
+		{
+			name: "kubenet without the nodes' ranges",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				no := false
+				c.Spec.KubeControllerManager = &KubeControllerManagerConfig{AllocateNodeCIDRs: &no}
+				return igs
+			},
+			want: []wantProblem{{"spec.kubeControllerManager.allocateNodeCIDRs", "needs each node's pod range from kube-controller-manager"}},
+		},
 
 		// names
 		{
