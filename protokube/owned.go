@@ -46,6 +46,8 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 			continue // the cloud's volumes and DNS: nothing on the node's filesystem
 		case *kubetasks.Object[*Round], *kubetasks.Pruned[*Round], *kubetasks.KubeletCSRs[*Round]:
 			continue // the cluster's API: objects and certificate requests, nothing on the node
+		case *nodetasks.PodRoutes[*Round]:
+			continue // routes of kubeup's protocol (nodetasks.RouteProtocol) only, no file
 		default:
 			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
 		}

@@ -118,6 +118,9 @@ func TestCheckOwned(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ""},
+		{"the pod network's routes: kubeup's protocol in the routing table, nothing on the filesystem", func(g *engine.Graph[*Round]) {
+			engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: map[string]string{"100.96.1.0/24": "10.0.0.2"}})
+		}, ""},
 		{"a file", func(g *engine.Graph[*Round]) {
 			engine.AddIn(g, (*Round).Node, &nodetasks.File{Path: "/etc/shadow", Contents: ptr("x")})
 		}, "File//etc/shadow: /etc/shadow is not in a directory kubeup owns"},
