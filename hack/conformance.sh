@@ -4,7 +4,8 @@
 #
 #   conformance.sh preflight   fail, saying what to run, unless the demo's cluster answers (make demo ran and
 #                              its machines still run); with DRY_RUN=1, no cluster is needed
-#   conformance.sh run         run e2e.test in node1's network namespace (its resolver is the demo's BIND, as for
+#   conformance.sh run         import the test images into each demo node's containerd (no registry is reachable:
+#                              the nodes must hold every image the tests run), then run e2e.test in node1's network namespace (its resolver is the demo's BIND, as for
 #                              kubectl), its images named through KUBE_TEST_REPO_LIST, the JUnit report written
 #                              into CONFORMANCE_REPORT; print each failure and skip, then the passed / failed /
 #                              skipped counts. Exit 1 when a spec failed. DRY_RUN=1: ginkgo's dry run, no cluster:
@@ -15,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/demo-env.sh
+. hack/machine.sh
 fail() { printf 'conformance: %s\n' "$*" >&2; exit 1; }
 
 REPORT=${CONFORMANCE_REPORT:-/tmp/kubeup-conformance}
@@ -49,6 +51,15 @@ run() {
 		printf '%s\n' "$out" | grep -E '^Ran [0-9]+ of [0-9]+ Specs' || fail "the dry run printed no count"
 		return 0
 	fi
+	say "The test images, imported into each node's containerd (ctr -n k8s.io images import)"
+	local n archive ref
+	for n in "${NODES[@]}"; do
+		while read -r archive ref; do
+			in_machine "$n" ctr -n k8s.io images import - <"$images/$archive" >/dev/null 2>&1 ||
+				fail "importing $ref ($images/$archive) on $n"
+		done <"$images/IMAGES"
+		echo "  $n: $(wc -l <"$images/IMAGES") images" >&2
+	done
 	rm -rf "$REPORT"
 	mkdir -p "$REPORT"
 	say "e2e.test (Kubernetes conformance, the focus of hack/conformance/focus) against $NAME; report: $REPORT"

@@ -3,6 +3,8 @@
 # node's network namespace, given what a virtual machine would give kubelet and containerd and nspawn does not by
 # default (internal/e2e.BootMachine does the same for the tests):
 #   - every capability, and no seccomp filter of nspawn's (runc installs the pods' own);
+#   - /proc/sys/net writable (SYSTEMD_NSPAWN_API_VFS_WRITABLE=network): the network namespace is the node's own,
+#     and the pods' bridge (the CNI bridge plugin) turns IP forwarding on in it;
 #   - on cgroup v1, a cgroup of its own in each hierarchy, mounted writable in the machine (nspawn mounts them
 #     read-only; the machine's cgroup namespace makes its cgroup the root it sees): each kubelet keeps its pods
 #     under a root of its own; on the unified hierarchy with systemd as PID 1, a transient scope systemd
@@ -90,7 +92,7 @@ boot_machine() {
 	hold_sysctls
 	record machines "$n"
 	# nspawn joins the machine's cgroups before it starts: the machine's cgroup namespace is made from them.
-	background "machine-$n" env SYSTEMD_SECCOMP=0 PROCS="$procs" sh -c 'for f in $PROCS; do echo $$ >"$f"; done; exec "$@"' sh \
+	background "machine-$n" env SYSTEMD_SECCOMP=0 SYSTEMD_NSPAWN_API_VFS_WRITABLE=network PROCS="$procs" sh -c 'for f in $PROCS; do echo $$ >"$f"; done; exec "$@"' sh \
 		"${scope[@]}" systemd-nspawn --register=no --keep-unit --quiet --boot --machine="$n" --directory="$root" \
 		--network-namespace-path="/run/netns/$(netns_of "$n")" --resolv-conf=off --capability=all \
 		--bind=/dev/kmsg --bind="$dir/containerd:/var/lib/containerd" \

@@ -54,6 +54,8 @@ var kubeletSysctls = [][2]string{
 // kubelet and containerd, and nspawn does not by default:
 //   - every capability (runc needs CAP_NET_ADMIN and others nspawn drops), and no seccomp filter of nspawn's
 //     (runc installs the pods' own);
+//   - /proc/sys/net writable (SYSTEMD_NSPAWN_API_VFS_WRITABLE=network): the machine's network namespace is its
+//     own, and the pods' bridge (the CNI bridge plugin) turns IP forwarding on in it;
 //   - on cgroup v1, a cgroup of its own in every hierarchy, mounted writable in the machine (nspawn mounts
 //     the hierarchies read-only; the machine's cgroup namespace makes its cgroup the root it sees), so that
 //     each machine's kubelet keeps its pods under a root of its own;
@@ -91,7 +93,7 @@ func BootMachine(t testing.TB, opts MachineOptions) *Container {
 	if opts.Kubelet {
 		holdSysctls(t)
 		args = append(args, "--capability=all", "--bind=/dev/kmsg")
-		env = append(env, "SYSTEMD_SECCOMP=0")
+		env = append(env, "SYSTEMD_SECCOMP=0", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=network")
 		v2, err := CgroupV2()
 		if err != nil {
 			t.Fatal(err)
