@@ -3,7 +3,6 @@ package cloudup
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -50,12 +49,7 @@ func newAddonTest(t *testing.T) *addonTest {
 // writeKubeconfig writes a kubeconfig whose context demo reaches server with the fake API's credentials, as
 // `kubeup export kubeconfig` writes one.
 func (at *addonTest) writeKubeconfig(server string) {
-	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-	kc := "apiVersion: v1\nkind: Config\ncurrent-context: " + demo + "\n" +
-		"clusters:\n- name: " + demo + "\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + b64(at.api.CAPEM) + "\n" +
-		"contexts:\n- name: " + demo + "\n  context:\n    cluster: " + demo + "\n    user: " + AdminUserEntry(demo) + "\n" +
-		"users:\n- name: " + AdminUserEntry(demo) + "\n  user:\n    client-certificate-data: " + b64(at.api.CertPEM) + "\n    client-key-data: " + b64(at.api.KeyPEM) + "\n"
-	if err := os.WriteFile(at.kubeconfig, []byte(kc), 0o600); err != nil {
+	if err := os.WriteFile(at.kubeconfig, at.api.Kubeconfig(demo, server), 0o600); err != nil {
 		at.t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -193,4 +194,18 @@ func (f *API) apply(w http.ResponseWriter, r *http.Request, path string) {
 		}
 	}
 	json.NewEncoder(w).Encode(obj)
+}
+
+// Kubeconfig is a kubeconfig whose context, cluster and user (name+"-admin") entries, named name as `kubeup
+// export kubeconfig` names them, reach server ("" is the API's URL) with the API's credentials, embedded.
+func (f *API) Kubeconfig(name, server string) []byte {
+	if server == "" {
+		server = f.URL
+	}
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	user := name + "-admin"
+	return []byte("apiVersion: v1\nkind: Config\ncurrent-context: " + name + "\n" +
+		"clusters:\n- name: " + name + "\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + b64(f.CAPEM) + "\n" +
+		"contexts:\n- name: " + name + "\n  context:\n    cluster: " + name + "\n    user: " + user + "\n" +
+		"users:\n- name: " + user + "\n  user:\n    client-certificate-data: " + b64(f.CertPEM) + "\n    client-key-data: " + b64(f.KeyPEM) + "\n")
 }
