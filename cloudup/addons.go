@@ -153,6 +153,9 @@ func (a *addonRun) run(ctx context.Context, target engine.Target, o UpdateOption
 		plan = &engine.Plan{Incomplete: res.Plan.Incomplete}
 		plan.Add(a.deletions(res.Plan.Changes)...)
 	}
+	if errors.Is(err, kubetasks.ErrNotKubeups) {
+		return plan, fmt.Errorf("the addons of cluster %s: %w; or, to keep yours, disable the addon in spec.addons (for CoreDNS: spec.addons.coreDNS.enabled: false; docs/addons.md)", a.cluster.Metadata.Name, err)
+	}
 	if err != nil {
 		return plan, fmt.Errorf("the addons of cluster %s: %w", a.cluster.Metadata.Name, err)
 	}

@@ -273,7 +273,8 @@ func TestAddonDisabled(t *testing.T) {
 	at.edit(func(s *model.ClusterSpec) { s.Addons.CoreDNS.Enabled = nil })
 	var out bytes.Buffer
 	_, err := at.cs.Update(at.ctx, demo, UpdateOptions{Out: &out, Logger: slog.New(slog.DiscardHandler), Kubeconfig: at.kubeconfig})
-	if err == nil || !strings.Contains(err.Error(), "Deployment/kube-system/coredns exists and is not kubeup's (it has no label kubeup.dev/addon=coredns)") {
+	if err == nil || !strings.Contains(err.Error(), "Deployment/kube-system/coredns exists and is not kubeup's (it has no label kubeup.dev/addon=coredns)") ||
+		!strings.Contains(err.Error(), "spec.addons.coreDNS.enabled: false") {
 		t.Errorf("enabling the addon over the operator's own Deployment: %v, want a refusal naming it", err)
 	}
 	if len(at.api.Patches) != patches {

@@ -3,6 +3,7 @@ package kubetasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,6 +40,9 @@ var (
 	_ engine.Renderer[*Object[World], World] = (*Object[World])(nil)
 	_ engine.Validator                       = (*Object[World])(nil)
 )
+
+// ErrNotKubeups is the refusal of an Object with a Mark to apply over an object without that label.
+var ErrNotKubeups = errors.New("kubeup does not take over an object it did not make")
 
 // ObjectKeyType is the type of an Object's key.
 const ObjectKeyType = "KubeObject"
@@ -152,8 +156,8 @@ func (o *Object[C]) Find(ctx context.Context, world C) (*Object[C], error) {
 	}
 	if k, v, _ := strings.Cut(o.Mark, "="); o.Mark != "" {
 		if labels, _ := dig(live, "metadata", "labels").(map[string]any); labels[k] != v {
-			return nil, engine.Terminal(fmt.Errorf("%s exists and is not kubeup's (it has no label %s): kubeup does not take over an object it did not make; "+
-				"delete it to let kubeup make its own, or turn off what makes kubeup want it", o.Name, o.Mark))
+			return nil, engine.Terminal(fmt.Errorf("%s exists and is not kubeup's (it has no label %s): %w; delete it to let kubeup make its own",
+				o.Name, o.Mark, ErrNotKubeups))
 		}
 	}
 	text, err := canonical(Project(want, owned(live, world.KubeAPI().FieldManager), live))
