@@ -36,6 +36,22 @@ var planScenarios = []struct {
 	}, []string{"spec.zones[1]: <none> -> b", "instanceGroups[nodes].spec.zones[1]: <none> -> b"}},
 }
 
+// createSmallDemo creates (does not apply) the local cluster demo in a new store: one control-plane node and one
+// node in zone a, Kubernetes 1.34.2.
+func createSmallDemo(t *testing.T) *Clusters {
+	t.Helper()
+	cs := openStore(t, "file://"+t.TempDir())
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudLocal,
+		Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1, KubernetesVersion: "1.34.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Create(context.Background(), "create", c, igs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 func group(igs []*model.InstanceGroup, name string) *model.InstanceGroup {
 	i := slices.IndexFunc(igs, func(ig *model.InstanceGroup) bool { return ig.Metadata.Name == name })
 	return igs[i]
@@ -53,15 +69,7 @@ func TestPlanGolden(t *testing.T) {
 	for _, sc := range planScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			cs := openStore(t, "file://"+t.TempDir())
-			c, igs, err := model.NewCluster(model.NewClusterOptions{Name: demo, CloudProvider: model.CloudLocal,
-				Zones: []string{"a"}, ControlPlaneCount: 1, NodeCount: 1, KubernetesVersion: "1.34.2"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cs.Create(ctx, "create", c, igs); err != nil {
-				t.Fatal(err)
-			}
+			cs := createSmallDemo(t)
 			quiet := slog.New(slog.DiscardHandler)
 			var out bytes.Buffer
 			if _, err := cs.Update(ctx, demo, UpdateOptions{Out: &out, Apply: true, Logger: quiet}); err != nil {

@@ -34,6 +34,9 @@ type UpdateOptions struct {
 	Lock LockOptions
 	// Engine tunes the engine's concurrency; the zero value is the engine's defaults (adaptive).
 	Engine EngineTuning
+	// Kubeconfig is the file of `kubeup export kubeconfig` whose context named after the cluster reaches its API,
+	// where the addons are applied; "" is KubeconfigPath()'s.
+	Kubeconfig string
 }
 
 // EngineTuning is the part of engine.Options an update may change: for comparisons (benchmarks), not for use.
@@ -226,6 +229,12 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 			res.Plan.Add(dels...)
 		}
 	}
+	// The addons, through the cluster's API, once it answers: their changes are part of the same plan.
+	var addons *addonRun
+	if err == nil {
+		addons = openAddons(ctx, c, o.Kubeconfig)
+		err = addons.planInto(ctx, res.Plan, o)
+	}
 	if err != nil {
 		if res != nil {
 			// What could be planned, then (from the caller) the failures: the plan says it is incomplete.
@@ -238,7 +247,9 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 	}
 	explainSpec(res.Plan, stored.Cluster.Metadata.Name)
 	if !o.Apply || res.Plan.Empty() {
-		return res.Plan, writePlan(o, res.Plan)
+		err := writePlan(o, res.Plan)
+		addons.report(out(o), o)
+		return res.Plan, err
 	}
 
 	// The spec must still be the one this plan was made from: another operator may have replaced it meanwhile.
@@ -266,6 +277,15 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s is up to date, but deleting what the update left unused failed: %w (the next update tries again)", name, err)
 	}
+	if addons.wait == "" { // else the dry run planned none of them: the apply makes none either
+		done, err := addons.run(ctx, engine.Apply, o)
+		if done != nil {
+			applied.Plan.Add(done.Changes...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: its cloud is up to date, but applying its addons failed: %w (the next update tries again)", name, err)
+		}
+	}
 	// The report below says a dry run now plans nothing: on a cloud whose reads lag its writes, it is checked.
 	var settleErr error
 	if w, ok := any(world).(interface{ ReadsLagWrites() bool }); ok && w.ReadsLagWrites() {
@@ -276,6 +296,7 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 		if err := applied.Plan.WriteJSON(o.Out); err != nil {
 			return nil, err
 		}
+		addons.report(o.Out, o)
 		return applied.Plan, settleErr
 	}
 	fmt.Fprintf(o.Out, "Applied %d changes to cluster %s:\n", len(applied.Plan.Changes), name)
@@ -286,6 +307,7 @@ func RunUpdate[C storetasks.World](ctx context.Context, cs *Clusters, stored *St
 		return nil, settleErr
 	}
 	fmt.Fprintln(o.Out, "Cluster is up to date: `kubeup update cluster "+name+"` now reports no changes.")
+	addons.report(o.Out, o)
 	return applied.Plan, nil
 }
 
@@ -395,12 +417,16 @@ func (cs *Clusters) checkUnchanged(ctx context.Context, stored *Stored) error {
 }
 
 func writePlan(o UpdateOptions, p *engine.Plan) error {
-	out := o.Out
-	if out == nil {
-		out = os.Stdout
-	}
 	if o.JSON {
-		return p.WriteJSON(out)
+		return p.WriteJSON(out(o))
 	}
-	return p.WriteText(out)
+	return p.WriteText(out(o))
+}
+
+// out is where the report goes: o.Out, else stdout.
+func out(o UpdateOptions) io.Writer {
+	if o.Out == nil {
+		return os.Stdout
+	}
+	return o.Out
 }

@@ -40,9 +40,19 @@ type hostResolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
-// newAPIClient reads the kubeconfig file path ("" is KubeconfigPath()'s) and returns a client of its context
-// named after the cluster, as `kubeup export kubeconfig` writes it.
-func newAPIClient(path, cluster string) (*apiClient, error) {
+// kubeCredentials are what a kubeconfig's context gives to reach a cluster's API: its server, the CA it trusts,
+// and the client certificate and key (in PEM), which load as pair.
+type kubeCredentials struct {
+	server                 *url.URL
+	caPEM, certPEM, keyPEM []byte
+	pool                   *x509.CertPool
+	pair                   tls.Certificate
+}
+
+// readKubeconfigCredentials reads the kubeconfig file path ("" is KubeconfigPath()'s) and returns the credentials of its
+// context named after the cluster, as `kubeup export kubeconfig` writes it: only the embedded *-data fields, an
+// https:// server, and an admin certificate that has not ended. Each error names the file, the context and the fix.
+func readKubeconfigCredentials(path, cluster string) (*kubeCredentials, error) {
 	if path == "" {
 		var err error
 		if path, err = KubeconfigPath(); err != nil {
@@ -113,13 +123,24 @@ func newAPIClient(path, cluster string) (*apiClient, error) {
 	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
 		return nil, fmt.Errorf("kubeconfig %s: context %s: server %q is not an https:// URL: %s", path, cluster, server, fix)
 	}
+	return &kubeCredentials{server: u, caPEM: caPEM, certPEM: certPEM, keyPEM: keyPEM, pool: pool, pair: pair}, nil
+}
+
+// newAPIClient reads the kubeconfig file path ("" is KubeconfigPath()'s) and returns a client of its context
+// named after the cluster (readKubeconfigCredentials).
+func newAPIClient(path, cluster string) (*apiClient, error) {
+	cr, err := readKubeconfigCredentials(path, cluster)
+	if err != nil {
+		return nil, err
+	}
+	u := cr.server
 	port := u.Port()
 	if port == "" {
 		port = "443"
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cr.pool, Certificates: []tls.Certificate{cr.pair}, MinVersion: tls.VersionTLS12,
 		ServerName: u.Hostname()}}
-	return &apiClient{server: strings.TrimRight(server, "/"), host: u.Hostname(), port: port,
+	return &apiClient{server: strings.TrimRight(u.String(), "/"), host: u.Hostname(), port: port,
 		http: &http.Client{Transport: tr, Timeout: 10 * time.Second}, resolver: net.DefaultResolver}, nil
 }
 

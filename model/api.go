@@ -119,6 +119,8 @@ type ClusterSpec struct {
 	// Assets names every file a node installs (kubelet, the container runtime, the CNI plugins, crictl,
 	// protokube) and the images it preloads, each by URL and sha256, and the mirror they come from.
 	Assets *AssetsSpec `json:"assets,omitempty"`
+	// Addons are the objects kubeup keeps in the cluster through its API (`kubeup update cluster`): CoreDNS.
+	Addons *AddonsSpec `json:"addons,omitempty"`
 }
 
 // AWSSpec configures the aws cloud provider. The network and the instance profiles are the user's: kubeup checks

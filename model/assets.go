@@ -36,9 +36,10 @@ type AssetsSpec struct {
 	Crictl *AssetSpec `json:"crictl,omitempty"`
 	// Protokube is protokube's linux/amd64 binary, installed at /usr/local/bin/protokube on the control plane.
 	Protokube *AssetSpec `json:"protokube,omitempty"`
-	// Images are the container images nodes preload, by short name (pause, kube-proxy, etcd, kube-apiserver,
-	// kube-controller-manager, kube-scheduler): OCI image archives, installed at /var/lib/kubeup/images/<name>.tar.
-	// pause and kube-proxy on every node, the others on the control plane.
+	// Images are the container images nodes preload, by short name (pause, kube-proxy, coredns, etcd,
+	// kube-apiserver, kube-controller-manager, kube-scheduler): OCI image archives, installed at
+	// /var/lib/kubeup/images/<name>.tar. pause, kube-proxy and coredns (when the addon is enabled) on every node,
+	// the others on the control plane.
 	Images map[string]*ImageAssetSpec `json:"images,omitempty"`
 }
 
@@ -194,9 +195,9 @@ func upstreamURL(s *ClusterSpec, name string) string {
 	return ""
 }
 
-// defaultImages are the images nodes preload, by short name, from the complete spec's components: pause and
-// kube-proxy's on every node, etcd's and the control plane's components' on the control plane. An etcd cluster
-// whose image is not the first's adds etcd-<its name>.
+// defaultImages are the images nodes preload, by short name, from the complete spec's components: pause,
+// kube-proxy's and an enabled CoreDNS addon's (coredns) on every node, etcd's and the control plane's components'
+// on the control plane. An etcd cluster whose image is not the first's adds etcd-<its name>.
 func defaultImages(s *ClusterSpec) map[string]string {
 	out := map[string]string{ImagePause: PauseImage}
 	if s.KubeProxy != nil {
@@ -211,6 +212,12 @@ func defaultImages(s *ClusterSpec) map[string]string {
 	if s.KubeScheduler != nil {
 		out["kube-scheduler"] = s.KubeScheduler.Image
 	}
+	if coreDNSEnabled(s) {
+		out[AddonCoreDNS] = DefaultCoreDNSImage
+		if a := s.Addons; a != nil && a.CoreDNS != nil && a.CoreDNS.Image != "" {
+			out[AddonCoreDNS] = a.CoreDNS.Image
+		}
+	}
 	for _, e := range s.EtcdClusters {
 		switch first, ok := out[ImageEtcd]; {
 		case !ok:
@@ -222,10 +229,10 @@ func defaultImages(s *ClusterSpec) map[string]string {
 	return out
 }
 
-// imageRole is the role of the nodes that preload an image: every node for pause and kube-proxy, else the
-// control plane.
+// imageRole is the role of the nodes that preload an image: every node for pause, kube-proxy and CoreDNS (its
+// pods may run on any node), else the control plane.
 func imageRole(name string) string {
-	if name == ImagePause || name == "kube-proxy" {
+	if name == ImagePause || name == "kube-proxy" || name == AddonCoreDNS {
 		return imageNodeAll
 	}
 	return RoleControlPlane
@@ -336,6 +343,8 @@ func validateAssets(ps *problems, s *ClusterSpec) {
 		check(ps, p+".sha256", sha256Problem(f.SHA256))
 	}
 	want := defaultImages(s)
+	// A disabled addon's image may stay (mirrored before, for when it is enabled again): no node preloads it.
+	want[AddonCoreDNS] = ""
 	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
 		img := a.Images[name]
 		p := "spec.assets.images." + name
@@ -384,8 +393,9 @@ func AssetWarnings(c *Cluster) []Problem {
 	refs := defaultImages(s)
 	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
 		img := a.Images[name]
+		_, used := refs[name]
 		switch {
-		case img == nil:
+		case img == nil, !used: // a disabled addon's image: no node preloads it, whatever it is
 		case img.SHA256 == "":
 			ps.add("spec.assets.images."+name+".sha256", "empty: no node preloads %s (%s) without one; %s", img.Image, shownURL(img.URL), fix)
 		case img.Image != refs[name]:

@@ -56,7 +56,7 @@ func TestValidateAssets(t *testing.T) {
 	a.Kubelet.SHA256 = "ABC"
 	a.Crictl.URL = ""
 	a.Crictl.SHA256 = testSHA
-	a.Images["coredns"] = &model.ImageAssetSpec{Image: "x"}
+	a.Images["hello"] = &model.ImageAssetSpec{Image: "x"}
 	a.Images["kube-proxy"].SHA256 = testSHA
 	a.Images["kube-proxy"].URL = "file:///srv/mirror/kube-proxy.tar"
 	a.Images["kube-proxy"].Image = "registry.k8s.io/kube-proxy:v1.33.0"
@@ -64,7 +64,7 @@ func TestValidateAssets(t *testing.T) {
 	for _, p := range model.ProblemsOf(t, model.Validate("test", c, igs)) {
 		paths = append(paths, p.Path)
 	}
-	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.coredns", "spec.assets.kubelet.sha256"}
+	want := []string{"spec.assets.crictl.url", "spec.assets.fileRepository", "spec.assets.images.hello", "spec.assets.kubelet.sha256"}
 	slices.Sort(paths)
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
@@ -86,7 +86,7 @@ func TestAssetWarnings(t *testing.T) {
 		}
 	}
 	want := []string{"spec.assets.kubelet.url", "spec.assets.containerd.sha256", "spec.assets.runc.sha256", "spec.assets.cniPlugins.sha256", "spec.assets.crictl.sha256",
-		"spec.assets.protokube.sha256", "spec.assets.images.etcd.sha256", "spec.assets.images.kube-apiserver.sha256",
+		"spec.assets.protokube.sha256", "spec.assets.images.coredns.sha256", "spec.assets.images.etcd.sha256", "spec.assets.images.kube-apiserver.sha256",
 		"spec.assets.images.kube-controller-manager.sha256", "spec.assets.images.kube-proxy.image", "spec.assets.images.kube-scheduler.sha256",
 		"spec.assets.images.pause.sha256"}
 	if diff := cmp.Diff(want, paths); diff != "" {

@@ -237,7 +237,7 @@ func TestDecodeProblems(t *testing.T) {
 			name: "a field of a newer kubeup",
 			in:   clusterDoc + "  frobnicator:\n    enabled: true\n",
 			want: []Problem{{"spec.frobnicator", "unknown field (written by a newer kubeup? upgrade kubeup): known fields are " +
-				"api, assets, aws, cloudProvider, configBase, containerd, dnsZone, etcdClusters, gce, kubeAPIServer, kubeControllerManager, kubeProxy, kubeScheduler, " +
+				"addons, api, assets, aws, cloudProvider, configBase, containerd, dnsZone, etcdClusters, gce, kubeAPIServer, kubeControllerManager, kubeProxy, kubeScheduler, " +
 				"kubelet, kubernetesVersion, local, networking, nodeup, project, region, zones"}},
 		},
 		{

@@ -119,6 +119,7 @@ func completeCluster(c *Cluster, igs []*InstanceGroup) {
 
 	completeComponents(c)
 	completeContainerd(s)
+	completeAddons(s)
 	completeAssets(s)
 }
 

@@ -157,6 +157,7 @@ func TestValidKubeletValuesReachKubelet(t *testing.T) {
 	k.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule", "example.com/gpu:NoExecute", "x=:PreferNoSchedule"}
 	k.FeatureGates = map[string]string{"AllAlpha": "false", "InPlacePodVerticalScaling": "true", "Foo": "1", "Bar": "F"}
 	k.ClusterDNS = "fd00::a"
+	c.Spec.Addons.CoreDNS.Enabled = model.Ptr(false) // no Service of the IPv4 range can take an IPv6 address
 	k.ClusterDomain = "k8s-1.example.internal"
 	k.CgroupDriver, k.AuthorizationMode = "cgroupfs", "AlwaysAllow"
 	k.Kubeconfig = "/var/lib/kubelet/kube_config+1@x-2"

@@ -145,12 +145,19 @@ func NewNodeConfig(c *Cluster, ig *InstanceGroup) *NodeConfig {
 	// The group's size is the cloud's business, not a node's: left out, a resize changes no node configuration,
 	// so no launch template version, and rolling-update replaces no machine for it (as kops).
 	nc.InstanceGroup.Spec.MinSize, nc.InstanceGroup.Spec.MaxSize = nil, nil
-	// Only what a node of the group installs: the files and images with a sha256 (the others no node downloads).
-	nc.Cluster.Spec.Assets = NodeConfigAssets(&c.Spec, ig.Spec.Role)
+	forNodes(&nc.Cluster.Spec, &c.Spec, ig.Spec.Role)
 	if ig.Spec.Role == RoleControlPlane {
 		nc.Protokube = newProtokubeConfig(c, ig)
 	}
 	return nc
+}
+
+// forNodes sets, in dst (a copy of the complete spec src), what the nodes of role get of src's assets and addons:
+// the files and images they install (those with a sha256: NodeConfigAssets), and of the addons what they preload
+// (nodeAddons).
+func forNodes(dst, src *ClusterSpec, role string) {
+	dst.Assets = NodeConfigAssets(src, role)
+	dst.Addons = nodeAddons(src.Addons)
 }
 
 func newProtokubeConfig(c *Cluster, ig *InstanceGroup) *ProtokubeConfig {

@@ -41,9 +41,8 @@ func NewNodeRoleConfig(c *Cluster, role string, ks Issued) (*NodeRoleConfig, err
 	if err != nil {
 		return nil, err
 	}
-	// Only what the role's nodes install: the files and images with a sha256 (NodeConfigAssets).
 	cc := *c
-	cc.Spec.Assets = NodeConfigAssets(&c.Spec, role)
+	forNodes(&cc.Spec, &c.Spec, role)
 	return &NodeRoleConfig{APIVersion: APIVersion, Kind: KindNodeRoleConfig, Role: role, Cluster: &cc, Files: files}, nil
 }
 

@@ -70,6 +70,7 @@ func TestSystemdReadsWhatKubeupWrites(t *testing.T) {
 		cl.Spec.Kubelet.NodeLabels = map[string]string{"example.com/team": "a.b_c-D9", "plain": ""}
 		cl.Spec.Kubelet.FeatureGates = map[string]string{"InPlacePodVerticalScaling": "true"}
 		cl.Spec.Kubelet.ClusterDNS = "fd00::a"
+		cl.Spec.Addons.CoreDNS.Enabled = model.Ptr(false) // no Service of the IPv4 range can take an IPv6 address
 		if err := model.Validate("test", cl, igs); err != nil {
 			t.Fatal(err)
 		}

@@ -104,6 +104,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 		}
 	}
 	validateAssets(ps, s)
+	validateAddons(ps, s)
 	switch {
 	case known && cm.fetchesNodeup:
 		validateNodeup(ps, s)

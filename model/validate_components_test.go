@@ -143,6 +143,7 @@ func TestValidateComponents(t *testing.T) {
 				k.RegisterWithTaints = []string{"dedicated=etcd:NoSchedule", "example.com/gpu:NoExecute", "x=:PreferNoSchedule"}
 				k.FeatureGates = map[string]string{"AllAlpha": "false", "InPlacePodVerticalScaling": "true", "Foo": "1"}
 				k.ClusterDNS = "fd00::a"
+				c.Spec.Addons.CoreDNS.Enabled = Ptr(false) // no Service of the IPv4 range can take an IPv6 address
 				k.CgroupDriver, k.AuthorizationMode = "cgroupfs", "AlwaysAllow"
 				a := c.Spec.KubeAPIServer
 				a.Image = "localhost:5000/kube-apiserver@sha256:" + strings.Repeat("ab", 32)

@@ -36,7 +36,7 @@ func TestAssetsMirror(t *testing.T) {
 	files := map[string]string{}
 	for _, f := range []string{"kubelet", "runc.amd64", "containerd-2.4.2-linux-amd64.tar.gz", "cni-plugins-linux-amd64-v1.10.0.tgz",
 		"crictl-v1.37.0-linux-amd64.tar.gz", "protokube", "pause.tar", "kube-proxy.tar", "etcd.tar", "kube-apiserver.tar",
-		"kube-controller-manager.tar", "kube-scheduler.tar"} {
+		"kube-controller-manager.tar", "kube-scheduler.tar", "coredns.tar"} {
 		files[f] = "contents of " + f
 		if err := os.WriteFile(filepath.Join(from, f), []byte(files[f]), 0o644); err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func TestAssetsMirror(t *testing.T) {
 
 	before := treeSums(t, state)
 	out := mustKubeup(t, state, "assets", "mirror", name, "--from", from)
-	if !strings.Contains(out, "Will mirror the assets of cluster "+name+" (12 changes)") || !strings.Contains(out, "Run with --yes") {
+	if !strings.Contains(out, "Will mirror the assets of cluster "+name+" (13 changes)") || !strings.Contains(out, "Run with --yes") {
 		t.Errorf("dry run printed:\n%s", out)
 	}
 	if !sameSums(before, treeSums(t, state)) {

@@ -86,8 +86,7 @@ A replacing run holds the cluster's lock, as update --yes does.`,
 	cmd.Flags().StringSliceVar(&o.InstanceGroups, "instance-group", nil, "only the machines of this instance group (repeatable)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "replace every machine, up to date or not")
 	cmd.Flags().BoolVar(&o.CloudOnly, "cloudonly", false, "base the health checks on the cloud alone, not on the API and etcd")
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "",
-		"the kubeconfig of `kubeup export kubeconfig` (default: the first path of $"+cloudup.EnvKubeconfig+", else ~/.kube/config)")
+	kubeconfigFlag(cmd, &o.Kubeconfig)
 	cmd.Flags().DurationVar(&o.Timeout, "validation-timeout", 15*time.Minute, "how long to wait for each replacement to be in service and the cluster healthy")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 10*time.Second, "how often to look while waiting for a replacement")
 	lockFlags(cmd, &o.Lock)

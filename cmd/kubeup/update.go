@@ -12,11 +12,12 @@ import (
 func newUpdateCommand(g *globals) *cobra.Command {
 	update := &cobra.Command{
 		Use:   "update",
-		Short: "Bring a cluster's cloud resources in line with its spec",
+		Short: "Bring a cluster's cloud resources and addons in line with its spec",
 	}
 	var yes, detailed bool
 	var target, output string
 	var lock cloudup.LockOptions
+	var kubeconfig string
 	var name clusterName
 	cmd := &cobra.Command{
 		Use:   "cluster NAME [--yes]",
@@ -33,6 +34,15 @@ first, saying every few seconds who holds the lock and since when, then finds wh
 to --lock-timeout, or until interrupted. A lock whose process is gone is taken over when that process ran on
 this machine; when a run died on another machine, take its lock over with --force-unlock ID, the ID the
 waiting message shows.
+
+Then the addons (spec.addons: CoreDNS), which live in the cluster: through its API, with the kubeconfig of
+"kubeup export kubeconfig NAME" (its context named after the cluster; --kubeconfig, else the first path of
+$KUBECONFIG, else ~/.kube/config), their objects are compared by server-side apply's fields and applied after
+the cloud, in the same plan ("KubeObject/Deployment/kube-system/coredns"); objects kubeup labelled
+kubeup.dev/addon=<addon> that the spec no longer asks for (a disabled addon's) are listed under "Will delete
+resources" and deleted; no other object is ever deleted or taken over. When the kubeconfig has no such context,
+or the API does not answer within a few seconds (a cluster not up yet), the update goes on without them and its
+report ends with a line "Addons wait: <why>. ..." that says how to apply them (on stderr with -o json).
 
 When spec.local.zoneFile changed since the last update --yes (or spec.dnsZone, which its default names), the
 cluster's DNS records move: the dry run lists those it will remove from the old file before its plan (on
@@ -53,7 +63,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 			if err != nil {
 				return err
 			}
-			o := cloudup.UpdateOptions{Out: cmd.OutOrStdout(), Logger: g.logger(cmd.ErrOrStderr()), Lock: lock}
+			o := cloudup.UpdateOptions{Out: cmd.OutOrStdout(), Logger: g.logger(cmd.ErrOrStderr()), Lock: lock, Kubeconfig: kubeconfig}
 			o.Lock.Messages = cmd.ErrOrStderr()
 			if g.verbose {
 				o.Progress = cmd.ErrOrStderr()
@@ -105,6 +115,7 @@ an error; with --yes, 0 after a successful apply (as terraform apply).`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when the dry run found changes, 0 when none, 1 on an error")
 	lockFlags(cmd, &lock)
+	kubeconfigFlag(cmd, &kubeconfig)
 	update.AddCommand(cmd)
 	return update
 }

@@ -12,6 +12,13 @@ import (
 	"kubeup.dev/kubeup/model"
 )
 
+// kubeconfigFlag adds --kubeconfig, the file of `kubeup export kubeconfig` whose context named after the cluster
+// reaches its API, to a command that reads it.
+func kubeconfigFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "kubeconfig", "",
+		"the kubeconfig of `kubeup export kubeconfig` (default: the first path of $"+cloudup.EnvKubeconfig+", else ~/.kube/config)")
+}
+
 func newValidateCommand(g *globals) *cobra.Command {
 	validate := &cobra.Command{
 		Use:   "validate",
@@ -120,8 +127,7 @@ Exit status: 0 when every check holds; 1 when one does not, or when validation c
 	name.addFlag(cmd, g)
 	cmd.Flags().DurationVar(&wait, "wait", 0, "validate again every 10s until the cluster is healthy or this duration ends (0: once; a negative duration is refused)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, yaml or json")
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "",
-		"the kubeconfig of `kubeup export kubeconfig` (default: the first path of $"+cloudup.EnvKubeconfig+", else ~/.kube/config)")
+	kubeconfigFlag(cmd, &o.Kubeconfig)
 	validate.AddCommand(cmd)
 	return validate
 }

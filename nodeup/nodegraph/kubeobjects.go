@@ -23,8 +23,8 @@ const (
 	// BootstrapGroup is the group kubeup's bootstrap token adds (auth-extra-groups): only this token's requests
 	// may ask for a kubelet's certificate.
 	BootstrapGroup = "system:bootstrappers:kubeup:nodes"
-	// FieldManager is kubeup's field manager in server-side apply.
-	FieldManager = "kubeup"
+	// FieldManager is kubeup's field manager in server-side apply: protokube's and kubeup update cluster's.
+	FieldManager = kubetasks.FieldManager
 	// BootstrapTokenLabel marks the bootstrap token Secrets kubeup made (value "true"): one not of the current
 	// token is deleted.
 	BootstrapTokenLabel = "kubeup.dev/bootstrap-token"

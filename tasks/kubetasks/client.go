@@ -22,6 +22,10 @@ type World interface {
 	KubeAPI() *Client
 }
 
+// FieldManager is kubeup's field manager in server-side apply, on both sides (protokube, kubeup update cluster):
+// the objects kubeup keeps in a cluster are kubeup's whichever side applied them.
+const FieldManager = "kubeup"
+
 // Client is a client of kube-apiserver: HTTPS to Server, authenticated by a client certificate, trusting one CA.
 type Client struct {
 	// Server is the API's URL: https://127.0.0.1:443.

@@ -3,6 +3,7 @@ package kubetasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,10 @@ type Object[C World] struct {
 	Manifest *string
 	// SecretManifest is Manifest for an object that holds secrets.
 	SecretManifest *engine.Secret
+	// Mark, when set, is the label (key=value) every object kubeup made for this task carries, and the manifest
+	// sets: an object at Path without it is someone else's, which kubeup does not take over (Find refuses, and
+	// nothing is applied).
+	Mark string `kubeup:"-"`
 	// After lists tasks to run first.
 	After []engine.Task `kubeup:"-"`
 }
@@ -35,6 +40,9 @@ var (
 	_ engine.Renderer[*Object[World], World] = (*Object[World])(nil)
 	_ engine.Validator                       = (*Object[World])(nil)
 )
+
+// ErrNotKubeups is the refusal of an Object with a Mark to apply over an object without that label.
+var ErrNotKubeups = errors.New("kubeup does not take over an object it did not make")
 
 // ObjectKeyType is the type of an Object's key.
 const ObjectKeyType = "KubeObject"
@@ -54,16 +62,11 @@ func NewObject[C World](manifest map[string]any, resource string, secret bool) (
 	if apiVersion == "" || kind == "" || name == "" || resource == "" {
 		return nil, fmt.Errorf("kubernetes object %s/%s: apiVersion, kind, metadata.name and its resource are required", kind, name)
 	}
-	path := "/apis/" + apiVersion
-	if !strings.Contains(apiVersion, "/") {
-		path = "/api/" + apiVersion // the core group
-	}
 	shown := kind + "/" + name
 	if ns != "" {
-		path += "/namespaces/" + ns
 		shown = kind + "/" + ns + "/" + name
 	}
-	path += "/" + resource + "/" + name
+	path := CollectionPath(apiVersion, ns, resource) + "/" + name
 	text, err := canonical(manifest)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes object %s: %w", shown, err)
@@ -75,6 +78,19 @@ func NewObject[C World](manifest map[string]any, resource string, secret bool) (
 		o.Manifest = &text
 	}
 	return o, nil
+}
+
+// CollectionPath is the API path of a collection: the objects of resource (the kind's plural, lower case) of
+// apiVersion, in namespace ns ("" for a kind that has none): /apis/apps/v1/namespaces/kube-system/deployments.
+func CollectionPath(apiVersion, ns, resource string) string {
+	path := "/apis/" + apiVersion
+	if !strings.Contains(apiVersion, "/") {
+		path = "/api/" + apiVersion // the core group
+	}
+	if ns != "" {
+		path += "/namespaces/" + ns
+	}
+	return path + "/" + resource
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -137,6 +153,12 @@ func (o *Object[C]) Find(ctx context.Context, world C) (*Object[C], error) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	if k, v, _ := strings.Cut(o.Mark, "="); o.Mark != "" {
+		if labels, _ := dig(live, "metadata", "labels").(map[string]any); labels[k] != v {
+			return nil, engine.Terminal(fmt.Errorf("%s exists and is not kubeup's (it has no label %s): %w; delete it to let kubeup make its own",
+				o.Name, o.Mark, ErrNotKubeups))
+		}
 	}
 	text, err := canonical(Project(want, owned(live, world.KubeAPI().FieldManager), live))
 	if err != nil {

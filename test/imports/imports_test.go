@@ -76,6 +76,8 @@ var rules = []rule{
 		"the GCS state store links Google's SDK only"},
 	{[]string{module + "/cloudup"}, append([]string{module + "/tasks/awstasks", module + "/tasks/gcetasks"}, cloudSDKs...),
 		"cloudup is the operator's side common to all clouds: a cloud's own code and SDK live in its provider's package (providers/<cloud>), which the main links"},
+	{[]string{module + "/cmd/"}, []string{module + "/tasks/kubetasks/kubetest"},
+		"kubetest is the tests' fake kube-apiserver: no binary links it"},
 	{[]string{module + "/cmd/nodeup$", module + "/cmd/protokube$"}, cloudSDKs,
 		"the local provider's node binaries link no cloud SDK (docs/architecture.md, \"Providers\")"},
 	{[]string{module + "/cmd/nodeup-aws$", module + "/cmd/protokube-aws$"}, googleSDK,

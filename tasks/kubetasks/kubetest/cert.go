@@ -1,4 +1,4 @@
-package kubetasks_test
+package kubetest
 
 import (
 	"crypto/ecdsa"
@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// clientCert is a self-signed client certificate and its key, in PEM: the fake API asks for one and trusts any.
-func clientCert(t *testing.T) (certPEM, keyPEM []byte) {
+// ClientCert is a self-signed client certificate and its key, in PEM: the fake API asks for one and trusts any.
+func ClientCert(t testing.TB) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
