@@ -6,8 +6,10 @@
 # and keeps kubelet running; kubelet runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 # kube-proxy in containers (containerd, runc) from the images `make images` built, preloaded on the node. etcd ends
 # healthy through its DNS names, over TLS with the certificates kubeup issued; kubectl answers through
-# api.<cluster> with the kubeconfig of `kubeup export kubeconfig`; the kubelets register their Nodes, Ready; a
-# Deployment of the e2e workload runs, and `kubectl logs` and `kubectl exec` reach one of its pods. `kubeup validate
+# api.<cluster> with the kubeconfig of `kubeup export kubeconfig`; the kubelets register their Nodes, Ready; kubeup
+# update cluster applies the addons (CoreDNS) through the API; each node routes the other nodes' pod ranges; a
+# Deployment of the e2e workload runs on the pod network behind a ClusterIP Service, `kubectl logs` and `kubectl exec`
+# reach one of its pods, and from the pod on node1 the Service answers by its DNS name from the pods on the others. `kubeup validate
 # cluster` passes, fails naming the members of a node whose etcd is stopped and the node whose kubelet (then
 # containerd) is stopped, and passes again once protokube brings them back. Day two: a change of the spec reaches
 # the machines through `kubeup rolling-update cluster`, which runs each node's nodeup again, one at a time,
@@ -317,15 +319,50 @@ for n in "${NODES[@]}"; do
 	in_machine "$n" ctr -n k8s.io images import - <"$IMAGES/hello.tar" >/dev/null 2>&1 || fail "importing the workload's image on $n"
 done
 
-say "A workload: a Deployment of 3 replicas of the e2e workload, on the host network (pod networking across nodes is not set up yet), the control plane's taint tolerated"
+say "The cluster's addons (CoreDNS), applied through the API by kubeup update cluster once it answers: a dry run shows them, --yes applies them, a second dry run has no change"
+# From node1's network namespace, whose resolver is the BIND: update reaches the API through api.<cluster>.
+update_in_node1() {
+	printf '$ kubeup update cluster %s %s   (in node1'"'"'s network namespace)\n' "$NAME" "$*" >&2
+	ip netns exec "$(netns_of node1)" "$BIN/kubeup" update cluster "$NAME" --kubeconfig="$KUBECONFIG_FILE" "$@"
+}
+update_in_node1 | grep -E '^(Will|  [A-Za-z]+/)|Addon|KubeObject' || true
+update_in_node1 --yes | tail -1
+update_in_node1 >"$DEMO_DIR/addons-again.txt"
+grep -q 'No changes' "$DEMO_DIR/addons-again.txt" || fail "a second update after the addons found changes: $(cat "$DEMO_DIR/addons-again.txt")"
+echo "(applying again: no changes)" >&2
+coredns_ready() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s -n kube-system get deployment coredns -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" = 2 ]; }
+wait_for 180 "CoreDNS's 2 replicas to be ready" coredns_ready
+kubectl -n kube-system get deployment,service -l kubeup.dev/addon=coredns
+
+say "The pod network: each node routes the other nodes' pod ranges (kube-controller-manager allocates them; protokube keeps the routes, protocol 111)"
+kubectl get nodes -o 'custom-columns=NAME:.metadata.name,POD RANGE:.spec.podCIDR,ADDRESS:.status.addresses[?(@.type=="InternalIP")].address'
+routed() { for n in "${NODES[@]}"; do [ "$(ip -n "$(netns_of "$n")" route show proto 111 | wc -l)" = $((${#NODES[@]} - 1)) ] || return 1; done; }
+wait_for 60 "each node to route the other nodes' pod ranges" routed
+for n in "${NODES[@]}"; do ip -n "$(netns_of "$n")" route show proto 111 | sed "s/^/  $n: /"; done
+
+say "A workload: a Deployment of 3 replicas of the e2e workload on the pod network, one per node, the control plane's taint tolerated, behind the ClusterIP Service hello"
 printf '$ kubectl apply -f hack/hello-deployment.yaml   (in node1'"'"'s network namespace)\n' >&2
 ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s apply -f - <hack/hello-deployment.yaml
-hello_running() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get pods -l app=hello --no-headers 2>/dev/null | awk '$3 == "Running"' | wc -l)" = 3 ]; }
-wait_for 180 "the 3 pods of the Deployment to run" hello_running
+hello_ready() { [ "$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=5s get deployment hello -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" = 3 ]; }
+wait_for 180 "the 3 pods of the Deployment to be ready" hello_ready
 kubectl get pods -l app=hello -o wide
-pod=$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" get pods -l app=hello -o jsonpath='{.items[0].metadata.name}')
+kubectl get service hello
+pod=$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" get pods -l app=hello --field-selector spec.nodeName=node1 -o jsonpath='{.items[0].metadata.name}')
 kubectl logs "$pod"
 kubectl exec "$pod" -- /hello get http://127.0.0.1:18080/
+
+say "The Service by its name, from the pod on node1: answered by the pods on the other nodes (CoreDNS, kube-proxy, the routes between nodes)"
+others=$(ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" get pods -l app=hello -o jsonpath='{range .items[?(@.spec.nodeName!="node1")]}{.metadata.name}{"\n"}{end}')
+[ "$(wc -l <<<"$others")" = 2 ] || fail "want 2 hello pods on the other nodes, found: $others"
+: >"$DEMO_DIR/answers.txt"
+answered_by_others() {
+	ip netns exec "$(netns_of node1)" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s exec "$pod" -- /hello get http://hello.default.svc.cluster.local/ >>"$DEMO_DIR/answers.txt" 2>/dev/null || return 1
+	local o
+	for o in $others; do grep -qx "hello from $o" "$DEMO_DIR/answers.txt" || return 1; done
+}
+wait_for 120 "both pods on the other nodes to answer http://hello.default.svc.cluster.local/ from $pod" answered_by_others
+printf '$ kubectl exec %s -- /hello get http://hello.default.svc.cluster.local/   (answers, in turn)\n' "$pod" >&2
+sort -u "$DEMO_DIR/answers.txt" | sed 's/^/  /'
 
 kubelet_victim=node2
 names_victim() {

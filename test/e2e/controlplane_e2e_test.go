@@ -66,7 +66,9 @@ func (n *node) journal(t *testing.T) string {
 //     api.<cluster>: ready, namespaces and ConfigMaps are created, the controller-manager and the scheduler hold
 //     their leases, a new ServiceAccount's token is accepted and a forged one is not.
 //   - nodes_and_pods: 3 Nodes Ready, registered by their kubelets on containerd; every mirror pod Running; a
-//     Deployment of the e2e workload runs a pod per node, and kubectl logs and exec reach one.
+//     Deployment of the e2e workload runs a pod per node, on the pod network, and kubectl logs and exec reach one.
+//   - pods_talk: the addons applied by `kubeup update cluster`; a pod on node1 reaches a Service whose pods run on
+//     node2 and node3 by its DNS name (podnetwork_e2e_test.go).
 //   - validate_healthy, validate_node2_kubelet_stopped, validate_node2_containerd_stopped and
 //     validate_node3_etcd_stopped: `kubeup validate cluster` (validate_e2e_test.go).
 //   - kubectl_node3_dead: node3's machine dies; kubectl still works through the name and the ConfigMap reads back.
@@ -76,6 +78,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
 	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
+	t.Run("pods_talk", func(t *testing.T) { podsTalk(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
 	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "kubelet.service") })
 	t.Run("validate_node2_containerd_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "containerd.service") })
@@ -417,7 +420,7 @@ func lastLines(s string, n int) string {
 }
 
 // nodesAndPods: each node registered by its own kubelet, Ready, on containerd; every static pod's mirror pod
-// Running; then a Deployment of 3 replicas of the e2e workload (host network, the control plane's taint
+// Running; then a Deployment of 3 replicas of the e2e workload (on the pod network, the control plane's taint
 // tolerated) runs one pod per node, and kubectl logs and exec reach one of them through kube-apiserver and its
 // node's kubelet.
 func nodesAndPods(t *testing.T, cp *controlPlane) {

@@ -1,0 +1,157 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeup.dev/kubeup/internal/e2e"
+)
+
+// backendManifest is the workload behind the Service the pods_talk test reaches: 2 replicas of the e2e workload,
+// one on node2 and one on node3 (a node affinity and a required anti-affinity), on the pod network.
+const backendManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: backend, namespace: kubeup-e2e}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: backend}}
+  template:
+    metadata: {labels: {app: backend}}
+    spec:
+      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [node2, node3]}]
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {app: backend}}
+            topologyKey: kubernetes.io/hostname
+      containers:
+      - name: hello
+        image: ` + e2e.HelloImage + `
+        imagePullPolicy: IfNotPresent
+        args: ["-listen=:18080"]
+        readinessProbe: {httpGet: {path: /healthz, port: 18080}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: backend, namespace: kubeup-e2e}
+spec:
+  selector: {app: backend}
+  ports: [{name: http, port: 80, targetPort: 18080}]
+`
+
+// podsTalk: the cluster's pod network, kube-proxy and DNS. `kubeup update cluster --yes` (from the client, once
+// the API answers) applies the cluster's addons, CoreDNS among them, and a second dry run has no change. Each
+// node routes the other two nodes' pod ranges to them (protokube's routes, kubeup's protocol 111). The hello pod
+// on node1 (nodes_and_pods' Deployment, on the pod network) then reaches a Service whose pods run on node2 and
+// node3 by its DNS name: both pods answer through it, and each answers at its own pod address.
+func podsTalk(t *testing.T, cp *controlPlane) {
+	ctx := context.Background()
+	update := func(args ...string) string {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		cmd := cp.client.Command(cctx, filepath.Join(cp.bin, "kubeup"), append([]string{"update", "cluster", cluster,
+			"--state", "file://" + cp.state, "--kubeconfig", cp.kubeconfig}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cp.printed.WriteString(stdout.String() + stderr.String())
+		if err != nil {
+			t.Fatalf("kubeup update cluster %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	t.Logf("kubeup update cluster --yes (the addons):\n%s", update("--yes"))
+	if out := update(); !strings.Contains(out, "No changes") {
+		t.Errorf("a dry run after the addons were applied has changes:\n%s", out)
+	}
+
+	ranges := map[string]string{} // node -> its pod range
+	out := e2e.WaitFor(t, 2*time.Minute, "every Node to have a pod range", func() (string, bool) {
+		out, err := cp.kubectl("get", "nodes", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,RANGE:.spec.podCIDR,IP:.status.addresses[?(@.type==\"InternalIP\")].address")
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[1] != "<none>" {
+				ranges[f[0]] = f[1] + " via " + f[2]
+				n++
+			}
+		}
+		return out, err == nil && n == 3
+	})
+	t.Logf("the Nodes' pod ranges:\n%s", out)
+	for _, n := range cp.nodes {
+		var want []string
+		for _, o := range cp.nodes {
+			if o != n {
+				want = append(want, ranges[o.id]+" dev eth0")
+			}
+		}
+		e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
+			out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111")
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					return fmt.Sprintf("%q, want %q: %v", out, want, err), false
+				}
+			}
+			return out, err == nil
+		})
+	}
+
+	manifest := filepath.Join(cp.dir, "backend.yaml")
+	e2e.WriteFile(t, manifest, backendManifest)
+	cp.mustKubectlT(t, "apply", "-f", manifest)
+	backends := e2e.WaitFor(t, 3*time.Minute, "the backend's 2 pods ready on node2 and node3", func() (string, bool) {
+		out, err := cp.kubectl("get", "pods", "-n", "kubeup-e2e", "-l", "app=backend", "--no-headers", "-o",
+			"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,IP:.status.podIP,READY:.status.containerStatuses[0].ready")
+		nodes := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 4 && f[3] == "true" {
+				nodes[f[1]] = true
+			}
+		}
+		return out, err == nil && nodes["node2"] && nodes["node3"]
+	})
+	t.Logf("the backend's pods:\n%s", backends)
+
+	client := ""
+	hello := cp.mustKubectlT(t, "get", "pods", "-l", "app=hello", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName")
+	for _, line := range strings.Split(hello, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[1] == "node1" {
+			client = f[0]
+		}
+	}
+	if client == "" {
+		t.Fatalf("no hello pod on node1:\n%s", hello)
+	}
+	get := func(url string) (string, error) {
+		return cp.kubectl("exec", client, "--", "/hello", "get", url)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(backends), "\n") {
+		f := strings.Fields(line)
+		if out, err := get("http://" + f[2] + ":18080/"); err != nil || strings.TrimSpace(out) != "hello from "+f[0] {
+			t.Errorf("the backend pod %s on %s at its pod address %s, from %s on node1: %v: %q", f[0], f[1], f[2], client, err, out)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range []string{"backend.kubeup-e2e.svc.cluster.local", "backend.kubeup-e2e"} {
+		e2e.WaitFor(t, 2*time.Minute, "both backend pods to answer through http://"+name+"/ from node1", func() (string, bool) {
+			out, err := get("http://" + name + "/")
+			if err == nil {
+				seen[strings.TrimSpace(out)] = true
+			}
+			return fmt.Sprintf("%q %v (seen %v)", out, err, seen), err == nil && len(seen) == 2
+		})
+		clear(seen)
+	}
+}
