@@ -4,7 +4,8 @@
 #
 #   conformance.sh preflight   fail, saying what to run, unless the demo's cluster answers (make demo ran and
 #                              its machines still run); with DRY_RUN=1, no cluster is needed
-#   conformance.sh run         import the test images into each demo node's containerd (no registry is reachable:
+#   conformance.sh run         remove the control plane's NoSchedule taint from the demo's nodes (all of them are
+#                              control-plane nodes; the tests schedule ordinary pods), import the test images into each demo node's containerd (no registry is reachable:
 #                              the nodes must hold every image the tests run), then run e2e.test in node1's network namespace (its resolver is the demo's BIND, as for
 #                              kubectl), its images named through KUBE_TEST_REPO_LIST, the JUnit report written
 #                              into CONFORMANCE_REPORT; print each failure and skip, then the passed / failed /
@@ -60,6 +61,12 @@ run() {
 		done <"$images/IMAGES"
 		echo "  $n: $(wc -l <"$images/IMAGES") images" >&2
 	done
+	# The demo's nodes are all control-plane nodes, registered with the control plane's NoSchedule taint; the tests
+	# schedule ordinary pods, and the suite refuses to start without a schedulable node. The taint goes, as on a
+	# kind cluster without workers (kubelet adds it only when it registers its Node).
+	say "The demo's nodes are all control-plane nodes: their NoSchedule taint is removed, so that the tests' pods can run there"
+	ip netns exec "$(netns_of "${NODES[0]}")" "$KUBECTL" --kubeconfig="$KUBECONFIG_FILE" --request-timeout=10s \
+		taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule- 2>&1 | grep -v 'not found' || true
 	rm -rf "$REPORT"
 	mkdir -p "$REPORT"
 	say "e2e.test (Kubernetes conformance, the focus of hack/conformance/focus) against $NAME; report: $REPORT"

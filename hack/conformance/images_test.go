@@ -91,8 +91,10 @@ func TestAgnhostImage(t *testing.T) {
 		}
 		return ""
 	}
+	// sh is dash, not busybox: Debian's busybox-static runs its own applets before the programs on PATH, so
+	// under its sh the tests' `nc -v` was busybox's nc, which has no -v.
 	for name, want := range map[string]string{
-		"sh": "/bin/busybox", "seq": "/bin/busybox", "dig": "/usr/bin/dig", "curl": "/usr/bin/curl", "nc": "/bin/nc.openbsd",
+		"sh": "/bin/dash", "seq": "/bin/busybox", "dig": "/usr/bin/dig", "curl": "/usr/bin/curl", "nc": "/bin/nc.openbsd",
 	} {
 		if got := which(name); got != want {
 			t.Errorf("%s on the image's PATH is %q, want %s", name, got, want)
