@@ -290,7 +290,7 @@ conformance-deps: e2e-packages
 		echo "conformance-deps: building agnhost and pause, and writing the test images into $$dir (once; a few minutes)"; \
 		$(IMAGES_MOD)/debs.sh fetch $(CONFORMANCE_DEBS) '$(KUBEUP_CONFORMANCE_DEBS)'; \
 		$(IMAGES_MOD)/debs.sh unpack '$(KUBEUP_CONFORMANCE_DEBS)' "$$tmp/base"; \
-		rm -f "$$tmp/base/usr/bin/nc"; ln -sfn nc.openbsd "$$tmp/base/bin/nc"; ln -sfn dash "$$tmp/base/bin/sh"; \
+		rm -f "$$tmp/base/usr/bin/nc"; ln -sfn nc.openbsd "$$tmp/base/bin/nc"; ln -sfn bash "$$tmp/base/bin/sh"; \
 		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/agnhost" \
 			k8s.io/kubernetes/test/images/agnhost); \
 		(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause); \
