@@ -95,7 +95,7 @@ func TestAgnhostImage(t *testing.T) {
 	// under its sh the tests' `nc -v` was busybox's nc, which has no -v; and bash passes on environment variables
 	// whose names are not a shell's (a ConfigMap's keys as the tests set them), which busybox 1.35's ash drops.
 	for name, want := range map[string]string{
-		"sh": "/bin/bash", "seq": "/bin/busybox", "dig": "/usr/bin/dig", "curl": "/usr/bin/curl", "nc": "/bin/nc.openbsd",
+		"sh": "/bin/bash", "seq": "/bin/busybox", "dig": "/usr/bin/dig", "curl": "/usr/bin/curl", "nc": "/bin/nc.openbsd", "getent": "/usr/bin/getent",
 	} {
 		if got := which(name); got != want {
 			t.Errorf("%s on the image's PATH is %q, want %s", name, got, want)
