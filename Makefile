@@ -270,7 +270,10 @@ E2E_TEST_FLAGS := CGO_ENABLED=0 -vet=off -trimpath -buildvcs=false -ldflags '$(K
 KUBEUP_E2E_TEST ?= /var/cache/kubeup/e2e-test/$(shell { cat $(CONFORMANCE_MOD)/go.mod $(CONFORMANCE_MOD)/go.sum; echo "$(E2E_TEST_FLAGS)"; } 2>/dev/null | sha256sum | cut -c1-16)
 KUBEUP_CONFORMANCE_DEBS ?= /var/cache/kubeup/debs/$(shell sha256sum $(CONFORMANCE_DEBS) 2>/dev/null | cut -c1-16)
 CONFORMANCE_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) -type f 2>/dev/null)) $(addprefix $(CONFORMANCE_MOD)/,go.mod go.sum debs repo-list.yaml)
-KUBEUP_CONFORMANCE_IMAGES ?= /var/cache/kubeup/conformance-images/$(shell { cat $(CONFORMANCE_KEY_FILES); echo "$(E2E_REGISTRY) $(CONFORMANCE_IMAGES)"; } 2>/dev/null | sha256sum | cut -c1-16)
+# CONFORMANCE_LAYOUT is in the key too: raise it when conformance-deps' recipe changes what goes into the images
+# (2: agnhost's localhost.crt and .key, /uploads, /agnhost-2, as upstream's Dockerfile adds them).
+CONFORMANCE_LAYOUT := 2
+KUBEUP_CONFORMANCE_IMAGES ?= /var/cache/kubeup/conformance-images/$(shell { cat $(CONFORMANCE_KEY_FILES); echo "$(E2E_REGISTRY) $(CONFORMANCE_IMAGES) $(CONFORMANCE_LAYOUT)"; } 2>/dev/null | sha256sum | cut -c1-16)
 export KUBEUP_E2E_TEST KUBEUP_CONFORMANCE_IMAGES
 e2e_image = $(E2E_REGISTRY)/$(filter $(1):%,$(CONFORMANCE_IMAGES))
 conformance-deps: e2e-packages
@@ -293,6 +296,9 @@ conformance-deps: e2e-packages
 		rm -f "$$tmp/base/usr/bin/nc"; ln -sfn nc.openbsd "$$tmp/base/bin/nc"; ln -sfn bash "$$tmp/base/bin/sh"; \
 		(cd $(CONFORMANCE_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/agnhost" \
 			k8s.io/kubernetes/test/images/agnhost); \
+		porter="$$(cd $(CONFORMANCE_MOD) && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter"; \
+		cp "$$porter/localhost.crt" "$$porter/localhost.key" "$$tmp/base/"; chmod 0644 "$$tmp/base/localhost.crt" "$$tmp/base/localhost.key"; \
+		mkdir -p "$$tmp/base/uploads"; ln -sfn agnhost "$$tmp/base/agnhost-2"; \
 		(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause); \
 		"$$tmp/bin/images" -out "$$tmp" \
 			-image '$(call e2e_image,agnhost)='"$$tmp/bin/agnhost:/agnhost" -base '$(call e2e_image,agnhost)='"$$tmp/base" \

@@ -104,4 +104,11 @@ func TestAgnhostImage(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(root, "agnhost")); err != nil || !st.Mode().IsRegular() {
 		t.Errorf("/agnhost, the entrypoint, is not a file of the image: %v", err)
 	}
+	// What upstream's Dockerfile adds beside /agnhost: netexec's TLS certificate and key (the lifecycle hook tests
+	// serve HTTPS with them), its upload directory, and the second name the entrypoint tests run it by.
+	for _, p := range []string{"localhost.crt", "localhost.key", "uploads", "agnhost-2"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("/%s is not in the image, as upstream's agnhost has it: %v", p, err)
+		}
+	}
 }
