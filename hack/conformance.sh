@@ -4,9 +4,11 @@
 #
 #   conformance.sh preflight   fail, saying what to run, unless the demo's cluster answers (make demo ran and
 #                              its machines still run); with DRY_RUN=1, no cluster is needed
-#   conformance.sh run         remove the control plane's NoSchedule taint from the demo's nodes (all of them are
-#                              control-plane nodes; the tests schedule ordinary pods), import the test images into each demo node's containerd (no registry is reachable:
-#                              the nodes must hold every image the tests run), then run e2e.test in node1's network namespace (its resolver is the demo's BIND, as for
+#   conformance.sh run         import the test images into each demo node's containerd, pinned against kubelet's
+#                              image garbage collection (no registry is reachable: the nodes must hold every image
+#                              the tests run); remove the control plane's NoSchedule taint from the demo's nodes
+#                              (all of them are control-plane nodes; the tests schedule ordinary pods); then run
+#                              e2e.test in node1's network namespace (its resolver is the demo's BIND, as for
 #                              kubectl), its images named through KUBE_TEST_REPO_LIST, the JUnit report written
 #                              into CONFORMANCE_REPORT; print each failure and skip, then the passed / failed /
 #                              skipped counts. Exit 1 when a spec failed. DRY_RUN=1: ginkgo's dry run, no cluster:
@@ -58,6 +60,10 @@ run() {
 		while read -r archive ref; do
 			in_machine "$n" ctr -n k8s.io images import - <"$images/$archive" >/dev/null 2>&1 ||
 				fail "importing $ref ($images/$archive) on $n"
+			# Pinned: kubelet's image garbage collection (a disk over 85% full) would remove an image no
+			# running pod uses, and no registry here gives it back.
+			in_machine "$n" ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null 2>&1 ||
+				fail "pinning $ref on $n"
 		done <"$images/IMAGES"
 		echo "  $n: $(wc -l <"$images/IMAGES") images" >&2
 	done
