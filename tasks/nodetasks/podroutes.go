@@ -104,7 +104,7 @@ func (p *PodRoutes[C]) CheckChanges(actual, expected, changes *PodRoutes[C]) err
 	}
 	r := actual.foreign[0]
 	return fmt.Errorf("routes[%s]: the node already routes it (via %q, protocol %d), and not as kubeup does (protocol %d): "+
-			"kubeup does not take over a route it did not make; remove that route, or give the cluster a pod range (spec.networking.podCIDR) that does not overlap the node's networks",
+		"kubeup does not take over a route it did not make; remove that route, or give the cluster a pod range (spec.networking.podCIDR) that does not overlap the node's networks",
 		r.Dst, r.Gateway, r.Protocol, RouteProtocol)
 }
 
