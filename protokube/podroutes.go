@@ -93,8 +93,8 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 }
 
 // addPodRoutes adds this node's routes to the other nodes' pod ranges, when the cluster allocates them
-// (spec.kubeControllerManager.allocateNodeCIDRs) and the round has a routing table (a node whose root is "/"; a
-// test's gives its own). Nodes that cannot be read leave the routes as they are.
+// (spec.kubeControllerManager.allocateNodeCIDRs) and the round has a routing table (a node whose root is "/").
+// Nodes that cannot be read leave the routes as they are.
 func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, log *slog.Logger) {
 	kcm := nc.Cluster.Spec.KubeControllerManager
 	if r.routes == nil || kcm == nil || kcm.AllocateNodeCIDRs == nil || !*kcm.AllocateNodeCIDRs {

@@ -50,10 +50,6 @@ type Options struct {
 	// Proof checks the machine of a kubelet's bootstrap request (a cloud's signed instance identity); nil: none,
 	// the shared bootstrap token alone (docs/pki.md).
 	Proof kubetasks.IdentityProof
-	// Routes is the node's routing table, where the round keeps the routes to the other nodes' pod ranges
-	// (docs/networking.md); nil: the network namespace protokube runs in when Root is "/", none otherwise (a
-	// node converged through a root directory has its own namespace, which this process is not in).
-	Routes nodetasks.RouteTable
 	// Providers returns the round's volumes and DNS; nil: those of the configuration's cloud.
 	Providers func(nc *model.NodeConfig, root string, me volumetasks.Holder, lease time.Duration) (volumetasks.Provider, dnstasks.Provider, error)
 
@@ -246,8 +242,10 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 		return false, err
 	}
 	defer node.Close()
-	r := &Round{node: node, volumes: vols, dns: dns, routes: o.Routes}
-	if r.routes == nil && (o.Root == "" || o.Root == "/") {
+	r := &Round{node: node, volumes: vols, dns: dns}
+	// The routes to the other nodes' pod ranges are the network namespace protokube runs in: the node's when its
+	// root is "/". A node converged through a root directory has a namespace this process is not in: no routes.
+	if o.Root == "" || o.Root == "/" {
 		table, err := nodetasks.NewNetlinkRoutes("")
 		if err != nil {
 			return false, err
