@@ -8,6 +8,7 @@ import (
 	"kubeup.dev/kubeup/model"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +26,17 @@ import (
 // pinned as the sandbox image, and a second run changes nothing.
 func TestNodeRuntimeE2E(t *testing.T) {
 	bin := e2e.RuntimeBin(t)
-	var pause e2e.Image
+	var pause, hello e2e.Image
 	for _, img := range e2e.Images(t) {
-		if img.Ref == e2e.PauseImage {
+		switch img.Ref {
+		case e2e.PauseImage:
 			pause = img
+		case e2e.HelloImage:
+			hello = img
 		}
 	}
-	if pause.Archive == "" {
-		e2e.CannotRun(t, "(e2e) `make images` wrote no %s", e2e.PauseImage)
+	if pause.Archive == "" || hello.Archive == "" {
+		e2e.CannotRun(t, "(e2e) `make images` wrote no %s or no %s", e2e.PauseImage, e2e.HelloImage)
 	}
 	e2e.RequireRoot(t)
 	ctx := context.Background()
@@ -53,12 +57,14 @@ func TestNodeRuntimeE2E(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(root) }) // runs after containerd's stop, registered later
 	e2e.InstallRuntime(t, bin, root)
-	archive := "/var/lib/kubeup/images/pause.tar"
-	b, err := os.ReadFile(pause.Archive)
-	if err != nil {
-		t.Fatal(err)
+	archive, helloArchive := "/var/lib/kubeup/images/pause.tar", "/var/lib/kubeup/images/hello.tar"
+	for node, host := range map[string]string{archive: pause.Archive, helloArchive: hello.Archive} {
+		b, err := os.ReadFile(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2e.WriteFile(t, filepath.Join(root, node), string(b))
 	}
-	e2e.WriteFile(t, filepath.Join(root, archive), string(b))
 
 	n, err := nodetasks.NewNode(ctx, root, nodetasks.NodeOptions{Systemd: nodetasks.SystemdNone})
 	if err != nil {
@@ -99,11 +105,14 @@ func TestNodeRuntimeE2E(t *testing.T) {
 	}
 
 	p := e2e.StartNodeContainerd(t, bin, root)
-	images := RuntimeAssets{Images: []RuntimeImage{{Name: e2e.PauseImage, Archive: archive}}}
+	images := RuntimeAssets{Images: []RuntimeImage{{Name: e2e.PauseImage, Archive: archive}, {Name: e2e.HelloImage, Archive: helloArchive}}}
 	applied := enginetest.ApplyThenNoChanges(t, ctx, n, build(images))
-	want := engine.Key{Type: "ImageImport", Name: e2e.PauseImage}
-	if len(applied.Changes) != 1 || applied.Changes[0].Key != want {
-		t.Errorf("the run with containerd up changed %+v, want the import of %s alone", applied.Changes, e2e.PauseImage)
+	var keys []engine.Key
+	for _, c := range applied.Changes {
+		keys = append(keys, c.Key)
+	}
+	if want := []engine.Key{{Type: "ImageImport", Name: e2e.HelloImage}, {Type: "ImageImport", Name: e2e.PauseImage}}; !slices.Equal(keys, want) {
+		t.Errorf("the run with containerd up changed %v, want the imports of %v alone", keys, want)
 	}
 
 	endpoint := "unix://" + filepath.Join(root, e2e.NodeContainerdSocket)
@@ -130,15 +139,18 @@ func TestNodeRuntimeE2E(t *testing.T) {
 		return out, false
 	})
 	t.Logf("crictl images:\n%s", listed)
-	var inspect struct {
-		Status struct {
-			Pinned bool `json:"pinned"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal([]byte(crictl("inspecti", "-o", "json", e2e.PauseImage)), &inspect); err != nil {
-		t.Fatal(err)
-	}
-	if !inspect.Status.Pinned {
-		t.Errorf("%s is not pinned: kubelet's image garbage collection could remove the sandbox image", e2e.PauseImage)
+	// The sandbox image is pinned by containerd; every other preloaded image by nodeup's label.
+	for _, img := range []string{e2e.PauseImage, e2e.HelloImage} {
+		var inspect struct {
+			Status struct {
+				Pinned bool `json:"pinned"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(crictl("inspecti", "-o", "json", img)), &inspect); err != nil {
+			t.Fatal(err)
+		}
+		if !inspect.Status.Pinned {
+			t.Errorf("%s is not pinned: kubelet's image garbage collection could remove it, and the node may reach no registry", img)
+		}
 	}
 }

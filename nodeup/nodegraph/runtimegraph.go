@@ -70,7 +70,7 @@ func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *m
 			after = append(after, img.Source)
 		}
 		r.imports = append(r.imports, engine.AddIn(g, in, &nodetasks.ImageImport{
-			Name: img.Name, Archive: img.Archive, Address: sock, Ctr: model.CtrBinary, After: after,
+			Name: img.Name, Archive: img.Archive, Address: sock, Ctr: model.CtrBinary, Pinned: true, After: after,
 		}))
 	}
 	return r, nil

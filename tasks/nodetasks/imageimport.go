@@ -20,11 +20,21 @@ import (
 // there, where kubelet finds them.
 const ImageNamespace = "k8s.io"
 
+// PinnedLabel is containerd's label of an image kubelet's image garbage collection keeps (CRI reports the image
+// pinned), with the value pinnedValue.
+const (
+	PinnedLabel = "io.cri-containerd.pinned"
+	pinnedValue = "pinned"
+)
+
 // ImageImport is a container image present in containerd, imported from an OCI image archive on the node when it
 // is not: the images a node preloads (it may reach no registry). It runs the node's ctr against containerd's
 // socket, both resolved inside the node root, so that the node's own binaries talk to the node's own containerd
 // whatever the root is (/, a tree, /proc/PID/root); ctr reads the archive from its standard input, opened inside
 // the root too. An image containerd has is left alone: the archive is not compared with it.
+//
+// The image is pinned (PinnedLabel): kubelet's image garbage collection, which removes the images no container
+// uses once the disk fills past its threshold, keeps it. A node that reaches no registry could not pull it back.
 type ImageImport struct {
 	// Name is the image's reference as containerd lists it and the manifests name it
 	// (registry.k8s.io/pause:3.10.2), and the task's name.
@@ -35,6 +45,9 @@ type ImageImport struct {
 	Address string
 	// Ctr is the node path of containerd's ctr (/usr/local/bin/ctr).
 	Ctr string
+	// Pinned asks for containerd's image to carry PinnedLabel: the model asks it of every preloaded image. An
+	// image not asked to be pinned is left as it is (containerd pins its sandbox image itself).
+	Pinned bool
 	// After are the tasks done before: the archive's and containerd's service.
 	After []engine.Task `kubeup:"-"`
 }
@@ -66,12 +79,28 @@ func (i *ImageImport) Find(ctx context.Context, n *Node) (*ImageImport, error) {
 	if !slices.Contains(strings.Fields(ls), i.Name) {
 		return nil, nil
 	}
-	return i.found(), nil
+	found := i.found()
+	if i.Pinned { // else the label is not nodeup's concern: containerd pins its sandbox image itself
+		if found.Pinned, err = i.pinned(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
 }
 
-// found is the image as Find reports it when containerd has it.
+// found is the image as Find reports it when containerd has it: Pinned as asked, for a root where containerd
+// cannot be asked; Find then asks.
 func (i *ImageImport) found() *ImageImport {
-	return &ImageImport{Name: i.Name, Archive: i.Archive, Address: i.Address, Ctr: i.Ctr, After: i.After}
+	return &ImageImport{Name: i.Name, Archive: i.Archive, Address: i.Address, Ctr: i.Ctr, Pinned: i.Pinned, After: i.After}
+}
+
+// pinned asks containerd whether its image Name carries PinnedLabel.
+func (i *ImageImport) pinned(ctx context.Context, n *Node) (bool, error) {
+	ls, err := i.ctr(ctx, n, nil, "images", "ls", "--quiet", fmt.Sprintf("labels.%q==%s", PinnedLabel, pinnedValue))
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(strings.Fields(ls), i.Name), nil
 }
 
 // Validate checks the reference and the paths.
@@ -91,10 +120,28 @@ func (i *ImageImport) CheckChanges(actual, expected, changes *ImageImport) error
 	return expected.Validate()
 }
 
-// Render imports the archive (the node's platform only: what its containers run), then checks that containerd
-// has the image under Name: an archive that holds no image of that name is a terminal error that lists what
-// containerd has.
+// Render imports the archive when containerd has no image Name (the node's platform only: what its containers
+// run), then checks that containerd has the image under Name: an archive that holds no image of that name is a
+// terminal error that lists what containerd has. Then it pins the image when Pinned asks.
 func (i *ImageImport) Render(ctx context.Context, n *Node, actual, expected, changes *ImageImport) error {
+	if actual == nil {
+		if err := expected.importArchive(ctx, n); err != nil {
+			return err
+		}
+	}
+	if !expected.Pinned || (actual != nil && actual.Pinned) {
+		return nil
+	}
+	label := PinnedLabel + "=" + pinnedValue
+	if _, err := expected.ctr(ctx, n, nil, "images", "label", expected.Name, label); err != nil {
+		return fmt.Errorf("labelling image %s %s: %w", expected.Name, label, err)
+	}
+	return nil
+}
+
+// importArchive imports the archive and checks that containerd then has the image Name.
+func (i *ImageImport) importArchive(ctx context.Context, n *Node) error {
+	expected := i
 	archive, err := n.openNodeFile(expected.Archive, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return engine.Terminal(fmt.Errorf("importing %s: its archive %s is not on the node", expected.Name, expected.Archive))

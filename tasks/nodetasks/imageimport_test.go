@@ -14,8 +14,10 @@ import (
 )
 
 // fakeCtr is a stand-in for ctr that keeps containerd's image list in $FAKE_CTR_IMAGES: `images ls --quiet`
-// prints it, `images import -` adds the name its standard input holds. It checks what the task hands it: the
-// socket as descriptor 4, the namespace, and logs each call to $FAKE_CTR_LOG.
+// prints it, `images import -` adds the name its standard input holds; the pinned ones are in
+// $FAKE_CTR_IMAGES.pinned, which `images label NAME io.cri-containerd.pinned=pinned` adds to and the filter of
+// pinned images lists. It checks what the task hands it: the socket as
+// descriptor 4, the namespace, and logs each call to $FAKE_CTR_LOG.
 const fakeCtr = `#!/bin/sh
 echo "$*" >>"$FAKE_CTR_LOG"
 [ "$1" = --address ] && [ -S "$2" ] || { echo "address $2 is not a socket" >&2; exit 2; }
@@ -24,6 +26,10 @@ shift 4
 case "$*" in
 "images ls --quiet") cat "$FAKE_CTR_IMAGES" 2>/dev/null ;;
 "images import -") cat >>"$FAKE_CTR_IMAGES"; echo >>"$FAKE_CTR_IMAGES" ;;
+'images ls --quiet labels."io.cri-containerd.pinned"==pinned') cat "$FAKE_CTR_IMAGES.pinned" 2>/dev/null || true ;;
+"images label "*" io.cri-containerd.pinned=pinned")
+	grep -qxF "$3" "$FAKE_CTR_IMAGES" || { echo "image $3 not found" >&2; exit 1; }
+	echo "$3" >>"$FAKE_CTR_IMAGES.pinned" ;;
 *) echo "unknown command: $*" >&2; exit 2 ;;
 esac
 `
@@ -69,7 +75,7 @@ func runtimeNode(t *testing.T, containerd bool, archives map[string]string) (n *
 
 func pauseImport() *ImageImport {
 	return &ImageImport{Name: "registry.k8s.io/pause:3.10.2", Archive: "/var/lib/kubeup/images/pause.tar",
-		Address: "/run/containerd/containerd.sock", Ctr: "/usr/local/bin/ctr"}
+		Address: "/run/containerd/containerd.sock", Ctr: "/usr/local/bin/ctr", Pinned: true}
 }
 
 func TestImageImportApplyThenNoChanges(t *testing.T) {
@@ -95,6 +101,44 @@ func TestImageImportApplyThenNoChanges(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(images); !strings.Contains(string(got), "registry.k8s.io/pause:3.10.2") {
 		t.Errorf("containerd's images after the run: %q", got)
+	}
+	if got, _ := os.ReadFile(images + ".pinned"); string(got) != "registry.k8s.io/pause:3.10.2\n" {
+		t.Errorf("pinned images after the run: %q, want the pause image only", got)
+	}
+}
+
+// An image containerd already has (imported by an older nodeup, or pulled) is pinned, not imported again. An
+// image not asked to be pinned keeps its label as it is: containerd pins its sandbox image itself.
+func TestImageImportPins(t *testing.T) {
+	n, images, log := runtimeNode(t, true, map[string]string{"/var/lib/kubeup/images/pause.tar": "registry.k8s.io/pause:3.10.2"})
+	if err := os.WriteFile(images, []byte("registry.k8s.io/pause:3.10.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pinned := range []bool{true, false} {
+		build := func() *engine.Graph[*Node] {
+			g := engine.NewGraph[*Node]()
+			i := pauseImport()
+			i.Pinned = pinned
+			engine.Add(g, i)
+			return g
+		}
+		plan := enginetest.ApplyThenNoChanges(t, context.Background(), n, build)
+		if pinned && (len(plan.Changes) != 1 || len(plan.Changes[0].Fields) != 1 || plan.Changes[0].Fields[0].Name != "Pinned") {
+			t.Errorf("pinned: applied changes = %+v, want the Pinned field only", plan.Changes)
+		}
+		if !pinned && len(plan.Changes) != 0 {
+			t.Errorf("not asked to be pinned: applied changes = %+v, want none", plan.Changes)
+		}
+		if got, _ := os.ReadFile(images + ".pinned"); string(got) != "registry.k8s.io/pause:3.10.2\n" {
+			t.Errorf("pinned %v: pinned images %q, want the pause image", pinned, got)
+		}
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "images import -") {
+		t.Errorf("ctr imported an image containerd had; its calls:\n%s", b)
 	}
 }
 
