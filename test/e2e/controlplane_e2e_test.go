@@ -69,6 +69,8 @@ func (n *node) journal(t *testing.T) string {
 //     Deployment of the e2e workload runs a pod per node, on the pod network, and kubectl logs and exec reach one.
 //   - pods_talk: the addons applied by `kubeup update cluster`; a pod on node1 reaches a Service whose pods run on
 //     node2 and node3 by its DNS name (podnetwork_e2e_test.go).
+//   - addons_change: CoreDNS's version changed in the spec is one field's change in the dry run, applied, then no
+//     change; disabled, its objects are deleted and the plan says so; enabled again, it is back.
 //   - validate_healthy, validate_node2_kubelet_stopped, validate_node2_containerd_stopped and
 //     validate_node3_etcd_stopped: `kubeup validate cluster` (validate_e2e_test.go).
 //   - kubectl_node3_dead: node3's machine dies; kubectl still works through the name and the ConfigMap reads back.
@@ -79,6 +81,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
 	t.Run("pods_talk", func(t *testing.T) { podsTalk(t, cp) })
+	t.Run("addons_change", func(t *testing.T) { addonsChange(t, cp) })
 	t.Run("validate_healthy", func(t *testing.T) { validateHealthy(t, cp) })
 	t.Run("validate_node2_kubelet_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "kubelet.service") })
 	t.Run("validate_node2_containerd_stopped", func(t *testing.T) { validateServiceStopped(t, cp, "containerd.service") })

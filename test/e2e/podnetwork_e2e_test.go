@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/model"
 )
 
 // backendManifest is the workload behind the Service the pods_talk test reaches: 2 replicas of the e2e workload,
@@ -58,19 +61,7 @@ spec:
 func podsTalk(t *testing.T, cp *controlPlane) {
 	ctx := context.Background()
 	update := func(args ...string) string {
-		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		cmd := cp.client.Command(cctx, filepath.Join(cp.bin, "kubeup"), append([]string{"update", "cluster", cluster,
-			"--state", "file://" + cp.state, "--kubeconfig", cp.kubeconfig}, args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		cp.printed.WriteString(stdout.String() + stderr.String())
-		if err != nil {
-			t.Fatalf("kubeup update cluster %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-		}
-		return stdout.String()
+		return cp.kubeupT(t, append([]string{"update", "cluster", cluster, "--kubeconfig", cp.kubeconfig}, args...)...)
 	}
 	t.Logf("kubeup update cluster --yes (the addons):\n%s", update("--yes"))
 	if out := update(); !strings.Contains(out, "No changes") {
@@ -154,4 +145,103 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 		})
 		clear(seen)
 	}
+}
+
+// kubeupT runs kubeup with args and the cluster's state store from the client's network namespace (which resolves
+// the API's name through BIND), failing t, a subtest, when it fails; it returns its standard output.
+func (cp *controlPlane) kubeupT(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := cp.client.Command(ctx, filepath.Join(cp.bin, "kubeup"), append(args, "--state", "file://"+cp.state)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	cp.printed.WriteString(stdout.String() + stderr.String())
+	if err != nil {
+		t.Fatalf("kubeup %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// setCoreDNS replaces the cluster's spec.addons.coreDNS with coreDNS (nil: none, the defaults) through
+// `kubeup get` and `kubeup replace`, as an operator would.
+func (cp *controlPlane) setCoreDNS(t *testing.T, coreDNS map[string]any) {
+	t.Helper()
+	var c map[string]any
+	if err := yaml.Unmarshal([]byte(cp.kubeupT(t, "get", "cluster", cluster, "-o", "yaml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	spec := c["spec"].(map[string]any)
+	delete(spec, "addons")
+	if coreDNS != nil {
+		spec["addons"] = map[string]any{"coreDNS": coreDNS}
+	}
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(cp.dir, "addons-spec.yaml")
+	e2e.WriteFile(t, file, string(b))
+	cp.kubeupT(t, "replace", "-f", file)
+}
+
+// addonsChange: on the real kube-apiserver, an addon's version changed in the spec is, in the dry run, a change of
+// its Deployment's image by field path; applied, the Deployment has the new image and a second dry run has no
+// change. Disabled, the addon's objects are deleted, and the plan said so and why; enabled again, they come back
+// and the cluster's DNS answers again.
+func addonsChange(t *testing.T, cp *controlPlane) {
+	update := func(args ...string) string {
+		return cp.kubeupT(t, append([]string{"update", "cluster", cluster, "--kubeconfig", cp.kubeconfig}, args...)...)
+	}
+	noChanges := func(when string) {
+		t.Helper()
+		if out := update(); !strings.Contains(out, "No changes") {
+			t.Errorf("a dry run %s has changes:\n%s", when, out)
+		}
+	}
+	image := func() string {
+		out, _ := cp.kubectl("get", "deployment", "coredns", "-n", "kube-system", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+		return strings.TrimSpace(out)
+	}
+
+	const newImage = "registry.k8s.io/coredns/coredns:v1.12.2"
+	cp.setCoreDNS(t, map[string]any{"image": newImage})
+	want := "spec.template.spec.containers[coredns].image: " + model.DefaultCoreDNSImage + " -> " + newImage
+	if out := update(); !strings.Contains(out, "KubeObject/Deployment/kube-system/coredns") || !strings.Contains(out, want) {
+		t.Errorf("the dry run of a new CoreDNS version does not show %q:\n%s", want, out)
+	}
+	update("--yes")
+	if got := image(); got != newImage {
+		t.Errorf("after the apply, CoreDNS's Deployment runs %q, want %q", got, newImage)
+	}
+	noChanges("after the new CoreDNS version was applied")
+
+	cp.setCoreDNS(t, map[string]any{"enabled": false})
+	out := update()
+	for _, want := range []string{"Will delete resources:", "KubeObject/Deployment/kube-system/coredns (labelled kubeup.dev/addon=coredns; the addon is disabled)",
+		"KubeObject/Service/kube-system/kube-dns", "KubeObject/ConfigMap/kube-system/coredns"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run of the disabled CoreDNS does not say %q:\n%s", want, out)
+		}
+	}
+	update("--yes")
+	for _, obj := range []string{"deployment/coredns", "service/kube-dns", "configmap/coredns", "serviceaccount/coredns"} {
+		if out, err := cp.kubectl("get", obj, "-n", "kube-system"); err == nil || !strings.Contains(out, "NotFound") {
+			t.Errorf("%s after CoreDNS was disabled: %v\n%s", obj, err, out)
+		}
+	}
+	noChanges("after CoreDNS was disabled")
+
+	cp.setCoreDNS(t, nil)
+	update("--yes")
+	noChanges("after CoreDNS was enabled again")
+	if got := image(); got != model.DefaultCoreDNSImage {
+		t.Errorf("CoreDNS enabled again runs %q, want %q", got, model.DefaultCoreDNSImage)
+	}
+	e2e.WaitFor(t, 3*time.Minute, "CoreDNS available again", func() (string, bool) {
+		out, err := cp.kubectl("get", "deployment", "coredns", "-n", "kube-system", "-o", "jsonpath={.status.availableReplicas}/{.spec.replicas}")
+		n, want, _ := strings.Cut(strings.TrimSpace(out), "/")
+		return out, err == nil && n != "" && n == want
+	})
 }
