@@ -36,6 +36,8 @@ func checkOwned(source string, g *engine.Graph[*nodetasks.Node]) error {
 			paths = []string{t.Path}
 		case *nodetasks.ImageImport:
 			continue // an image in containerd's store: containerd writes it, in its own directories
+		case *nodetasks.PodMasquerade[*nodetasks.Node]:
+			continue // kubeup's own nftables table (nodetasks.NFTablesTable) only, no file
 		default:
 			if !isFile {
 				bad = append(bad, fmt.Sprintf("%s: a task nodeup does not know what it writes", t.Key()))

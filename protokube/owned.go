@@ -48,6 +48,8 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 			continue // the cluster's API: objects and certificate requests, nothing on the node
 		case *nodetasks.PodRoutes[*Round]:
 			continue // routes of kubeup's protocol (nodetasks.RouteProtocol) only, no file
+		case *nodetasks.PodMasquerade[*nodetasks.Node]:
+			continue // kubeup's own nftables table (nodetasks.NFTablesTable) only, no file
 		default:
 			bad = append(bad, fmt.Sprintf("%s: a task protokube does not know what it writes", t.Key()))
 		}

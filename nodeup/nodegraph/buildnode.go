@@ -123,6 +123,11 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *mod
 	}
 	addManifest(kubeProxyPod(s.KubeProxy))
 
+	// The pods' traffic leaving the cluster leaves with the node's address (docs/networking.md).
+	if n := s.Networking; n != nil && n.PodCIDR != "" && n.NonMasqueradeCIDR != "" {
+		engine.AddIn(g, in, &nodetasks.PodMasquerade[*nodetasks.Node]{Name: "pod-egress", Source: n.PodCIDR, Except: n.NonMasqueradeCIDR})
+	}
+
 	// containerd runs, with the images preloaded, before kubelet starts: it restarts when one of its binaries
 	// changes, and each image the node preloads is imported once its archive is installed.
 	runtime, err := addRuntimeTasks(g, in, s, runtimeAssets(nc, assets))

@@ -34,6 +34,8 @@ type Node struct {
 	startSettle time.Duration
 	journal     FormatJournal
 	guard       MountGuard
+	nat         NATTable
+	closeNAT    func() // closes the NAT table NewNode opened
 
 	rootMu  sync.Mutex
 	rootDir *os.File // Root, opened (O_PATH) on first use and kept until Close: every node file is opened below it
@@ -66,6 +68,10 @@ type NodeOptions struct {
 	// check, right before a mount, that the node still holds it. nil: the provider offers none.
 	FormatJournal FormatJournal
 	MountGuard    MountGuard
+	// NAT is the node's nftables table (PodMasquerade); nil: kubeup's table of the process's own network
+	// namespace when root is "/" (the process runs on the node), none otherwise (a root converged from outside:
+	// its namespace is not this process's).
+	NAT NATTable
 }
 
 // SystemdMode says whether NewNode connects to systemd.
@@ -98,7 +104,15 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 		startSettle: opts.StartSettle,
 		journal:     opts.FormatJournal,
 		guard:       opts.MountGuard,
+		nat:         opts.NAT,
 		devLock:     map[string]*sync.Mutex{},
+	}
+	if n.nat == nil && n.Root == "/" {
+		nat, err := NewNFTables("")
+		if err != nil {
+			return nil, err
+		}
+		n.nat, n.closeNAT = nat, nat.Close
 	}
 	if n.http == nil {
 		n.http = &http.Client{Timeout: 10 * time.Minute}
@@ -125,6 +139,10 @@ func NewNode(ctx context.Context, root string, opts NodeOptions) (*Node, error) 
 
 // Close closes the connection to systemd, if any, and the descriptor of Root.
 func (n *Node) Close() error {
+	if n.closeNAT != nil {
+		n.closeNAT()
+		n.closeNAT = nil
+	}
 	if n.Systemd != nil {
 		n.Systemd.Close()
 		n.Systemd = nil
@@ -228,3 +246,8 @@ func (n *Node) deviceLock(dev string) *sync.Mutex {
 	}
 	return l
 }
+
+// NATTable is the node's nftables table: nil where this process is not in the node's network namespace.
+func (n *Node) NATTable() NATTable { return n.nat }
+
+var _ NATWorld = (*Node)(nil)
