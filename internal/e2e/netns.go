@@ -12,12 +12,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netns"
 )
 
 // Nodes of a test as network namespaces: a Net is a Linux bridge on the host with a /24 of its own, and each
@@ -193,6 +196,33 @@ func (nw *Net) Node(t testing.TB, name string) *NetNode {
 }
 
 func (n *NetNode) nsPath() string { return "/run/netns/" + n.Name }
+
+// Do runs f on a thread in the node's network namespace: the sockets f opens (a listener, a connection) live
+// there, and stay there once f returns. The thread comes back to the test's namespace.
+func (n *NetNode) Do(t testing.TB, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.GetFromPath(n.nsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if err := netns.Set(ns); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			panic(err) // a locked thread must not go back to the pool in another namespace
+		}
+	}()
+	f()
+}
 
 // Command is a command that runs in the node's network namespace through `ip netns exec`: in a mount namespace
 // of its own too (a copy of the host's that receives the host's later mounts), where /etc/resolv.conf and

@@ -5,43 +5,14 @@ package nodetasks
 import (
 	"context"
 	"net"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netns"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/engine/enginetest"
 	"kubeup.dev/kubeup/internal/e2e"
 )
-
-// inNetns runs f on a thread in the network namespace at path: the sockets f opens live there.
-func inNetns(t *testing.T, path string, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	if err := netns.Set(ns); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic(err) // the thread is locked: it must not go back to the pool in another namespace
-		}
-	}()
-	f()
-}
 
 // TestPodMasqueradeNFTables: in a network namespace of its own (node a, on a bridge with node b), PodMasquerade
 // writes kubeup's nftables table through nf_tables' netlink, and a connection from a pod address of a's
@@ -59,7 +30,7 @@ func TestPodMasqueradeNFTables(t *testing.T) {
 	b.MustRun(t, "ip", "route", "add", pod+"/32", "via", a.IP)
 
 	var l net.Listener
-	inNetns(t, "/run/netns/"+b.Name, func() {
+	b.Do(t, func() {
 		var err error
 		if l, err = net.Listen("tcp4", "0.0.0.0:0"); err != nil {
 			t.Fatal(err)
@@ -80,7 +51,7 @@ func TestPodMasqueradeNFTables(t *testing.T) {
 			accepted <- c.RemoteAddr().(*net.TCPAddr).IP.String()
 			c.Close()
 		}()
-		inNetns(t, "/run/netns/"+a.Name, func() {
+		a.Do(t, func() {
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(pod)}, Timeout: 30 * time.Second}
 			c, err := d.Dial("tcp4", net.JoinHostPort(dst, strconv.Itoa(port)))
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,6 +146,26 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 			return fmt.Sprintf("%q %v (seen %v)", out, err, seen), err == nil && len(seen) == 2
 		})
 		clear(seen)
+	}
+
+	// Leaving the cluster: a server outside it (in the client's namespace, on the nodes' network, which routes no
+	// pod range) sees the request of the pod on node1 come from node1's address (kubeup's masquerading rule).
+	var l net.Listener
+	cp.client.Do(t, func() {
+		var err error
+		if l, err = net.Listen("tcp4", cp.client.IP+":0"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprint(w, host)
+	}), ReadHeaderTimeout: time.Minute}
+	go srv.Serve(l)
+	defer srv.Close()
+	node1 := cp.nodes[0]
+	if out, err := get("http://" + l.Addr().String() + "/"); err != nil || strings.TrimSpace(out) != node1.net.IP {
+		t.Errorf("a server outside the cluster, asked by %s on %s: %v: it saw %q, want %s's address %s", client, node1.id, err, out, node1.id, node1.net.IP)
 	}
 }
 
