@@ -1,5 +1,5 @@
 // Package fakeaws is an in-memory AWS that speaks the real wire protocols on one address, for tests and demos:
-// EC2 and Auto Scaling (Query), IAM (Query, instance profiles), Route53 (REST-XML), S3 (what the state store
+// EC2 (volumes, VPCs and their route tables, instances, ...) and Auto Scaling (Query), IAM (Query, instance profiles), Route53 (REST-XML), S3 (what the state store
 // needs) and IMDSv2 (the identity of a chosen fake instance). The AWS SDK reaches it through AWS_ENDPOINT_URL,
 // the AWS CLI through --endpoint-url; either is its referee.
 //
