@@ -2,7 +2,9 @@ package protokube
 
 import (
 	"context"
+
 	"fmt"
+	"kubeup.dev/kubeup/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +24,11 @@ type Round struct {
 	dns     dnstasks.Provider
 	// kube and approver reach this node's kube-apiserver (as protokube, as the CSR approver) while it is ready.
 	kube, approver *kubetasks.Client
-	// routes is the node's routing table (the pod network's routes); nil: the round leaves routes alone.
+	// routes is the node's routing table (the pod network's routes); nil: the round leaves its routes alone.
 	routes nodetasks.RouteTable
+	// cloudTasks are the keys of the cloud's tasks the round holds (its pod routes, bound to the cloud's world):
+	// they write nothing on the node.
+	cloudTasks map[engine.Key]bool
 }
 
 var (
