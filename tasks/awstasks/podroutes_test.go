@@ -2,6 +2,7 @@ package awstasks
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -310,6 +311,22 @@ func TestPodRoutesLostRace(t *testing.T) {
 	mustRun(t, c, engine.Apply, f.graph(t, routes, nil)) // the other table, the third instance's check
 	if p := mustRun(t, c, engine.DryRun, f.graph(t, routes, nil)); !p.Empty() {
 		t.Errorf("the next round: %v", p.Changes)
+	}
+}
+
+// TestPodRoutesQuota: a table holds AWS's default quota of routes (50); one more is an error that names the quota
+// and how to raise it.
+func TestPodRoutesQuota(t *testing.T) {
+	f := newRoutesFixture(t)
+	routes := map[string]string{}
+	for n := range 50 {
+		routes[fmt.Sprintf("100.96.%d.0/24", n)] = f.ips[n%3]
+	}
+	mustRun(t, f.c, engine.Apply, f.graph(t, routes, nil))
+	routes["100.96.50.0/24"] = f.ips[0]
+	_, err := runOnce(t, f.c, engine.Apply, f.graph(t, routes, nil))
+	if err == nil || !strings.Contains(err.Error(), "RouteLimitExceeded") || !strings.Contains(err.Error(), `"Routes per route table"`) {
+		t.Errorf("the 51st route: %v, want RouteLimitExceeded and the quota to raise", err)
 	}
 }
 

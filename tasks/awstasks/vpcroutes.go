@@ -183,6 +183,10 @@ func (v *VPCRoutes) Render(ctx context.Context, c *Cloud, actual, expected, chan
 				continue
 			}
 		}
+		if ErrorCode(err) == "RouteLimitExceeded" {
+			return fmt.Errorf("%w; the table holds a route per node: raise the VPC quota \"Routes per route table\" (50 by default, up to 1000) "+
+				"in Service Quotas, or keep the cluster's nodes under it", Classify(fmt.Sprintf("routing %s to instance %s in route table %s", dst, instance, expected.RouteTable), err))
+		}
 		if err != nil {
 			return Classify(fmt.Sprintf("routing %s to instance %s in route table %s", dst, instance, expected.RouteTable), err)
 		}
