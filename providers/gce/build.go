@@ -206,6 +206,8 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 				Tags:           []string{NetworkTag(name, ig.Spec.Role)},
 				Labels:         labels,
 				RootDiskSizeGB: ptr(int64(gceRootDiskSizeGB)),
+				// kubenet's routes send each node's pod range to its instance, which forwards it to its pods.
+				CanIpForward: s.Networking != nil && s.Networking.PodNetwork == model.PodNetworkKubenet,
 				// The startup script pins the machines to the configuration the same maker writes (conf): made
 				// once the keystore's keypairs are found or issued, as conf's is.
 				MakeStartupScript: func() (string, error) {

@@ -93,7 +93,7 @@ func gceFields(t *testing.T, g *engine.Graph[*gcetasks.Cloud]) []byte {
 			f = []string{"machine type " + x.MachineType + " image " + x.Image, "service account " + str(x.ServiceAccount),
 				"network " + x.Network.Name + " subnetwork " + x.Subnetwork.Region + "/" + x.Subnetwork.Name,
 				"tags " + strings.Join(x.Tags, " "), "labels " + labels(x.Labels), "root disk " + num(x.RootDiskSizeGB),
-				"startup script made after " + strings.Join(after, " ")}
+				"startup script made after " + strings.Join(after, " "), fmt.Sprintf("can ip forward %t", x.CanIpForward)}
 		case *gcetasks.InstanceGroupManager:
 			f = []string{"zone " + str(x.Zone) + " target size " + num(x.TargetSize), "template " + x.Template.Name,
 				"base instance name " + x.BaseInstanceName}
