@@ -132,6 +132,9 @@ func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *mo
 	for _, ip := range got.Unmatched {
 		log.Warn("pod network: a Node's address is no running instance of the cluster: its pod range is routed nowhere", "address", ip)
 	}
+	for _, p := range got.Problems {
+		log.Warn("pod network: " + p)
+	}
 	for _, b := range got.Tasks {
 		t := engine.AddBound(g, b)
 		if r.cloudTasks == nil {

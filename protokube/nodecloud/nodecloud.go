@@ -52,11 +52,13 @@ type PodRoutesSpec struct {
 	Routes map[string]string
 }
 
-// PodRoutes is a Router's answer: the round's tasks, and the addresses of Routes that are no instance of the
-// cluster's (their ranges are routed nowhere this round).
+// PodRoutes is a Router's answer: the round's tasks, the addresses of Routes that are no instance of the
+// cluster's (their ranges are routed nowhere this round), and what else the round should warn of (an instance that
+// does not forward).
 type PodRoutes struct {
 	Tasks     []engine.Bound
 	Unmatched []string
+	Problems  []string
 }
 
 // An Open reads this instance's identity from its cloud (IMDS, the metadata server) and sets up its clients.
