@@ -137,6 +137,14 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 	rule("control-plane-from-node", &gcetasks.FirewallRule{SourceTags: []string{node}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
 		{Protocol: "tcp", Ports: tcp}, {Protocol: "udp"}, {Protocol: "icmp"},
 	}})
+	// With kubenet a pod's packets leave its node with the pod's address, which no network tag matches: the pod
+	// range is let in as the nodes are (etcd's ports closed to it on the control plane).
+	if n := s.Networking; n != nil && n.PodNetwork == model.PodNetworkKubenet && n.PodCIDR != "" {
+		rule("node-from-pods", &gcetasks.FirewallRule{SourceRanges: []string{n.PodCIDR}, TargetTags: []string{node}, Allowed: all})
+		rule("control-plane-from-pods", &gcetasks.FirewallRule{SourceRanges: []string{n.PodCIDR}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
+			{Protocol: "tcp", Ports: tcp}, {Protocol: "udp"}, {Protocol: "icmp"},
+		}})
+	}
 	rule("https", &gcetasks.FirewallRule{SourceRanges: gs.APIAccess, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
 		{Protocol: "tcp", Ports: []string{"443"}},
 	}})

@@ -119,7 +119,7 @@ func TestBuildGCECloudGraph(t *testing.T) {
 			}
 			want := map[string]int{
 				"Disk": 2 * controlPlanes, "InstanceTemplate": len(igs), "InstanceGroupManager": controlPlanes + 3,
-				"FirewallRule": 4, "Network": 1, "Subnetwork": 1,
+				"FirewallRule": 6, "Network": 1, "Subnetwork": 1, // two of them let kubenet's pod range in
 			}
 			for typ, n := range want {
 				if count[typ] != n {
@@ -197,7 +197,9 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 		"europe-west1-b 2 nodes-europe-west1-demo-example-com",
 		"europe-west1-c 1 nodes-europe-west1-demo-example-com",
 		"europe-west1-d 1 nodes-europe-west1-demo-example-com",
+		"kubeup-demo-example-com-control-plane-from-pods 100.96.0.0/11",
 		"kubeup-demo-example-com-https 0.0.0.0/0",
+		"kubeup-demo-example-com-node-from-pods 100.96.0.0/11",
 		"kubeup-demo-example-com-ssh 192.0.2.0/24",
 		"nodes-europe-west1-demo-example-com " + testSubnetwork,
 		"nodes-us-central1-demo-example-com central",
