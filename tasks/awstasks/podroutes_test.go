@@ -350,3 +350,47 @@ func TestVPCRoutesValidate(t *testing.T) {
 		t.Errorf("a valid task: %v", err)
 	}
 }
+
+// TestDeleteOwnedDeletesPodRoutes: deleting the cluster deletes the routes to its instances from every table
+// (the dry run says so first), and leaves the others' routes.
+func TestDeleteOwnedDeletesPodRoutes(t *testing.T) {
+	f := newRoutesFixture(t)
+	ctx := context.Background()
+	c := f.c
+	mustRun(t, c, engine.Apply, f.graph(t, map[string]string{"100.96.1.0/24": f.ips[0], "100.96.2.0/24": f.ips[1]}, nil))
+	igw, err := c.EC2.CreateInternetGateway(ctx, &ec2.CreateInternetGatewayInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EC2.AttachInternetGateway(ctx, &ec2.AttachInternetGatewayInput{InternetGatewayId: igw.InternetGateway.InternetGatewayId, VpcId: aws.String(f.vpc)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EC2.CreateRoute(ctx, &ec2.CreateRouteInput{RouteTableId: aws.String(f.main), DestinationCidrBlock: aws.String("0.0.0.0/0"), GatewayId: igw.InternetGateway.InternetGatewayId}); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := c.DeleteOwned(ctx, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.DeleteOwned(ctx, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, k := range got {
+		if strings.HasPrefix(k, "VPCRoute/") {
+			routes = append(routes, k)
+		}
+	}
+	want := []string{"VPCRoute/" + f.main + "/100.96.1.0/24", "VPCRoute/" + f.main + "/100.96.2.0/24", "VPCRoute/" + f.own + "/100.96.1.0/24", "VPCRoute/" + f.own + "/100.96.2.0/24"}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, routes); diff != "" || !slices.Equal(dry, got) {
+		t.Errorf("deleted (-want +got):\n%s\ndry run %v, apply %v", diff, dry, got)
+	}
+	if diff := cmp.Diff([]string{"0.0.0.0/0 " + aws.ToString(igw.InternetGateway.InternetGatewayId) + " active"}, f.routes(t, f.main)); diff != "" {
+		t.Errorf("the main table's routes left (-want +got):\n%s", diff)
+	}
+	if got := f.routes(t, f.own); len(got) != 0 {
+		t.Errorf("the subnet's table's routes left: %v", got)
+	}
+}

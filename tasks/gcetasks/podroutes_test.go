@@ -31,7 +31,7 @@ func newRoutesFixture(t *testing.T, forward bool) *routesFixture {
 	ctx := context.Background()
 	c, srv := newTestCloud(t)
 	f := &routesFixture{c: c, srv: srv}
-	group := func(name string, size int64, labels map[string]string) {
+	group := func(name string, size int64, labels map[string]string, description string) {
 		t.Helper()
 		tmpl := &compute.InstanceTemplate{Name: name, Properties: &compute.InstanceProperties{MachineType: "e2-medium", CanIpForward: forward, Labels: labels,
 			Disks: []*compute.AttachedDisk{{Boot: true, AutoDelete: true, InitializeParams: &compute.AttachedDiskInitializeParams{
@@ -43,7 +43,7 @@ func newRoutesFixture(t *testing.T, forward bool) *routesFixture {
 		}
 		if err == nil {
 			op, err = c.Compute.InstanceGroupManagers.Insert(testProject, zones[0], &compute.InstanceGroupManager{Name: name, BaseInstanceName: name,
-				InstanceTemplate: "global/instanceTemplates/" + name, TargetSize: size}).Do()
+				InstanceTemplate: "global/instanceTemplates/" + name, TargetSize: size, Description: description}).Do()
 		}
 		if err == nil {
 			err = c.waitOperation(ctx, "group", op)
@@ -52,8 +52,8 @@ func newRoutesFixture(t *testing.T, forward bool) *routesFixture {
 			t.Fatal(err)
 		}
 	}
-	group("nodes", 3, map[string]string{gcelabels.ClusterLabelKey(testCluster): gcelabels.OwnedValue})
-	group("other", 1, nil)
+	group("nodes", 3, map[string]string{gcelabels.ClusterLabelKey(testCluster): gcelabels.OwnedValue}, c.ownedDescription())
+	group("other", 1, nil, "")
 	l, err := c.Compute.Instances.List(testProject, zones[0]).Do()
 	if err != nil {
 		t.Fatal(err)
@@ -263,3 +263,40 @@ func TestNetworkRoutesValidate(t *testing.T) {
 		t.Errorf("RouteName of a long cluster name: %q", got)
 	}
 }
+
+// TestDeleteOwnedDeletesPodRoutes: deleting the cluster deletes its routes (the dry run says so first), and
+// leaves another's route of the network.
+func TestDeleteOwnedDeletesPodRoutes(t *testing.T) {
+	f := newRoutesFixture(t, true)
+	ctx := context.Background()
+	c := f.c
+	mustRun(t, c, engine.Apply, f.graph(t, map[string]string{"100.96.1.0/24": f.ips[0], "100.96.2.0/24": f.ips[1]}, nil))
+	op, err := c.Compute.Routes.Insert(testProject, &compute.Route{Name: "mine", Network: "global/networks/net", DestRange: "100.96.9.0/24",
+		NextHopGateway: "global/gateways/default-internet-gateway"}).Do()
+	if err = c.mutate(ctx, "making the user's route", op, err); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := c.DeleteOwned(ctx, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.DeleteOwned(ctx, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, k := range got {
+		if strings.HasPrefix(k, "Route/") {
+			routes = append(routes, k)
+		}
+	}
+	want := []string{"Route/pod-100-96-1-0-24-gce-example-com", "Route/pod-100-96-2-0-24-gce-example-com"}
+	if diff := cmp.Diff(want, routes); diff != "" || !slices.Equal(dry, got) {
+		t.Errorf("deleted (-want +got):\n%s\ndry run: %v", diff, dry)
+	}
+	if diff := cmp.Diff([]string{"mine 100.96.9.0/24 " + computeBaseGateway + " "}, f.routes(t)); diff != "" {
+		t.Errorf("routes left (-want +got):\n%s", diff)
+	}
+}
+
+const computeBaseGateway = "https://www.googleapis.com/compute/v1/projects/p/global/gateways/default-internet-gateway"
