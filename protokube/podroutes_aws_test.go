@@ -17,6 +17,7 @@ import (
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/protokube/nodecloud"
+	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/kubetasks/kubetest"
 )
 
@@ -56,6 +57,47 @@ func serveNodes(t *testing.T, api *kubetest.API, ips ...string) {
 	api.Unlock()
 }
 
+// cloudRouter identifies this instance on nc's cloud (its fake, as the environment points to it) and returns
+// its Router.
+func cloudRouter(t *testing.T, nc *model.NodeConfig) (Options, nodecloud.Router) {
+	t.Helper()
+	o := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Root: "/"}
+	if err := o.identify(context.Background(), nc.Protokube); err != nil {
+		t.Fatal(err)
+	}
+	router, ok := o.cloud.(nodecloud.Router)
+	if !ok {
+		t.Fatalf("the %s instance %T routes no pod ranges", nc.Protokube.CloudProvider, o.cloud)
+	}
+	return o, router
+}
+
+// cloudRound runs the pod-route part of a round on a cloud: the tasks addPodRoutes adds for the Nodes kube
+// serves, which the ownership check takes and which hold no route of the node's own table, applied.
+func cloudRound(t *testing.T, kube *kubetasks.Client, nc *model.NodeConfig, o Options, router nodecloud.Router) *engine.Plan {
+	t.Helper()
+	ctx := context.Background()
+	r := &Round{kube: kube}
+	g := engine.NewGraph[*Round]()
+	addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, o.Logger)
+	if err := checkOwned("node.conf", g, r.cloudTasks); err != nil {
+		t.Fatalf("the ownership check refuses the cloud's tasks: %v", err)
+	}
+	if len(r.cloudTasks) > 0 && checkOwned("node.conf", g, nil) == nil {
+		t.Error("the ownership check takes tasks it does not know")
+	}
+	for _, task := range g.Tasks() {
+		if task.Key().Type == "PodRoutes" {
+			t.Errorf("a round on %s routes in the node's own table: %s", nc.Protokube.CloudProvider, task.Key())
+		}
+	}
+	res, err := engine.Run(ctx, g, r, engine.Options{Target: engine.Apply, Logger: o.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
 // TestAWSRoundPodRoutes: on AWS, a round whose kube-apiserver is ready routes each Node's pod range to its
 // instance in the VPC's route table, and turns those instances' source/destination check off; it makes no route
 // of the node's own table; the ownership check takes the cloud's tasks; a second round changes nothing and reads
@@ -72,40 +114,10 @@ func TestAWSRoundPodRoutes(t *testing.T) {
 	}
 	setenv(t, f.env(t, f.imds(t, ids[0])))
 	nc := kubenetCluster(model.CloudAWS)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	o := Options{Logger: quiet, Root: "/"}
-	if err := o.identify(ctx, nc.Protokube); err != nil {
-		t.Fatal(err)
-	}
-	router, ok := o.cloud.(nodecloud.Router)
-	if !ok {
-		t.Fatalf("the aws instance %T routes no pod ranges", o.cloud)
-	}
+	o, router := cloudRouter(t, nc)
 	api, kube := kubetest.New(t)
 	serveNodes(t, api, ips...)
-
-	round := func() *engine.Plan {
-		t.Helper()
-		r := &Round{kube: kube}
-		g := engine.NewGraph[*Round]()
-		addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, quiet)
-		if err := checkOwned("node.conf", g, r.cloudTasks); err != nil {
-			t.Fatalf("the ownership check refuses the cloud's tasks: %v", err)
-		}
-		if len(r.cloudTasks) > 0 && checkOwned("node.conf", g, nil) == nil {
-			t.Error("the ownership check takes tasks it does not know")
-		}
-		for _, task := range g.Tasks() {
-			if task.Key().Type == "PodRoutes" {
-				t.Errorf("a round on AWS routes in the node's own table: %s", task.Key())
-			}
-		}
-		res, err := engine.Run(ctx, g, r, engine.Options{Target: engine.Apply, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Plan
-	}
+	round := func() *engine.Plan { return cloudRound(t, kube, nc, o, router) }
 	routes := func() []string {
 		t.Helper()
 		out, err := f.ec2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: []types.Filter{{Name: aws.String("vpc-id"), Values: []string{f.vpc}}}})

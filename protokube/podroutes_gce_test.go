@@ -2,8 +2,6 @@ package protokube
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"kubeup.dev/kubeup/internal/fakegce"
 	"kubeup.dev/kubeup/internal/gcelabels"
 	"kubeup.dev/kubeup/model"
-	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/gcetasks"
 	"kubeup.dev/kubeup/tasks/kubetasks/kubetest"
 )
@@ -77,7 +74,6 @@ func gceCluster(t *testing.T) (*fakegce.Server, *compute.Service, []*compute.Ins
 // cloud's task; a second round changes nothing and reads the instances and the routes once each; a Node deleted
 // loses its route.
 func TestGCERoundPodRoutes(t *testing.T) {
-	ctx := context.Background()
 	srv, cs, instances := gceCluster(t)
 	var ips, paths []string
 	for _, in := range instances {
@@ -85,36 +81,10 @@ func TestGCERoundPodRoutes(t *testing.T) {
 	}
 	nc := kubenetCluster(model.CloudGCE)
 	nc.Protokube.Zone = "us-central1-a"
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	o := Options{Logger: quiet, Root: "/"}
-	if err := o.identify(ctx, nc.Protokube); err != nil {
-		t.Fatal(err)
-	}
-	router, ok := o.cloud.(nodecloud.Router)
-	if !ok {
-		t.Fatalf("the gce instance %T routes no pod ranges", o.cloud)
-	}
+	o, router := cloudRouter(t, nc)
 	api, kube := kubetest.New(t)
 	serveNodes(t, api, ips...)
-	round := func() *engine.Plan {
-		t.Helper()
-		r := &Round{kube: kube}
-		g := engine.NewGraph[*Round]()
-		addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, quiet)
-		if err := checkOwned("node.conf", g, r.cloudTasks); err != nil {
-			t.Fatalf("the ownership check refuses the cloud's tasks: %v", err)
-		}
-		for _, task := range g.Tasks() {
-			if task.Key().Type == "PodRoutes" {
-				t.Errorf("a round on GCE routes in the node's own table: %s", task.Key())
-			}
-		}
-		res, err := engine.Run(ctx, g, r, engine.Options{Target: engine.Apply, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Plan
-	}
+	round := func() *engine.Plan { return cloudRound(t, kube, nc, o, router) }
 	routes := func() []string {
 		t.Helper()
 		l, err := cs.Routes.List("p").Do()

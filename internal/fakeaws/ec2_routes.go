@@ -377,16 +377,23 @@ func (t *routeTable) changeable(dest netip.Prefix, doing string) (int, error) {
 	return i, nil
 }
 
-func (s *Server) replaceRoute(region string, form url.Values) (any, error) {
+// existingRoute is the table and the index of the route a ReplaceRoute or DeleteRoute names (doing: "replace",
+// "remove").
+func (s *Server) existingRoute(region string, form url.Values, doing string) (*routeTable, netip.Prefix, int, error) {
 	t, err := s.routeTable(region, form.Get("RouteTableId"))
 	if err != nil {
-		return nil, err
+		return nil, netip.Prefix{}, 0, err
 	}
 	dest, err := routeDest(form)
 	if err != nil {
-		return nil, err
+		return nil, netip.Prefix{}, 0, err
 	}
-	i, err := t.changeable(dest, "replace")
+	i, err := t.changeable(dest, doing)
+	return t, dest, i, err
+}
+
+func (s *Server) replaceRoute(region string, form url.Values) (any, error) {
+	t, dest, i, err := s.existingRoute(region, form, "replace")
 	if err != nil {
 		return nil, err
 	}
@@ -400,15 +407,7 @@ func (s *Server) replaceRoute(region string, form url.Values) (any, error) {
 }
 
 func (s *Server) deleteRoute(region string, form url.Values) (any, error) {
-	t, err := s.routeTable(region, form.Get("RouteTableId"))
-	if err != nil {
-		return nil, err
-	}
-	dest, err := routeDest(form)
-	if err != nil {
-		return nil, err
-	}
-	i, err := t.changeable(dest, "remove")
+	t, _, i, err := s.existingRoute(region, form, "remove")
 	if err != nil {
 		return nil, err
 	}

@@ -189,38 +189,26 @@ type tableRoute struct{ table, dst string }
 // instances, whatever their state, by "<route table>/<destination>": one DescribeInstances, and one
 // DescribeRouteTables per 200 instances.
 func (c *Cloud) routesToClusterInstances(ctx context.Context) (map[string]tableRoute, error) {
+	instances, err := c.describeInstances(ctx, "listing the cluster's instances", c.ownedFilter())
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
-	p := ec2.NewDescribeInstancesPaginator(c.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{c.ownedFilter()}})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, Classify("listing the cluster's instances", err)
-		}
-		for _, r := range page.Reservations {
-			for _, i := range r.Instances {
-				ids = append(ids, aws.ToString(i.InstanceId))
-			}
-		}
+	for _, i := range instances {
+		ids = append(ids, aws.ToString(i.InstanceId))
 	}
 	out := map[string]tableRoute{}
 	for chunk := range slices.Chunk(ids, 200) {
-		mine := map[string]bool{}
-		for _, id := range chunk {
-			mine[id] = true
+		tables, err := c.describeRouteTables(ctx, "listing the route tables that route to the cluster's instances",
+			ec2types.Filter{Name: aws.String("route.instance-id"), Values: chunk})
+		if err != nil {
+			return nil, err
 		}
-		tp := ec2.NewDescribeRouteTablesPaginator(c.EC2, &ec2.DescribeRouteTablesInput{
-			Filters: []ec2types.Filter{{Name: aws.String("route.instance-id"), Values: chunk}}})
-		for tp.HasMorePages() {
-			page, err := tp.NextPage(ctx)
-			if err != nil {
-				return nil, Classify("listing the route tables that route to the cluster's instances", err)
-			}
-			for _, t := range page.RouteTables {
-				for _, r := range t.Routes {
-					if mine[aws.ToString(r.InstanceId)] && aws.ToString(r.DestinationCidrBlock) != "" {
-						table := aws.ToString(t.RouteTableId)
-						out[table+"/"+aws.ToString(r.DestinationCidrBlock)] = tableRoute{table: table, dst: aws.ToString(r.DestinationCidrBlock)}
-					}
+		for _, t := range tables {
+			for _, r := range t.Routes {
+				if dst := aws.ToString(r.DestinationCidrBlock); slices.Contains(chunk, aws.ToString(r.InstanceId)) && dst != "" {
+					table := aws.ToString(t.RouteTableId)
+					out[table+"/"+dst] = tableRoute{table: table, dst: dst}
 				}
 			}
 		}
