@@ -26,7 +26,8 @@ type routesFixture struct {
 	vpc             string
 	main, own       string // the route tables
 	ips, ids        []string
-	foreignInstance string
+	foreignInstance string // the other's instance's address
+	foreignID       string // and id
 }
 
 func newRoutesFixture(t *testing.T) *routesFixture {
@@ -73,7 +74,8 @@ func newRoutesFixture(t *testing.T) *routesFixture {
 		f.ids = append(f.ids, aws.ToString(i.InstanceId))
 		f.ips = append(f.ips, aws.ToString(i.PrivateIpAddress))
 	}
-	f.foreignInstance = aws.ToString(run(subnets[0], nil).PrivateIpAddress)
+	other := run(subnets[0], nil)
+	f.foreignInstance, f.foreignID = aws.ToString(other.PrivateIpAddress), aws.ToString(other.InstanceId)
 	return f
 }
 
@@ -222,7 +224,8 @@ func TestPodRoutes(t *testing.T) {
 
 // TestPodRoutesLeaveOthersRoutes: a route not kubeup's (an internet gateway's) to a wanted range is refused,
 // naming the table, the range and its target, and nothing of that table changes; one inside the pod range to a
-// range not wanted, and the routes outside the pod range, are never touched.
+// range not wanted (to the gateway, or to an instance not of the cluster), and the routes outside the pod range,
+// are never touched.
 func TestPodRoutesLeaveOthersRoutes(t *testing.T) {
 	f := newRoutesFixture(t)
 	ctx := context.Background()
@@ -239,6 +242,9 @@ func TestPodRoutesLeaveOthersRoutes(t *testing.T) {
 		if _, err := c.EC2.CreateRoute(ctx, &ec2.CreateRouteInput{RouteTableId: aws.String(f.main), DestinationCidrBlock: aws.String(dst), GatewayId: aws.String(gw)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := c.EC2.CreateRoute(ctx, &ec2.CreateRouteInput{RouteTableId: aws.String(f.main), DestinationCidrBlock: aws.String("100.96.10.0/24"), InstanceId: aws.String(f.foreignID)}); err != nil {
+		t.Fatal(err)
 	}
 	before := f.routes(t, f.main)
 	routes := map[string]string{"100.96.1.0/24": f.ips[0], "100.96.2.0/24": f.ips[1]}

@@ -17,7 +17,8 @@ import (
 // VPCRoutes is kubenet's routes in one route table of the VPC (docs/networking.md): each node's pod range to that
 // node's instance, so that the VPC carries a packet to a pod on another instance, unmasqueraded and across
 // subnets. A route is kubeup's when its destination lies inside the cluster's pod range (PodCIDR) and its target
-// is an instance, or it is a blackhole left by an instance that is gone; only those are ever replaced or deleted.
+// is one of the cluster's running instances, or it is a blackhole left by an instance that is gone; only those
+// are ever replaced or deleted.
 // Every other route (the local one, an internet gateway's, an operator's) is left alone, and one to a wanted range
 // is refused (CheckChanges): kubeup does not take over a route it did not make. Its key is
 // "VPCRoutes/<route table id>".
@@ -71,10 +72,10 @@ func (v *VPCRoutes) Validate() error {
 // inside reports whether p lies inside pod.
 func inside(pod, p netip.Prefix) bool { return p.Bits() >= pod.Bits() && pod.Contains(p.Addr()) }
 
-// kubeups reports whether route r of a table is one kubeup may change: inside pod, to an instance, or a blackhole
-// whose only target is a network interface (an instance's, gone); its destination and target ("" for such a
-// blackhole).
-func kubeups(pod netip.Prefix, r ec2types.Route) (dst, instance string, ok bool) {
+// kubeups reports whether route r of a table is one kubeup may change: inside pod, to one of the cluster's
+// instances, or a blackhole whose only target is an instance or a network interface (an instance's, gone); its
+// destination and target ("" for a blackhole that names no instance).
+func kubeups(pod netip.Prefix, cluster map[string]bool, r ec2types.Route) (dst, instance string, ok bool) {
 	p, err := netip.ParsePrefix(aws.ToString(r.DestinationCidrBlock))
 	if err != nil || !inside(pod, p) {
 		return "", "", false
@@ -85,7 +86,7 @@ func kubeups(pod netip.Prefix, r ec2types.Route) (dst, instance string, ok bool)
 	switch {
 	case other != "":
 		return "", "", false
-	case aws.ToString(r.InstanceId) != "":
+	case aws.ToString(r.InstanceId) != "" && (cluster[aws.ToString(r.InstanceId)] || r.State == ec2types.RouteStateBlackhole):
 		return p.String(), aws.ToString(r.InstanceId), true
 	case r.State == ec2types.RouteStateBlackhole && aws.ToString(r.NetworkInterfaceId) != "":
 		return p.String(), "", true
@@ -93,8 +94,8 @@ func kubeups(pod netip.Prefix, r ec2types.Route) (dst, instance string, ok bool)
 	return "", "", false
 }
 
-// Find reads the table (one DescribeRouteTables of its VPC per run): kubeup's routes, and the routes of others to
-// the wanted ranges. A table that is not there is an error: kubeup never creates one (the VPC and its tables are
+// Find reads the table (one DescribeRouteTables of its VPC per run) and the cluster's instances (the run's
+// DescribeInstances): kubeup's routes, and the routes of others to the wanted ranges. A table that is not there is an error: kubeup never creates one (the VPC and its tables are
 // the user's).
 func (v *VPCRoutes) Find(ctx context.Context, c *Cloud) (*VPCRoutes, error) {
 	tables, err := c.routeTables(ctx, v.VPC)
@@ -109,9 +110,17 @@ func (v *VPCRoutes) Find(ctx context.Context, c *Cloud) (*VPCRoutes, error) {
 	if err != nil {
 		return nil, engine.Terminal(fmt.Errorf("podCIDR %q: %w", v.PodCIDR, err))
 	}
+	instances, err := c.clusterInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cluster := map[string]bool{}
+	for _, in := range instances {
+		cluster[aws.ToString(in.InstanceId)] = true
+	}
 	actual := &VPCRoutes{RouteTable: v.RouteTable, VPC: v.VPC, PodCIDR: v.PodCIDR}
 	for _, r := range tables[i].Routes {
-		dst, instance, ok := kubeups(pod, r)
+		dst, instance, ok := kubeups(pod, cluster, r)
 		switch {
 		case ok:
 			if actual.Routes == nil {
@@ -131,7 +140,7 @@ func (v *VPCRoutes) CheckChanges(actual, expected, changes *VPCRoutes) error {
 		return nil
 	}
 	r := actual.foreign[0]
-	return fmt.Errorf("routes[%s]: route table %s already routes it (%s), and not as kubeup does (to an instance, inside the pod range %s): "+
+	return fmt.Errorf("routes[%s]: route table %s already routes it (%s), and not as kubeup does (to one of the cluster's instances, inside the pod range %s): "+
 		"kubeup does not take over a route it did not make; remove that route, or give the cluster a pod range (spec.networking.podCIDR) that does not overlap the VPC's routes",
 		aws.ToString(r.DestinationCidrBlock), v.RouteTable, describeTarget(r), v.PodCIDR)
 }
