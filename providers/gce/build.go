@@ -109,7 +109,7 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 	network := engine.Add(g, &gcetasks.Network{Name: gs.Network}, exists)
 	subnetworks := map[string]*gcetasks.Subnetwork{}
 	for _, sn := range gs.Subnetworks {
-		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network}, exists)
+		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network, PodCIDR: model.KubenetPodCIDR(s)}, exists)
 	}
 	// An operator who may not read the account (iam.serviceAccounts.get) is warned that it was not checked.
 	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, engine.WithLifecycle(engine.WarnIfInsufficientAccess))

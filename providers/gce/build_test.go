@@ -311,3 +311,21 @@ func localSpec(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
 	c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
 	return c, igs
 }
+
+// TestBuildGCECloudGraphPodCIDR: the subnetworks' checks know the pod range kubenet's routes take through the
+// network.
+func TestBuildGCECloudGraphPodCIDR(t *testing.T) {
+	_, _, g := gceGraph(t, 1, nil)
+	n := 0
+	for _, task := range g.Tasks() {
+		if s, ok := task.(*gcetasks.Subnetwork); ok {
+			n++
+			if s.PodCIDR != "100.96.0.0/11" {
+				t.Errorf("subnetwork %s's pod range = %q, want the cluster's 100.96.0.0/11", s.Name, s.PodCIDR)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no Subnetwork task")
+	}
+}

@@ -300,3 +300,27 @@ func TestDeleteOwnedDeletesPodRoutes(t *testing.T) {
 }
 
 const computeBaseGateway = "https://www.googleapis.com/compute/v1/projects/p/global/gateways/default-internet-gateway"
+
+// TestSubnetworkRefusesAnOverlappingPodCIDR: a pod range that overlaps the subnetwork's range is refused by its
+// field path (GCE routes those addresses to the subnetwork); one outside it is not.
+func TestSubnetworkRefusesAnOverlappingPodCIDR(t *testing.T) {
+	c, _ := newTestCloud(t)
+	for _, tc := range []struct {
+		pod, want string
+	}{
+		{"10.0.8.0/21", "spec.networking.podCIDR: 10.0.8.0/21 overlaps 10.0.0.0/20 of subnetwork sub of region us-central1"},
+		{"100.96.0.0/11", ""},
+		{"", ""},
+	} {
+		_, err := runOnce(c, engine.DryRun, func() *engine.Graph[*Cloud] {
+			g := engine.NewGraph[*Cloud]()
+			validate := engine.WithLifecycle(engine.ExistsAndValidates)
+			nw := engine.Add(g, &Network{Name: "net"}, validate)
+			engine.Add(g, &Subnetwork{Name: "sub", Region: testRegion, Network: nw, PodCIDR: tc.pod}, validate)
+			return g
+		})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("pod range %q: %v, want %q", tc.pod, err, tc.want)
+		}
+	}
+}
