@@ -222,6 +222,15 @@ func validateKubenet(ps *problems, s *ClusterSpec) {
 	}
 }
 
+// KubenetPodCIDR is the pod range the cloud routes to the nodes (kubenet's routes on AWS and GCE): the cluster's
+// pod range when its pod network is kubenet, else "".
+func KubenetPodCIDR(s *ClusterSpec) string {
+	if s.Networking == nil || s.Networking.PodNetwork != PodNetworkKubenet {
+		return ""
+	}
+	return s.Networking.PodCIDR
+}
+
 func within(inner, outer netip.Prefix) bool {
 	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
 }

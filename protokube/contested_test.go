@@ -193,7 +193,7 @@ func (r *race) loserRound(t *testing.T, target engine.Target) (string, error) {
 	}
 	g := engine.NewGraph[*Round]()
 	addDetaches(g, ch)
-	if err := checkOwned("the loser's round", g); err != nil {
+	if err := checkOwned("the loser's round", g, nil); err != nil {
 		t.Fatalf("checkOwned refuses the loser's round: %v", err) // the round would fail before it detached
 	}
 	res, err := engine.Run(context.Background(), g, &Round{volumes: r.loser.vols}, engine.Options{Target: target, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

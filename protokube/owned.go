@@ -18,8 +18,9 @@ import (
 // not kubeup's, whatever the node configuration says: protokube converges the node's files each round as
 // nodeup does, and holds them to the same directories nodeup does (nodeup's checkOwned). Validation refuses
 // such a configuration first; this holds whatever a configuration written by hand slips past it. Nothing has
-// been written when it refuses.
-func checkOwned(source string, g *engine.Graph[*Round]) error {
+// been written when it refuses. The tasks of cloud (keys) are the cloud's, bound to its world: they write nothing
+// on the node.
+func checkOwned(source string, g *engine.Graph[*Round], cloud map[engine.Key]bool) error {
 	var bad []string
 	for _, t := range g.Tasks() {
 		if ps, ok := nodetasks.WrittenPaths(t); ok {
@@ -28,6 +29,9 @@ func checkOwned(source string, g *engine.Graph[*Round]) error {
 					bad = append(bad, fmt.Sprintf("%s: %s is not in a directory kubeup owns", t.Key(), p))
 				}
 			}
+			continue
+		}
+		if cloud[t.Key()] {
 			continue
 		}
 		switch t := t.(type) {

@@ -135,7 +135,7 @@ func TestCheckOwned(t *testing.T) {
 			g := engine.NewGraph[*Round]()
 			ok(g)
 			tc.add(g)
-			err := checkOwned("node.conf", g)
+			err := checkOwned("node.conf", g, nil)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("checkOwned = %v, want nil", err)

@@ -9,14 +9,16 @@ import (
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
+	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 )
 
 // The pod network (kubenet, docs/networking.md): kube-controller-manager gives each Node a pod range
 // (spec.podCIDR), the node's bridge carries its pods (containerd's CNI configuration, model.CNITemplateText), and
-// every node routes each other node's range to that node's address. protokube keeps this node's routes in each
-// round while its kube-apiserver is ready, from the Nodes it reads there.
+// every node's range is routed to that node: on the local provider by every node's own table (each other node's
+// range via that node's address), on AWS and GCE by the cloud (each range to the node's instance). protokube keeps
+// those routes in each round while its kube-apiserver is ready, from the Nodes it reads there.
 
 // RouteTable is the routing table of the round's node.
 func (r *Round) RouteTable() nodetasks.RouteTable { return r.routes }
@@ -40,15 +42,15 @@ type apiNode struct {
 	} `json:"status"`
 }
 
-// podRanges reads the cluster's Nodes and returns the routes to the other nodes' pod ranges (routesTo).
-func podRanges(ctx context.Context, kube *kubetasks.Client, myIP string, log *slog.Logger) (map[string]string, error) {
+// readNodes reads the cluster's Nodes.
+func readNodes(ctx context.Context, kube *kubetasks.Client) ([]apiNode, error) {
 	var list struct {
 		Items []apiNode `json:"items"`
 	}
 	if err := kube.Get(ctx, "/api/v1/nodes", &list); err != nil {
 		return nil, err
 	}
-	return routesTo(list.Items, myIP, log), nil
+	return list.Items, nil
 }
 
 // routesTo returns each other node's IPv4 pod ranges by the InternalIP of the node that holds them: every Node
@@ -92,18 +94,52 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 	return routes
 }
 
-// addPodRoutes adds this node's routes to the other nodes' pod ranges, when the cluster allocates them
-// (spec.kubeControllerManager.allocateNodeCIDRs) and the round has a routing table (a node whose root is "/").
-// Nodes that cannot be read leave the routes as they are.
-func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, log *slog.Logger) {
-	kcm := nc.Cluster.Spec.KubeControllerManager
-	if r.routes == nil || kcm == nil || kcm.AllocateNodeCIDRs == nil || !*kcm.AllocateNodeCIDRs {
+// addPodRoutes adds the routes to the Nodes' pod ranges, when the cluster allocates them
+// (spec.kubeControllerManager.allocateNodeCIDRs) and its pod network is kubenet: on a cloud that routes them
+// (router: AWS's route tables, GCE's routes), the cloud's tasks, each range to its Node's instance; elsewhere, when
+// the round has a routing table (a node whose root is "/"), this node's routes to the other Nodes' ranges via their
+// addresses. Nodes that cannot be read, or a cloud that cannot say what it routes, leave the routes as they are.
+func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, router nodecloud.Router, log *slog.Logger) {
+	spec := nc.Cluster.Spec
+	kcm := spec.KubeControllerManager
+	if kcm == nil || kcm.AllocateNodeCIDRs == nil || !*kcm.AllocateNodeCIDRs {
 		return
 	}
-	routes, err := podRanges(ctx, r.kube, myIP, log)
+	if n := spec.Networking; n != nil && n.PodNetwork != "" && n.PodNetwork != model.PodNetworkKubenet {
+		return
+	}
+	if router == nil && r.routes == nil {
+		return
+	}
+	nodes, err := readNodes(ctx, r.kube)
 	if err != nil {
-		log.Warn("pod network: the routes to the other nodes' pod ranges are left as they are: the Nodes cannot be read", "err", err)
+		log.Warn("pod network: the routes to the Nodes' pod ranges are left as they are: the Nodes cannot be read", "err", err)
 		return
 	}
-	engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: routes})
+	if router == nil {
+		engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: routesTo(nodes, myIP, log)})
+		return
+	}
+	podCIDR := kcm.ClusterCIDR
+	if podCIDR == "" && spec.Networking != nil {
+		podCIDR = spec.Networking.PodCIDR
+	}
+	got, err := router.PodRoutes(ctx, nodecloud.PodRoutesSpec{Cluster: nc.Cluster.Metadata.Name, PodCIDR: podCIDR, Routes: routesTo(nodes, "", log)})
+	if err != nil {
+		log.Warn("pod network: the cloud's routes to the Nodes' pod ranges are left as they are: they cannot be read", "err", err)
+		return
+	}
+	for _, ip := range got.Unmatched {
+		log.Warn("pod network: a Node's address is no running instance of the cluster: its pod range is routed nowhere", "address", ip)
+	}
+	for _, p := range got.Problems {
+		log.Warn("pod network: " + p)
+	}
+	for _, b := range got.Tasks {
+		t := engine.AddBound(g, b)
+		if r.cloudTasks == nil {
+			r.cloudTasks = map[engine.Key]bool{}
+		}
+		r.cloudTasks[t.Key()] = true
+	}
 }

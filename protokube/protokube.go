@@ -244,8 +244,10 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	defer node.Close()
 	r := &Round{node: node, volumes: vols, dns: dns}
 	// The routes to the other nodes' pod ranges are the network namespace protokube runs in: the node's when its
-	// root is "/". A node converged through a root directory has a namespace this process is not in: no routes.
-	if o.Root == "" || o.Root == "/" {
+	// root is "/". A node converged through a root directory has a namespace this process is not in: no routes. On a
+	// cloud that routes the pod ranges itself (nodecloud.Router), the node's table has none.
+	router, _ := o.cloud.(nodecloud.Router)
+	if (o.Root == "" || o.Root == "/") && router == nil {
 		table, err := nodetasks.NewNetlinkRoutes("")
 		if err != nil {
 			return false, err
@@ -289,10 +291,10 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
 				return false, err
 			}
-			addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, o.Logger)
+			addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, o.Logger)
 		}
 	}
-	if err := checkOwned(o.Conf, g); err != nil {
+	if err := checkOwned(o.Conf, g, r.cloudTasks); err != nil {
 		return false, err
 	}
 	target := engine.Apply

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/kubetasks"
 	"kubeup.dev/kubeup/tasks/nodetasks"
@@ -22,8 +23,11 @@ type Round struct {
 	dns     dnstasks.Provider
 	// kube and approver reach this node's kube-apiserver (as protokube, as the CSR approver) while it is ready.
 	kube, approver *kubetasks.Client
-	// routes is the node's routing table (the pod network's routes); nil: the round leaves routes alone.
+	// routes is the node's routing table (the pod network's routes); nil: the round leaves its routes alone.
 	routes nodetasks.RouteTable
+	// cloudTasks are the keys of the cloud's tasks the round holds (its pod routes, bound to the cloud's world):
+	// they write nothing on the node.
+	cloudTasks map[engine.Key]bool
 }
 
 var (

@@ -1,7 +1,8 @@
 // Package fakeaws is an in-memory AWS that speaks the real wire protocols on one address, for tests and demos:
-// EC2 and Auto Scaling (Query), IAM (Query, instance profiles), Route53 (REST-XML), S3 (what the state store
-// needs) and IMDSv2 (the identity of a chosen fake instance). The AWS SDK reaches it through AWS_ENDPOINT_URL,
-// the AWS CLI through --endpoint-url; either is its referee.
+// EC2 (volumes, VPCs and their route tables, instances, ...) and Auto Scaling (Query), IAM (Query, instance
+// profiles), Route53 (REST-XML), S3 (what the state store needs) and IMDSv2 (the identity of a chosen fake
+// instance). The AWS SDK reaches it through AWS_ENDPOINT_URL, the AWS CLI through --endpoint-url; either is its
+// referee.
 //
 // It is laid out like the cloud: one file per service or protocol (ec2.go, autoscaling.go, iam.go, route53.go,
 // s3.go, imds.go), one in-memory state behind one lock (Server.mu), and call counting and fault injection as a

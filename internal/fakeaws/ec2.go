@@ -10,13 +10,13 @@ import (
 )
 
 // EC2 speaks Query (service "ec2"): volumes and attachments (ec2_volumes.go), VPCs and subnets (ec2_network.go),
-// security groups (ec2_security_groups.go), images (ec2_images.go), launch templates (ec2_templates.go),
-// instances (ec2_instances.go), and here tags, zones and regions; what the actions share (parameters, client
+// route tables, routes and internet gateways (ec2_routes.go), security groups (ec2_security_groups.go), images
+// (ec2_images.go), launch templates (ec2_templates.go), instances (ec2_instances.go), and here tags, zones and regions; what the actions share (parameters, client
 // tokens, filter matching, pages) is in ec2_params.go, and the Describe* list through describe.go.
 //
 // Every resource belongs to the region of the request that made it and is invisible from the others; the regions'
 // zones are <region>a to <region>f, whatever the region's name. IDs are <prefix>-<17 hex digits> (vol-, vpc-,
-// subnet-, sg-, sgr-, lt-, ami-, i-, r-), in creation order, so they sort as they were made.
+// subnet-, sg-, sgr-, lt-, ami-, i-, r-, rtb-, igw-), in creation order, so they sort as they were made.
 
 type ec2State struct {
 	volumes   map[string]*volume
@@ -26,6 +26,9 @@ type ec2State struct {
 	images    map[string]*image
 	templates map[string]*launchTemplate
 	instances map[string]*instance
+	// routeTables and gateways are the VPCs' route tables and internet gateways (ec2_routes.go).
+	routeTables map[string]*routeTable
+	gateways    map[string]*internetGateway
 	// tags are every resource's tags, by resource id.
 	tags map[string]map[string]string
 	// tokens remember the answers of the actions that take a ClientToken, by action, region and token.
@@ -43,7 +46,8 @@ func (s *Server) initEC2() {
 	s.ec2 = ec2State{
 		volumes: map[string]*volume{}, vpcs: map[string]*vpc{}, subnets: map[string]*subnet{},
 		groups: map[string]*secGroup{}, images: map[string]*image{}, templates: map[string]*launchTemplate{},
-		instances: map[string]*instance{}, tags: map[string]map[string]string{}, tokens: map[string]tokenAnswer{},
+		instances: map[string]*instance{}, routeTables: map[string]*routeTable{}, gateways: map[string]*internetGateway{},
+		tags: map[string]map[string]string{}, tokens: map[string]tokenAnswer{},
 	}
 	s.seedImages()
 }
@@ -85,6 +89,19 @@ var ec2Actions = map[string]ec2Handler{
 	"RunInstances":                   (*Server).runInstances,
 	"TerminateInstances":             (*Server).terminateInstances,
 	"DescribeInstanceAttribute":      (*Server).describeInstanceAttribute,
+	"ModifyInstanceAttribute":        (*Server).modifyInstanceAttribute,
+	"CreateRouteTable":               (*Server).createRouteTable,
+	"DescribeRouteTables":            (*Server).describeRouteTables,
+	"DeleteRouteTable":               (*Server).deleteRouteTable,
+	"AssociateRouteTable":            (*Server).associateRouteTable,
+	"DisassociateRouteTable":         (*Server).disassociateRouteTable,
+	"CreateRoute":                    (*Server).createRoute,
+	"ReplaceRoute":                   (*Server).replaceRoute,
+	"DeleteRoute":                    (*Server).deleteRoute,
+	"CreateInternetGateway":          (*Server).createInternetGateway,
+	"AttachInternetGateway":          (*Server).attachInternetGateway,
+	"DetachInternetGateway":          (*Server).detachInternetGateway,
+	"DeleteInternetGateway":          (*Server).deleteInternetGateway,
 }
 
 // ec2Action runs one EC2 Query action of region with s.mu held.
@@ -170,6 +187,12 @@ func (s *Server) resourceType(region, id string) string {
 	case "ami":
 		_, found = e.images[id]
 		r = "image"
+	case "rtb":
+		v, ok := e.routeTables[id]
+		found, r = ok && v.region == region, "route-table"
+	case "igw":
+		v, ok := e.gateways[id]
+		found, r = ok && v.region == region, "internet-gateway"
 	}
 	if !found {
 		return ""
@@ -195,6 +218,12 @@ func notFound(id string) *Error {
 		return errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
 	case "ami":
 		return errorf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
+	case "rtb":
+		return errorf("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", id)
+	case "igw":
+		return errorf("InvalidInternetGatewayID.NotFound", "The internetGateway ID '%s' does not exist", id)
+	case "rtbassoc":
+		return errorf("InvalidAssociationID.NotFound", "The association ID '%s' does not exist", id)
 	}
 	return errorf("InvalidID", "The ID '%s' is not valid", id)
 }

@@ -36,6 +36,9 @@ type instance struct {
 	ltID      string
 	ltVersion int64
 	group     string
+	// noSourceDestCheck: its source/destination check is off (ModifyInstanceAttribute), and it forwards
+	// packets that are not its own (as a route's target does).
+	noSourceDestCheck bool
 }
 
 var stateCodes = map[string]int32{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
@@ -171,6 +174,7 @@ type instanceXML struct {
 	} `xml:"monitoring"`
 	SubnetID         string `xml:"subnetId"`
 	VpcID            string `xml:"vpcId"`
+	SourceDestCheck  bool   `xml:"sourceDestCheck"`
 	PrivateIPAddress string `xml:"privateIpAddress"`
 	IPAddress        string `xml:"ipAddress,omitempty"`
 	Groups           list[struct {
@@ -200,7 +204,7 @@ type instanceXML struct {
 
 func (s *Server) instanceXML(i *instance) instanceXML {
 	x := instanceXML{InstanceID: i.id, ImageID: i.image, State: stateXML(i.state), KeyName: i.keyName, InstanceType: i.typ,
-		LaunchTime: timestamp(i.launched), SubnetID: i.subnet, VpcID: i.vpc, PrivateIPAddress: i.privateIP, IPAddress: i.publicIP,
+		LaunchTime: timestamp(i.launched), SubnetID: i.subnet, VpcID: i.vpc, SourceDestCheck: !i.noSourceDestCheck, PrivateIPAddress: i.privateIP, IPAddress: i.publicIP,
 		Architecture: "x86_64", RootDeviceType: "ebs", RootDeviceName: rootDevice, VirtualizationType: "hvm", Hypervisor: "xen",
 		Tags: s.optTags(i.id)}
 	if i.state == "running" {
@@ -265,7 +269,7 @@ func (s *Server) describeInstances(region string, form url.Values) (any, error) 
 	return describe(form, describer[*instance, reservationXML]{dialect: ec2Dialect, set: "reservationSet", minMax: 5, maxMax: 1000,
 		filters: []string{"instance-id", "instance-state-name", "instance-state-code", "availability-zone", "subnet-id", "vpc-id",
 			"image-id", "instance-type", "private-ip-address", "ip-address", "iam-instance-profile.arn", "instance.group-id",
-			"reservation-id", "private-dns-name", "dns-name"},
+			"reservation-id", "private-dns-name", "dns-name", "source-dest-check"},
 		field: func(i *instance, name string) []string {
 			switch name {
 			case "instance.group-id":
@@ -278,7 +282,7 @@ func (s *Server) describeInstances(region string, form url.Values) (any, error) 
 				"instance-state-code": {fmt.Sprint(stateCodes[i.state])}, "availability-zone": {i.zone}, "subnet-id": {i.subnet},
 				"vpc-id": {i.vpc}, "image-id": {i.image}, "instance-type": {i.typ}, "private-ip-address": {i.privateIP},
 				"ip-address": {i.publicIP}, "reservation-id": {i.reservation}, "private-dns-name": {x.PrivateDNSName},
-				"dns-name": {x.DNSName}}[name]
+				"dns-name": {x.DNSName}, "source-dest-check": {boolStr(x.SourceDestCheck)}}[name]
 		},
 		tags: func(i *instance) map[string]string { return s.ec2.tags[i.id] },
 		key:  func(i *instance) string { return i.id },
@@ -425,6 +429,7 @@ func (s *Server) describeInstanceAttribute(region string, form url.Values) (any,
 		UserData     *value `xml:"userData"`
 		InstanceType *value `xml:"instanceType"`
 		DisableTerm  *value `xml:"disableApiTermination"`
+		SrcDstCheck  *value `xml:"sourceDestCheck"`
 		Groups       *list[struct {
 			GroupID string `xml:"groupId"`
 		}] `xml:"groupSet"`
@@ -436,6 +441,8 @@ func (s *Server) describeInstanceAttribute(region string, form url.Values) (any,
 		answer.InstanceType = &value{i.typ}
 	case "disableApiTermination":
 		answer.DisableTerm = &value{"false"}
+	case "sourceDestCheck":
+		answer.SrcDstCheck = &value{boolStr(!i.noSourceDestCheck)}
 	case "groupSet":
 		answer.Groups = &list[struct {
 			GroupID string `xml:"groupId"`
@@ -446,9 +453,42 @@ func (s *Server) describeInstanceAttribute(region string, form url.Values) (any,
 			}{g})
 		}
 	default:
-		return nil, errorf("InvalidParameterValue", "Value (%s) for parameter attribute is invalid (fakeaws knows userData, instanceType, disableApiTermination, groupSet)", a)
+		return nil, errorf("InvalidParameterValue", "Value (%s) for parameter attribute is invalid (fakeaws knows userData, instanceType, disableApiTermination, groupSet, sourceDestCheck)", a)
 	}
 	return answer, nil
+}
+
+// modifyInstanceAttribute changes the one attribute fakeaws models, the source/destination check: as
+// SourceDestCheck.Value, or as Attribute=sourceDestCheck with Value. Any other attribute is refused.
+func (s *Server) modifyInstanceAttribute(region string, form url.Values) (any, error) {
+	i, err := s.instance(region, form.Get("InstanceId"))
+	if err != nil {
+		return nil, err
+	}
+	key := "SourceDestCheck.Value"
+	if a := form.Get("Attribute"); a != "" {
+		if a != "sourceDestCheck" {
+			return nil, errorf("InvalidParameterValue", "Value (%s) for parameter attribute is invalid (fakeaws models sourceDestCheck only)", a)
+		}
+		key = "Value"
+	}
+	for k := range form {
+		if k != "Action" && k != "Version" && k != "InstanceId" && k != "Attribute" && k != key {
+			return nil, errorf("InvalidParameterCombination", "fakeaws models the attribute sourceDestCheck only, not %s", k)
+		}
+	}
+	on, ok, err := boolParam(form, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errorf("MissingParameter", "The request must contain the parameter %s", key)
+	}
+	if i.state == "terminated" {
+		return nil, errorf("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be modified.", i.id)
+	}
+	i.noSourceDestCheck = !on
+	return nil, nil
 }
 
 // identity is what IMDS tells instance i.

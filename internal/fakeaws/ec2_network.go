@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// VPCs, subnets and security groups. A VPC comes with its security group "default" (which cannot be deleted);
-// every group comes with the egress rule to 0.0.0.0/0. Ingress rules are one per (protocol, ports, peer), each
-// with its sgr- id, and are described grouped by (protocol, ports) as EC2's IpPermissions are.
+// VPCs, subnets and security groups. A VPC comes with its security group "default" (which cannot be deleted) and
+// its main route table (ec2_routes.go); every group comes with the egress rule to 0.0.0.0/0. Ingress rules are one
+// per (protocol, ports, peer), each with its sgr- id, and are described grouped by (protocol, ports) as EC2's
+// IpPermissions are.
 
 type vpc struct {
 	id, region string
@@ -19,6 +20,8 @@ type vpc struct {
 type subnet struct {
 	id, region, vpc, zone string
 	cidr                  netip.Prefix
+	// table is the route table associated with it (AssociateRouteTable); "": the VPC's main table.
+	table string
 	// hosts is how many addresses were given to instances: the next is the network's address + 4 + hosts (AWS
 	// keeps the first four).
 	hosts int
@@ -124,6 +127,7 @@ func (s *Server) createVpc(region string, form url.Values) (any, error) {
 	g.ingress = []sgRule{{id: s.newID("sgr"), proto: "-1", group: g.id}}
 	s.ec2.groups[g.id] = g
 	v.defaultSG = g.id
+	s.newRouteTable(v, true)
 	return struct {
 		RequestID string `xml:"requestId"`
 		Vpc       vpcXML `xml:"vpc"`
@@ -172,6 +176,13 @@ func (s *Server) deleteVpc(region string, form url.Values) (any, error) {
 		if g.vpc == v.id && g.id != v.defaultSG {
 			return nil, errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted (security group %s).", v.id, g.id)
 		}
+	}
+	if dep := s.vpcDependency(v); dep != "" {
+		return nil, errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted (%s).", v.id, dep)
+	}
+	for _, id := range sortedIDs(s.ec2.routeTables, func(t *routeTable) bool { return t.vpc == v.id }) {
+		delete(s.ec2.routeTables, id)
+		delete(s.ec2.tags, id)
 	}
 	delete(s.ec2.groups, v.defaultSG)
 	delete(s.ec2.tags, v.defaultSG)

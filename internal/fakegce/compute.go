@@ -20,6 +20,7 @@ type project struct {
 	networks    map[string]*compute.Network
 	subnetworks map[string]*compute.Subnetwork // region/name
 	firewalls   map[string]*compute.Firewall
+	routes      map[string]*compute.Route
 	templates   map[string]*compute.InstanceTemplate
 	groups      map[string]*compute.InstanceGroupManager // zone/name
 	// requests are the operations of the mutating calls that carried a requestId.
@@ -44,7 +45,7 @@ func (s *Server) project(name string) *project {
 	h.Write([]byte(name))
 	p := &project{name: name, number: 100_000_000_000 + h.Sum64()%900_000_000_000,
 		disks: map[string]*compute.Disk{}, instances: map[string]*compute.Instance{}, networks: map[string]*compute.Network{},
-		subnetworks: map[string]*compute.Subnetwork{}, firewalls: map[string]*compute.Firewall{},
+		subnetworks: map[string]*compute.Subnetwork{}, firewalls: map[string]*compute.Firewall{}, routes: map[string]*compute.Route{},
 		templates: map[string]*compute.InstanceTemplate{}, groups: map[string]*compute.InstanceGroupManager{},
 		requests: map[string]*operation{}, invisible: map[string]int{}, groupOf: map[string]string{},
 		nextIP: map[string]uint32{}, zones: map[string]*dnsZone{}}
@@ -331,6 +332,10 @@ var computeRoutes = []route{
 	{"PATCH", []string{"global", "firewalls", "*"}, "compute.firewalls.patch", patchFirewall},
 	{"PUT", []string{"global", "firewalls", "*"}, "compute.firewalls.update", updateFirewall},
 	{"DELETE", []string{"global", "firewalls", "*"}, "compute.firewalls.delete", deleteFirewall},
+	{"POST", []string{"global", "routes"}, "compute.routes.insert", insertRoute},
+	{"GET", []string{"global", "routes"}, "compute.routes.list", listRoutes},
+	{"GET", []string{"global", "routes", "*"}, "compute.routes.get", getRoute},
+	{"DELETE", []string{"global", "routes", "*"}, "compute.routes.delete", deleteRoute},
 
 	{"POST", []string{"global", "instanceTemplates"}, "compute.instanceTemplates.insert", insertTemplate},
 	{"GET", []string{"global", "instanceTemplates"}, "compute.instanceTemplates.list", listTemplates},

@@ -39,5 +39,7 @@
 //     the next free address of the template's subnetwork's range (from .2), an external address from 203.0.113.0/24
 //     when the template asks for an access config, and the template's labels, tags, metadata (startup-script
 //     included), plus the metadata items instance-template and created-by as GCE adds them. No boot disk resource
-//     is made for them.
+//     is made for them. Their canIpForward is the template's.
+//   - Routes (routes.go) are immutable; a route to an instance carries GCE's warnings when the instance is gone or
+//     does not forward (canIpForward off); a network with routes cannot be deleted.
 package fakegce

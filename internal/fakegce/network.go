@@ -71,6 +71,10 @@ func deleteNetwork(c *call) (any, error) {
 				"The network resource '%s' is already being used by '%s'", c.thing("networks", n.Name), trimBase(f.SelfLink))
 		}
 	}
+	if r := c.p.routeUsing(n.SelfLink); r != nil {
+		return nil, errorf(http.StatusBadRequest, "resourceInUseByAnotherResource",
+			"The network resource '%s' is already being used by '%s'", c.thing("networks", n.Name), trimBase(r.SelfLink))
+	}
 	delete(c.p.networks, n.Name)
 	return c.newOp("delete", n.SelfLink, n.Id)
 }

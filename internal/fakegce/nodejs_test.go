@@ -46,8 +46,8 @@ func nodeModules(t *testing.T) string {
 }
 
 // TestNodeJSClients has Google's Node.js clients (@google-cloud/compute over REST, @google-cloud/dns) make and
-// list disks with labels, a network and subnetwork, an instance template, a managed instance group and a managed
-// zone's records in the fake (testdata/nodejs/referee.js), and checks what they were answered: the fake speaks
+// list disks with labels, a network and subnetwork, an instance template, a managed instance group, a route to one
+// of its instances and a managed zone's records in the fake (testdata/nodejs/referee.js), and checks what they were answered: the fake speaks
 // GCE, not only google.golang.org/api's dialect.
 func TestNodeJSClients(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -97,6 +97,12 @@ func TestNodeJSClients(t *testing.T) {
 			Message string
 		}
 		OperationStatuses []string
+		Routes            []struct {
+			Name, DestRange, NextHopInstance string
+			Priority                         int
+			Warnings                         []string
+		}
+		DuplicateRoute, DeletedRoute *struct{ Message string }
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("decoding the referee's answer %q: %v", stdout.String(), err)
@@ -133,6 +139,17 @@ func TestNodeJSClients(t *testing.T) {
 			in.StartupScript != "#!/bin/sh\necho referee\n" {
 			t.Errorf("instance: %+v", in)
 		}
+	}
+	if len(got.Routes) != 1 || got.Routes[0].Name != "pod-100-96-1-0-24-c1" || got.Routes[0].DestRange != "100.96.1.0/24" ||
+		got.Routes[0].Priority != 1000 || len(got.Instances) == 0 || got.Routes[0].NextHopInstance != base+"zones/us-central1-a/instances/"+got.Instances[0].Name ||
+		len(got.Routes[0].Warnings) != 0 {
+		t.Errorf("routes: %+v (the instance forwards: no warning)", got.Routes)
+	}
+	if e := got.DuplicateRoute; e == nil || !strings.Contains(e.Message, "already exists") {
+		t.Errorf("a route inserted twice: %+v", e)
+	}
+	if e := got.DeletedRoute; e == nil || !strings.Contains(e.Message, "was not found") {
+		t.Errorf("a deleted route: %+v", e)
 	}
 	if e := got.TemplateInUse; e == nil || !strings.Contains(e.Message, "already being used by") {
 		t.Errorf("deleting a template in use: %+v", e)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/dnstasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -27,6 +28,37 @@ type Instance interface {
 	// node's root directory (where the volumes' devices appear). A provider may keep what it found (a hosted
 	// zone's id) across rounds; it forgets what it read in the former round.
 	Providers(pc *model.ProtokubeConfig, root string, me volumetasks.Holder) (volumetasks.Provider, dnstasks.Provider, error)
+}
+
+// A Router is an Instance whose cloud carries the pod network's routes (kubenet: docs/networking.md): on AWS
+// the VPC's route tables, on GCE the network's routes. protokube then makes no routes in the node's own table:
+// in each round in which its kube-apiserver is ready, it reads the Nodes and adds the tasks PodRoutes returns to
+// the round's graph.
+type Router interface {
+	// PodRoutes returns the round's tasks, bound to the cloud's world (engine.Bind), that make the cloud route
+	// each pod range of spec to the instance of the Node that holds it, and remove kubeup's routes to ranges no
+	// Node holds. It forgets what it read in the former round; the tasks share what it reads in this one.
+	PodRoutes(ctx context.Context, spec PodRoutesSpec) (PodRoutes, error)
+}
+
+// PodRoutesSpec is what a round asks a Router for.
+type PodRoutesSpec struct {
+	// Cluster is the cluster's name: its instances are those the cluster owns (kubernetes.io/cluster/<name>).
+	Cluster string
+	// PodCIDR is the cluster's pod range (kube-controller-manager's --cluster-cidr): only routes inside it are
+	// kubeup's to replace or delete.
+	PodCIDR string
+	// Routes maps each Node's pod range (a CIDR) to the Node's InternalIP, the private address of its instance.
+	Routes map[string]string
+}
+
+// PodRoutes is a Router's answer: the round's tasks, the addresses of Routes that are no instance of the
+// cluster's (their ranges are routed nowhere this round), and what else the round should warn of (an instance that
+// does not forward).
+type PodRoutes struct {
+	Tasks     []engine.Bound
+	Unmatched []string
+	Problems  []string
 }
 
 // An Open reads this instance's identity from its cloud (IMDS, the metadata server) and sets up its clients.

@@ -58,7 +58,7 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 
 	// The user's network and instance profiles.
 	// Each names the spec's field that names it: its errors say which to fix.
-	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID, SpecPath: "spec.aws.vpcID"}, exists)
+	vpc := engine.Add(g, &awstasks.VPC{ID: a.VPCID, SpecPath: "spec.aws.vpcID", PodCIDR: model.KubenetPodCIDR(s)}, exists)
 	subnets := map[string]*awstasks.Subnet{}
 	for i, sn := range a.Subnets {
 		subnets[sn.Zone] = engine.Add(g, &awstasks.Subnet{ID: sn.ID, SpecPath: model.Index("spec.aws.subnets", i), VPC: vpc, Zone: ptr(sn.Zone)}, exists)

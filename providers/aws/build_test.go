@@ -296,3 +296,20 @@ func localSpec(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
 	c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
 	return c, igs
 }
+
+// TestBuildAWSCloudGraphPodCIDR: the VPC's check knows the pod range kubenet's routes take through the VPC.
+func TestBuildAWSCloudGraphPodCIDR(t *testing.T) {
+	_, _, g := awsGraph(t, 1, nil)
+	found := false
+	for _, task := range g.Tasks() {
+		if v, ok := task.(*awstasks.VPC); ok {
+			found = true
+			if v.PodCIDR != "100.96.0.0/11" {
+				t.Errorf("the VPC's pod range = %q, want the cluster's 100.96.0.0/11", v.PodCIDR)
+			}
+		}
+	}
+	if !found {
+		t.Error("no VPC task")
+	}
+}

@@ -109,7 +109,7 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 	network := engine.Add(g, &gcetasks.Network{Name: gs.Network}, exists)
 	subnetworks := map[string]*gcetasks.Subnetwork{}
 	for _, sn := range gs.Subnetworks {
-		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network}, exists)
+		subnetworks[sn.Region] = engine.Add(g, &gcetasks.Subnetwork{Name: sn.Name, Region: sn.Region, Network: network, PodCIDR: model.KubenetPodCIDR(s)}, exists)
 	}
 	// An operator who may not read the account (iam.serviceAccounts.get) is warned that it was not checked.
 	account := engine.Add(g, &gcetasks.ServiceAccount{Email: gs.ServiceAccount}, engine.WithLifecycle(engine.WarnIfInsufficientAccess))
@@ -137,6 +137,14 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 	rule("control-plane-from-node", &gcetasks.FirewallRule{SourceTags: []string{node}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
 		{Protocol: "tcp", Ports: tcp}, {Protocol: "udp"}, {Protocol: "icmp"},
 	}})
+	// With kubenet a pod's packets leave its node with the pod's address, which no network tag matches: the pod
+	// range is let in as the nodes are (etcd's ports closed to it on the control plane).
+	if n := s.Networking; n != nil && n.PodNetwork == model.PodNetworkKubenet && n.PodCIDR != "" {
+		rule("node-from-pods", &gcetasks.FirewallRule{SourceRanges: []string{n.PodCIDR}, TargetTags: []string{node}, Allowed: all})
+		rule("control-plane-from-pods", &gcetasks.FirewallRule{SourceRanges: []string{n.PodCIDR}, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
+			{Protocol: "tcp", Ports: tcp}, {Protocol: "udp"}, {Protocol: "icmp"},
+		}})
+	}
 	rule("https", &gcetasks.FirewallRule{SourceRanges: gs.APIAccess, TargetTags: []string{cp}, Allowed: []gcetasks.FirewallAllow{
 		{Protocol: "tcp", Ports: []string{"443"}},
 	}})
@@ -206,6 +214,8 @@ func BuildCloudGraph(c *model.Cluster, igs []*model.InstanceGroup) (*engine.Grap
 				Tags:           []string{NetworkTag(name, ig.Spec.Role)},
 				Labels:         labels,
 				RootDiskSizeGB: ptr(int64(gceRootDiskSizeGB)),
+				// kubenet's routes send each node's pod range to its instance, which forwards it to its pods.
+				CanIpForward: s.Networking != nil && s.Networking.PodNetwork == model.PodNetworkKubenet,
 				// The startup script pins the machines to the configuration the same maker writes (conf): made
 				// once the keystore's keypairs are found or issued, as conf's is.
 				MakeStartupScript: func() (string, error) {

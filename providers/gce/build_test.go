@@ -93,7 +93,7 @@ func gceFields(t *testing.T, g *engine.Graph[*gcetasks.Cloud]) []byte {
 			f = []string{"machine type " + x.MachineType + " image " + x.Image, "service account " + str(x.ServiceAccount),
 				"network " + x.Network.Name + " subnetwork " + x.Subnetwork.Region + "/" + x.Subnetwork.Name,
 				"tags " + strings.Join(x.Tags, " "), "labels " + labels(x.Labels), "root disk " + num(x.RootDiskSizeGB),
-				"startup script made after " + strings.Join(after, " ")}
+				"startup script made after " + strings.Join(after, " "), fmt.Sprintf("can ip forward %t", x.CanIpForward)}
 		case *gcetasks.InstanceGroupManager:
 			f = []string{"zone " + str(x.Zone) + " target size " + num(x.TargetSize), "template " + x.Template.Name,
 				"base instance name " + x.BaseInstanceName}
@@ -119,7 +119,7 @@ func TestBuildGCECloudGraph(t *testing.T) {
 			}
 			want := map[string]int{
 				"Disk": 2 * controlPlanes, "InstanceTemplate": len(igs), "InstanceGroupManager": controlPlanes + 3,
-				"FirewallRule": 4, "Network": 1, "Subnetwork": 1,
+				"FirewallRule": 6, "Network": 1, "Subnetwork": 1, // two of them let kubenet's pod range in
 			}
 			for typ, n := range want {
 				if count[typ] != n {
@@ -197,7 +197,9 @@ func TestBuildGCECloudGraphRegions(t *testing.T) {
 		"europe-west1-b 2 nodes-europe-west1-demo-example-com",
 		"europe-west1-c 1 nodes-europe-west1-demo-example-com",
 		"europe-west1-d 1 nodes-europe-west1-demo-example-com",
+		"kubeup-demo-example-com-control-plane-from-pods 100.96.0.0/11",
 		"kubeup-demo-example-com-https 0.0.0.0/0",
+		"kubeup-demo-example-com-node-from-pods 100.96.0.0/11",
 		"kubeup-demo-example-com-ssh 192.0.2.0/24",
 		"nodes-europe-west1-demo-example-com " + testSubnetwork,
 		"nodes-us-central1-demo-example-com central",
@@ -308,4 +310,22 @@ func localSpec(t *testing.T) (*model.Cluster, []*model.InstanceGroup) {
 	}
 	c.Spec.ConfigBase = "file:///tmp/s/demo.example.com"
 	return c, igs
+}
+
+// TestBuildGCECloudGraphPodCIDR: the subnetworks' checks know the pod range kubenet's routes take through the
+// network.
+func TestBuildGCECloudGraphPodCIDR(t *testing.T) {
+	_, _, g := gceGraph(t, 1, nil)
+	n := 0
+	for _, task := range g.Tasks() {
+		if s, ok := task.(*gcetasks.Subnetwork); ok {
+			n++
+			if s.PodCIDR != "100.96.0.0/11" {
+				t.Errorf("subnetwork %s's pod range = %q, want the cluster's 100.96.0.0/11", s.Name, s.PodCIDR)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no Subnetwork task")
+	}
 }

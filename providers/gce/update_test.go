@@ -74,7 +74,7 @@ func TestGCECluster(t *testing.T) {
 	calls := mutatingCalls(srv)
 	for op, want := range map[string]int{
 		"compute.disks.insert": 6, "compute.instanceTemplates.insert": 4, "compute.instanceGroupManagers.insert": 6,
-		"compute.firewalls.insert": 4,
+		"compute.firewalls.insert": 6,
 	} {
 		if calls[op] != want {
 			t.Errorf("%s: %d calls, want %d (all: %v)", op, calls[op], want, calls)

@@ -43,6 +43,9 @@ var (
 //     protokube publish for the cluster (model.PublishedDNSNames). Nothing else in the zone is touched, whatever
 //     its name: a record the user or another tool (external-dns) made under the cluster's name stays.
 //
+// Before them go the routes of the VPC's route tables whose target is one of the cluster's instances (kubenet's,
+// VPCRoutes), which would be left as blackholes in the user's tables ("VPCRoute/<route table>/<destination>").
+//
 // It returns the keys of what it deleted, in that order (sorted within each kind), in the form tasks use
 // ("AutoScalingGroup/nodes.demo.example.com", "Instance/i-0123456789abcdef0", "EBSVolume/a.etcd-main.demo.example.com",
 // "DNSRecord/api.demo.example.com/A"). Without apply it deletes nothing and returns what it would delete.
@@ -80,6 +83,19 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 			deleted = append(deleted, key)
 		}
 	}
+
+	routes, err := c.routesToClusterInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	record("VPCRoute", mapKeys(routes), func(key string) error {
+		r := routes[key]
+		_, err := c.EC2.DeleteRoute(ctx, &ec2.DeleteRouteInput{RouteTableId: aws.String(r.table), DestinationCidrBlock: aws.String(r.dst)})
+		if ErrorCode(err) == "InvalidRoute.NotFound" {
+			return nil
+		}
+		return Classify("deleting the route to "+r.dst+" in route table "+r.table, err)
+	})
 
 	groups, err := c.autoScalingGroups(ctx)
 	if err != nil {
@@ -164,6 +180,40 @@ func (c *Cloud) DeleteOwned(ctx context.Context, records []string, apply bool) (
 		record("DNSRecord", keys, func(k string) error { return c.DNSProvider().Delete(ctx, byKey[k].Name, byKey[k].Type) })
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// tableRoute is a route of a route table, by its destination.
+type tableRoute struct{ table, dst string }
+
+// routesToClusterInstances returns the routes of every route table whose target is one of the cluster's
+// instances, whatever their state, by "<route table>/<destination>": one DescribeInstances, and one
+// DescribeRouteTables per 200 instances.
+func (c *Cloud) routesToClusterInstances(ctx context.Context) (map[string]tableRoute, error) {
+	instances, err := c.describeInstances(ctx, "listing the cluster's instances", c.ownedFilter())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, i := range instances {
+		ids = append(ids, aws.ToString(i.InstanceId))
+	}
+	out := map[string]tableRoute{}
+	for chunk := range slices.Chunk(ids, 200) {
+		tables, err := c.describeRouteTables(ctx, "listing the route tables that route to the cluster's instances",
+			ec2types.Filter{Name: aws.String("route.instance-id"), Values: chunk})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tables {
+			for _, r := range t.Routes {
+				if dst := aws.ToString(r.DestinationCidrBlock); slices.Contains(chunk, aws.ToString(r.InstanceId)) && dst != "" {
+					table := aws.ToString(t.RouteTableId)
+					out[table+"/"+dst] = tableRoute{table: table, dst: dst}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func mapKeys[V any](m map[string]V) []string {

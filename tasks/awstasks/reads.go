@@ -26,6 +26,8 @@ type reads struct {
 	profiles  sharedread.Keyed[*iamtypes.InstanceProfile]             // by name; nil: no such profile
 	images    sharedread.Keyed[ec2types.Image]                        // by id or name pattern
 	running   sharedread.Shared[map[string]ec2types.Image]            // the images the templates' default versions run, by id
+	instances sharedread.Shared[[]ec2types.Instance]                  // the cluster's running instances
+	tables    sharedread.Keyed[[]ec2types.RouteTable]                 // by VPC id: the VPC's route tables
 }
 
 func (r *reads) forgetAll() {
@@ -38,6 +40,8 @@ func (r *reads) forgetAll() {
 	r.profiles.Forget()
 	r.images.Forget()
 	r.running.Forget()
+	r.instances.Forget()
+	r.tables.Forget()
 }
 
 // ownedFilter is the EC2 filter of what the cluster owns.
@@ -206,4 +210,50 @@ func (c *Cloud) instanceProfile(ctx context.Context, name string) (*iamtypes.Ins
 		}
 		return out.InstanceProfile, nil
 	})
+}
+
+// clusterInstances returns the cluster's running instances: one paginated DescribeInstances per run.
+func (c *Cloud) clusterInstances(ctx context.Context) ([]ec2types.Instance, error) {
+	return c.reads.instances.Get(ctx, func(ctx context.Context) ([]ec2types.Instance, error) {
+		return c.describeInstances(ctx, "listing the cluster's instances",
+			c.ownedFilter(), ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"running"}})
+	})
+}
+
+// describeInstances returns the instances filters pass (one paginated DescribeInstances), for doing.
+func (c *Cloud) describeInstances(ctx context.Context, doing string, filters ...ec2types.Filter) ([]ec2types.Instance, error) {
+	var out []ec2types.Instance
+	p := ec2.NewDescribeInstancesPaginator(c.EC2, &ec2.DescribeInstancesInput{Filters: filters})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, Classify(doing, err)
+		}
+		for _, r := range page.Reservations {
+			out = append(out, r.Instances...)
+		}
+	}
+	return out, nil
+}
+
+// routeTables returns the route tables of VPC vpcID: one paginated DescribeRouteTables per VPC and run.
+func (c *Cloud) routeTables(ctx context.Context, vpcID string) ([]ec2types.RouteTable, error) {
+	return c.reads.tables.Of(vpcID).Get(ctx, func(ctx context.Context) ([]ec2types.RouteTable, error) {
+		return c.describeRouteTables(ctx, fmt.Sprintf("listing the route tables of VPC %s", vpcID),
+			ec2types.Filter{Name: aws.String("vpc-id"), Values: []string{vpcID}})
+	})
+}
+
+// describeRouteTables returns the route tables filter passes (one paginated DescribeRouteTables), for doing.
+func (c *Cloud) describeRouteTables(ctx context.Context, doing string, filter ec2types.Filter) ([]ec2types.RouteTable, error) {
+	var out []ec2types.RouteTable
+	p := ec2.NewDescribeRouteTablesPaginator(c.EC2, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{filter}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, Classify(doing, err)
+		}
+		out = append(out, page.RouteTables...)
+	}
+	return out, nil
 }

@@ -3,8 +3,10 @@ package awstasks
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"kubeup.dev/kubeup/engine"
 )
@@ -18,6 +20,10 @@ type VPC struct {
 	ID string
 	// SpecPath is the field of the spec that names the VPC ("spec.aws.vpcID"), for its errors; "": none.
 	SpecPath string `kubeup:"-"`
+	// PodCIDR is the cluster's pod range, which kubenet's routes (VPCRoutes) route through the VPC's tables; ""
+	// when none is. A pod range that overlaps the VPC's blocks is refused: the VPC's local route holds those
+	// addresses, and no route to an instance can take them.
+	PodCIDR string `kubeup:"-"`
 	// CIDR is the VPC's primary IPv4 block (output).
 	CIDR *string `kubeup:"output"`
 }
@@ -41,7 +47,29 @@ func (v *VPC) Find(ctx context.Context, c *Cloud) (*VPC, error) {
 	if found == nil {
 		return nil, v.missing(c)
 	}
-	return &VPC{ID: aws.ToString(found.VpcId), CIDR: found.CidrBlock}, nil
+	if err := v.checkPodCIDR(found); err != nil {
+		return nil, err
+	}
+	return &VPC{ID: aws.ToString(found.VpcId), CIDR: found.CidrBlock, PodCIDR: v.PodCIDR}, nil
+}
+
+// checkPodCIDR refuses a pod range that overlaps one of the VPC's IPv4 blocks.
+func (v *VPC) checkPodCIDR(found *ec2types.Vpc) error {
+	pod, err := netip.ParsePrefix(v.PodCIDR)
+	if err != nil {
+		return nil // none, or not a range: the spec's validation says so
+	}
+	blocks := []string{aws.ToString(found.CidrBlock)}
+	for _, a := range found.CidrBlockAssociationSet {
+		blocks = append(blocks, aws.ToString(a.CidrBlock))
+	}
+	for _, b := range blocks {
+		if p, err := netip.ParsePrefix(b); err == nil && p.Overlaps(pod) {
+			return engine.Terminal(fmt.Errorf("spec.networking.podCIDR: %s overlaps %s of VPC %s (spec.aws.vpcID): the VPC's local route holds those addresses, "+
+				"and kubenet's routes to the nodes' instances cannot; give the cluster a pod range outside the VPC's (the default, 100.96.0.0/11)", pod, p, v.ID))
+		}
+	}
+	return nil
 }
 
 // CheckChanges has nothing to refuse: a VPC has no field kubeup could change.

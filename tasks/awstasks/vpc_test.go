@@ -96,3 +96,27 @@ func TestUserNetworkRenderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestVPCRefusesAnOverlappingPodCIDR: a pod range that overlaps the VPC's block is refused by its field path
+// (kubenet's routes could not take those addresses from the VPC's local route); one outside it is not.
+func TestVPCRefusesAnOverlappingPodCIDR(t *testing.T) {
+	c, _ := newTestCloud(t)
+	n := makeNetwork(t, c)
+	for _, tc := range []struct {
+		pod, want string
+	}{
+		{"10.0.128.0/17", "spec.networking.podCIDR: 10.0.128.0/17 overlaps 10.0.0.0/16 of VPC " + n.vpc},
+		{"10.0.0.0/8", "spec.networking.podCIDR: 10.0.0.0/8 overlaps"},
+		{"100.96.0.0/11", ""},
+		{"", ""},
+	} {
+		_, err := runOnce(t, c, engine.DryRun, func() *engine.Graph[*Cloud] {
+			g := engine.NewGraph[*Cloud]()
+			engine.Add(g, &VPC{ID: n.vpc, SpecPath: "spec.aws.vpcID", PodCIDR: tc.pod}, engine.WithLifecycle(engine.ExistsAndValidates))
+			return g
+		})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("pod range %q: %v, want %q", tc.pod, err, tc.want)
+		}
+	}
+}

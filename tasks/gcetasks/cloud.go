@@ -3,8 +3,11 @@ package gcetasks
 import (
 	"context"
 	"fmt"
-	"kubeup.dev/kubeup/internal/gcelabels"
+	"maps"
+	"slices"
 	"sync"
+
+	"kubeup.dev/kubeup/internal/gcelabels"
 
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/dns/v1"
@@ -117,6 +120,8 @@ type reads struct {
 	networks    sharedread.Keyed[*compute.Network]                         // by name; nil: none
 	subnetworks sharedread.Keyed[*compute.Subnetwork]                      // by region/name; nil: none
 	accounts    sharedread.Keyed[string]                                   // by spec email or "default": the email; "": none
+	instances   sharedread.Shared[[]*compute.Instance]                     // the cluster's running instances
+	routes      sharedread.Shared[[]*compute.Route]                        // the project's routes
 }
 
 func (r *reads) forgetAll() {
@@ -127,6 +132,8 @@ func (r *reads) forgetAll() {
 	r.networks.Forget()
 	r.subnetworks.Forget()
 	r.accounts.Forget()
+	r.instances.Forget()
+	r.routes.Forget()
 }
 
 // disks returns the cluster's disks of zone by name: one filtered, paginated disks.list per zone and run.
@@ -198,6 +205,43 @@ func (c *Cloud) firewalls(ctx context.Context) (map[string]*compute.Firewall, er
 		})
 		if err != nil {
 			return nil, Classify("listing the firewall rules", err)
+		}
+		return out, nil
+	})
+}
+
+// clusterInstances returns the cluster's running instances, of every zone: one filtered, paginated
+// instances.aggregatedList per run.
+func (c *Cloud) clusterInstances(ctx context.Context) ([]*compute.Instance, error) {
+	return c.reads.instances.Get(ctx, func(ctx context.Context) ([]*compute.Instance, error) {
+		var out []*compute.Instance
+		err := c.Compute.Instances.AggregatedList(c.Project).Filter(c.ownerFilter()).Pages(ctx, func(l *compute.InstanceAggregatedList) error {
+			for _, scope := range slices.Sorted(maps.Keys(l.Items)) {
+				for _, in := range l.Items[scope].Instances {
+					if c.owns(in.Labels) && in.Status == "RUNNING" {
+						out = append(out, in)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, Classify("listing the cluster's instances", err)
+		}
+		return out, nil
+	})
+}
+
+// projectRoutes returns the project's routes: one paginated routes.list per run.
+func (c *Cloud) projectRoutes(ctx context.Context) ([]*compute.Route, error) {
+	return c.reads.routes.Get(ctx, func(ctx context.Context) ([]*compute.Route, error) {
+		var out []*compute.Route
+		err := c.Compute.Routes.List(c.Project).Pages(ctx, func(l *compute.RouteList) error {
+			out = append(out, l.Items...)
+			return nil
+		})
+		if err != nil {
+			return nil, Classify("listing the routes", err)
 		}
 		return out, nil
 	})

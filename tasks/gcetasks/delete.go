@@ -15,9 +15,10 @@ import (
 )
 
 // DeleteOwned deletes what the cluster owns, in order: its managed instance groups (their instances with them),
-// its instance templates, its firewall rules (by their description), its disks (by the ownership label), then
-// the Cloud DNS records of names (every supported type of each, in one change); nothing else. It returns the keys
-// ("InstanceGroupManager/<zone>/<name>", "InstanceTemplate/<name>", "FirewallRule/<name>", "Disk/<name>",
+// its instance templates, its firewall rules and its routes (kubenet's; by their description), its disks (by the
+// ownership label), then the Cloud DNS records of names (every supported type of each, in one change); nothing
+// else. It returns the keys ("InstanceGroupManager/<zone>/<name>", "InstanceTemplate/<name>",
+// "FirewallRule/<name>", "Route/<name>", "Disk/<name>",
 // "DNSRecord/<name>/A") of what it deleted (apply) or would delete, sorted by kind in that order. On an error it
 // returns what it deleted before it. The groups of every zone of c.Region are looked at (of every zone when
 // Region is "").
@@ -108,6 +109,23 @@ func (c *Cloud) DeleteOwned(ctx context.Context, names []string, apply bool) ([]
 	}
 	if err := del("firewall rule", items, func(it item) (*compute.Operation, error) {
 		return c.Compute.Firewalls.Delete(c.Project, it.name).Context(ctx).Do()
+	}); err != nil {
+		return done, err
+	}
+
+	c.reads.routes.Forget()
+	routes, err := c.projectRoutes(ctx)
+	if err != nil {
+		return done, err
+	}
+	items = nil
+	for _, r := range routes {
+		if r.Description == c.ownedDescription() {
+			items = append(items, item{key: "Route/" + r.Name, name: r.Name})
+		}
+	}
+	if err := del("route", items, func(it item) (*compute.Operation, error) {
+		return c.Compute.Routes.Delete(c.Project, it.name).Context(ctx).Do()
 	}); err != nil {
 		return done, err
 	}

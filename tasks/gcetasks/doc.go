@@ -1,7 +1,8 @@
 // Package gcetasks holds kubeup's GCE cloud: the world of a GCE cloud graph (Cloud: the compute and Cloud DNS
 // services of one project and the batched reads every task's Find shares), its tasks (the network and
 // subnetworks the user owns, checked and never changed; the firewall rules, persistent disks, instance templates
-// and managed instance groups kubeup owns), the Cloud DNS provider of dnstasks, the persistent-disk provider of
+// and managed instance groups kubeup owns; kubenet's routes of the network, which protokube keeps: PlanPodRoutes),
+// the Cloud DNS provider of dnstasks, the persistent-disk provider of
 // volumetasks that protokube claims etcd disks with, the instance identity of the metadata server, and the
 // cleanup of a cluster by its labels.
 //

@@ -69,6 +69,7 @@ type spec struct {
 	diskGB   int64
 	machine  string
 	diskType string
+	forward  bool // the nodes' canIpForward
 }
 
 func defaultSpec() spec {
@@ -95,7 +96,7 @@ func clusterGraph(s spec) func() *engine.Graph[*Cloud] {
 		tmpl := engine.Add(g, &InstanceTemplate{Name: "nodes-gce-example-com", MachineType: s.machine,
 			Image: "projects/debian-cloud/global/images/family/debian-12", ServiceAccount: ptr("default"), Network: nw, Subnetwork: sub,
 			Tags: []string{"nodes", "kubeup"}, Labels: map[string]string{"kubeup-role-node": "1"}, RootDiskSizeGB: ptr[int64](30),
-			MakeStartupScript: func() (string, error) { return s.script, nil }})
+			CanIpForward: s.forward, MakeStartupScript: func() (string, error) { return s.script, nil }})
 		for _, z := range zones {
 			engine.Add(g, &InstanceGroupManager{Name: "nodes-" + z + "-gce-example-com", Zone: ptr(z), TargetSize: ptr(s.size), Template: tmpl})
 		}

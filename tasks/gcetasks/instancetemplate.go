@@ -45,6 +45,9 @@ type InstanceTemplate struct {
 	RootDiskSizeGB *int64
 	// StartupScript is the instances' startup-script metadata.
 	StartupScript *string
+	// CanIpForward lets the instances send and receive packets whose addresses are not their own: what an
+	// instance does for its pods when the network routes their range to it (kubenet's routes, NetworkRoutes).
+	CanIpForward bool
 	// MakeStartupScript, when set, makes StartupScript once the tasks in After are done (see Resolve).
 	MakeStartupScript func() (string, error) `kubeup:"-"`
 	// After are the tasks that must be done before MakeStartupScript runs (the node configuration it points to).
@@ -125,6 +128,7 @@ func (t *InstanceTemplate) properties(c *Cloud) *compute.InstanceProperties {
 		Disks:             []*compute.AttachedDisk{boot},
 		NetworkInterfaces: []*compute.NetworkInterface{nic},
 		Labels:            labels,
+		CanIpForward:      t.CanIpForward,
 	}
 	if len(t.Tags) > 0 {
 		p.Tags = &compute.Tags{Items: sortedCopy(t.Tags)}
@@ -186,7 +190,8 @@ func (t *InstanceTemplate) Find(ctx context.Context, c *Cloud) (*InstanceTemplat
 func (t *InstanceTemplate) asFound(c *Cloud, it *compute.InstanceTemplate) *InstanceTemplate {
 	p := it.Properties
 	oldLink := c.templateLink(it.Name)
-	a := &InstanceTemplate{Name: t.Name, MachineType: p.MachineType, Labels: c.labelView(p.Labels, t.Labels), SelfLink: &oldLink}
+	a := &InstanceTemplate{Name: t.Name, MachineType: p.MachineType, Labels: c.labelView(p.Labels, t.Labels), SelfLink: &oldLink,
+		CanIpForward: p.CanIpForward}
 	if p.Tags != nil {
 		a.Tags = sortedCopy(p.Tags.Items)
 	}

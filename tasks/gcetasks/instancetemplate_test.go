@@ -68,6 +68,42 @@ func TestTemplateChangeMakesANewTemplateAndMovesTheGroups(t *testing.T) {
 	}
 }
 
+// TestTemplateCanIpForward: turning canIpForward on (kubenet's routes) is a new template, shown by its field in
+// the plan, whose instances forward; a second run changes nothing.
+func TestTemplateCanIpForward(t *testing.T) {
+	c, _ := newTestCloud(t)
+	ctx := context.Background()
+	mustRun(t, c, engine.Apply, clusterGraph(defaultSpec()))
+	s := defaultSpec()
+	s.forward = true
+	dry := mustRun(t, c, engine.DryRun, clusterGraph(s))
+	var fields []string
+	for _, ch := range dry.Changes {
+		if ch.Key.Type == "InstanceTemplate" {
+			for _, f := range ch.Fields {
+				fields = append(fields, f.Name)
+			}
+		}
+	}
+	if len(fields) != 1 || fields[0] != "CanIpForward" {
+		t.Errorf("the template's changed fields: %v, want CanIpForward", fields)
+	}
+	enginetest.ApplyThenNoChanges(t, ctx, c, freshRuns(c, clusterGraph(s)))
+	all, err := c.instanceTemplates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forwarding := 0
+	for _, it := range all {
+		if it.Properties.CanIpForward {
+			forwarding++
+		}
+	}
+	if forwarding != 1 {
+		t.Errorf("%d templates forward, want the new one", forwarding)
+	}
+}
+
 // DeleteOwned deletes the groups, templates, firewall rules and disks of the cluster, and the records of the
 // names given, each once; the user's network and another's disk stay.
 func TestDeleteOwnedLeavesNothingLabelled(t *testing.T) {

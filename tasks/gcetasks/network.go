@@ -3,6 +3,7 @@ package gcetasks
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"google.golang.org/api/compute/v1"
 
@@ -62,6 +63,10 @@ type Subnetwork struct {
 	Region string
 	// Network is the network it must belong to.
 	Network *Network
+	// PodCIDR is the cluster's pod range, which kubenet's routes (NetworkRoutes) route through the network; ""
+	// when none is. A pod range that overlaps the subnetwork's ranges is refused: GCE routes them to the
+	// subnetwork, and no route to an instance can take them.
+	PodCIDR string `kubeup:"-"`
 	// CIDR is its primary IPv4 range and SelfLink its URL (outputs).
 	CIDR     *string `kubeup:"output"`
 	SelfLink *string `kubeup:"output"`
@@ -98,12 +103,35 @@ func (s *Subnetwork) Find(ctx context.Context, c *Cloud) (*Subnetwork, error) {
 	if err != nil || found == nil {
 		return nil, err
 	}
-	a := &Subnetwork{Name: found.Name, Region: s.Region, CIDR: &found.IpCidrRange, SelfLink: &found.SelfLink}
+	if err := s.checkPodCIDR(found); err != nil {
+		return nil, err
+	}
+	a := &Subnetwork{Name: found.Name, Region: s.Region, CIDR: &found.IpCidrRange, SelfLink: &found.SelfLink, PodCIDR: s.PodCIDR}
 	a.Network = &Network{Name: lastSegment(found.Network)}
 	if s.Network != nil && a.Network.Name == s.Network.Name {
 		a.Network = s.Network
 	}
 	return a, nil
+}
+
+// checkPodCIDR refuses a pod range that overlaps one of the subnetwork's ranges.
+func (s *Subnetwork) checkPodCIDR(found *compute.Subnetwork) error {
+	pod, err := netip.ParsePrefix(s.PodCIDR)
+	if err != nil {
+		return nil // none, or not a range: the spec's validation says so
+	}
+	ranges := []string{found.IpCidrRange}
+	for _, r := range found.SecondaryIpRanges {
+		ranges = append(ranges, r.IpCidrRange)
+	}
+	for _, r := range ranges {
+		if p, err := netip.ParsePrefix(r); err == nil && p.Overlaps(pod) {
+			return engine.Terminal(fmt.Errorf("spec.networking.podCIDR: %s overlaps %s of subnetwork %s of region %s (spec.gce.subnetworks): GCE routes those "+
+				"addresses to the subnetwork, and kubenet's routes to the nodes' instances cannot; give the cluster a pod range outside the network's (the default, 100.96.0.0/11)",
+				pod, p, s.Name, s.Region))
+		}
+	}
+	return nil
 }
 
 // CheckChanges refuses a subnetwork of another network than the task's.

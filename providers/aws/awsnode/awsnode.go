@@ -1,5 +1,5 @@
-// Package awsnode is the aws provider's node side: protokube on an EC2 instance learns who it is from IMDS and
-// claims EBS volumes and Route53 records (docs/aws.md). It registers the cloud "aws" with protokube/nodecloud;
+// Package awsnode is the aws provider's node side: protokube on an EC2 instance learns who it is from IMDS,
+// claims EBS volumes and Route53 records, and keeps kubenet's routes in the VPC's route tables (docs/aws.md). It registers the cloud "aws" with protokube/nodecloud;
 // cmd/protokube-aws links it.
 package awsnode
 
@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/internal/awssdk"
 	"kubeup.dev/kubeup/internal/awssdk/allservices"
 	"kubeup.dev/kubeup/model"
@@ -26,6 +28,7 @@ import (
 type awsCloud struct {
 	instance     volumetasks.Holder
 	zone, region string
+	cfg          aws.Config // the region's configuration, as awstasks.NewCloud takes it
 	ec2          *ec2.Client
 	route53      *route53.Client
 
@@ -33,7 +36,12 @@ type awsCloud struct {
 	dns     *awstasks.Route53
 	dnsZone string // the zone dns is of
 	me      volumetasks.Holder
+	// routes is the world of kubenet's routes (the VPC's route tables, the cluster's instances), made on the
+	// first round that asks for them and kept.
+	routes *awstasks.Cloud
 }
+
+var _ nodecloud.Router = (*awsCloud)(nil)
 
 func init() {
 	nodecloud.Register(model.CloudAWS, func(ctx context.Context) (nodecloud.Instance, error) { return newAWSCloud(ctx) })
@@ -55,8 +63,8 @@ func newAWSCloud(ctx context.Context) (*awsCloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = allservices.WithOwnedBodies(cfg)
-	return &awsCloud{instance: me, zone: zone, region: region, ec2: ec2.NewFromConfig(cfg), route53: route53.NewFromConfig(cfg)}, nil
+	owned := allservices.WithOwnedBodies(cfg)
+	return &awsCloud{instance: me, zone: zone, region: region, cfg: cfg, ec2: ec2.NewFromConfig(owned), route53: route53.NewFromConfig(owned)}, nil
 }
 
 // Identity is who the cloud says this instance is.
@@ -85,4 +93,26 @@ func (c *awsCloud) Providers(pc *model.ProtokubeConfig, root string, me volumeta
 	c.volumes.NewRun()
 	c.dns.NewRun()
 	return c.volumes, c.dns, nil
+}
+
+// PodRoutes returns the tasks of kubenet's routes on AWS (awstasks.PlanPodRoutes): each pod range to its Node's
+// instance in every route table the cluster's subnets use, and those instances' source/destination check off.
+// It reads the cluster's instances and its VPC's route tables once.
+func (c *awsCloud) PodRoutes(ctx context.Context, spec nodecloud.PodRoutesSpec) (nodecloud.PodRoutes, error) {
+	if c.routes == nil || c.routes.Cluster != spec.Cluster {
+		c.routes = awstasks.NewCloud(c.cfg, spec.Cluster, "", nil)
+	}
+	c.routes.NewRun()
+	plan, err := c.routes.PlanPodRoutes(ctx, spec.PodCIDR, spec.Routes)
+	if err != nil {
+		return nodecloud.PodRoutes{}, err
+	}
+	out := nodecloud.PodRoutes{Unmatched: plan.Unmatched}
+	for _, t := range plan.Tables {
+		out.Tasks = append(out.Tasks, engine.Bind(t, c.routes))
+	}
+	for _, t := range plan.Checks {
+		out.Tasks = append(out.Tasks, engine.Bind(t, c.routes))
+	}
+	return out, nil
 }

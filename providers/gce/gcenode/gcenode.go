@@ -1,5 +1,6 @@
 // Package gcenode is the gce provider's node side: protokube on a Compute Engine instance learns who it is from
-// the metadata server and claims persistent disks and Cloud DNS records (docs/gce.md). It registers the cloud
+// the metadata server, claims persistent disks and Cloud DNS records, and keeps kubenet's routes of the network
+// (docs/gce.md). It registers the cloud
 // "gce" with protokube/nodecloud; cmd/protokube-gce links it.
 package gcenode
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/api/compute/v1"
 	"google.golang.org/api/dns/v1"
 
+	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/protokube/nodecloud"
 	"kubeup.dev/kubeup/tasks/dnstasks"
@@ -30,7 +32,12 @@ type gceCloud struct {
 	dns     *gcetasks.CloudDNS
 	dnsZone string // the zone dns is of
 	me      volumetasks.Holder
+	// routes is the world of kubenet's routes (the network's routes, the cluster's instances), made on the first
+	// round that asks for them and kept.
+	routes *gcetasks.Cloud
 }
+
+var _ nodecloud.Router = (*gceCloud)(nil)
 
 func init() {
 	nodecloud.Register(model.CloudGCE, func(ctx context.Context) (nodecloud.Instance, error) { return newGCECloud(ctx) })
@@ -75,4 +82,27 @@ func (c *gceCloud) Providers(pc *model.ProtokubeConfig, root string, me volumeta
 	}
 	c.dns.NewRun()
 	return c.disks, c.dns, nil
+}
+
+// PodRoutes returns the task of kubenet's routes on GCE (gcetasks.PlanPodRoutes): each pod range to its Node's
+// instance, in the network of the cluster's instances. It reads the cluster's instances once; the task reads the
+// project's routes once.
+func (c *gceCloud) PodRoutes(ctx context.Context, spec nodecloud.PodRoutesSpec) (nodecloud.PodRoutes, error) {
+	if c.routes == nil || c.routes.Cluster != spec.Cluster {
+		c.routes = gcetasks.NewCloudOf(c.compute, c.dnsService, c.project, spec.Cluster, "", nil)
+	}
+	c.routes.NewRun()
+	plan, err := c.routes.PlanPodRoutes(ctx, spec.PodCIDR, spec.Routes)
+	if err != nil {
+		return nodecloud.PodRoutes{}, err
+	}
+	out := nodecloud.PodRoutes{Unmatched: plan.Unmatched}
+	for _, in := range plan.NotForwarding {
+		out.Problems = append(out.Problems, fmt.Sprintf("instance %s does not forward (canIpForward off: made from a template before kubenet's routes): "+
+			"GCE drops the packets of the pods its route carries until the instance is made again (kubeup rolling-update cluster)", in))
+	}
+	if plan.Routes != nil {
+		out.Tasks = append(out.Tasks, engine.Bind(plan.Routes, c.routes))
+	}
+	return out, nil
 }

@@ -72,7 +72,7 @@ async function main() {
   out.subnetwork = {name: sub.name, ipCidrRange: sub.ipCidrRange, network: sub.network};
 
   [op] = await templates.insert({project, requestId: 'tmpl-1', instanceTemplateResource: {name: 'nodes-1', properties: {
-    machineType: 'e2-medium', labels: {'kubeup-cluster': 'c1'}, tags: {items: ['nodes']},
+    machineType: 'e2-medium', labels: {'kubeup-cluster': 'c1'}, tags: {items: ['nodes']}, canIpForward: true,
     metadata: {items: [{key: 'startup-script', value: '#!/bin/sh\necho referee\n'}]},
     disks: [{boot: true, autoDelete: true, initializeParams: {sourceImage: 'projects/debian-cloud/global/images/family/debian-12'}}],
     networkInterfaces: [{subnetwork: `regions/${region}/subnetworks/sub`, accessConfigs: [{type: 'ONE_TO_ONE_NAT', name: 'External NAT'}]}],
@@ -89,6 +89,32 @@ async function main() {
   const [ins] = await instances.list({project, zone});
   out.instances = ins.map(i => ({name: i.name, ip: i.networkInterfaces[0].networkIP,
     startupScript: (i.metadata.items.find(it => it.key === 'startup-script') || {}).value}));
+
+  // A route to the first instance (kubenet's pod range), listed by its description, refused twice, deleted.
+  const routes = new compute.RoutesClient(opts);
+  const route = {name: 'pod-100-96-1-0-24-c1', network: `projects/${project}/global/networks/net`, destRange: '100.96.1.0/24',
+    nextHopInstance: `zones/${zone}/instances/${ins[0].name}`, priority: 1000, description: 'kubeup: owned by cluster c1'};
+  [op] = await routes.insert({project, routeResource: route});
+  await wait(op);
+  let dupRoute;
+  try {
+    await routes.insert({project, routeResource: route});
+  } catch (e) {
+    dupRoute = e;
+  }
+  out.duplicateRoute = dupRoute ? {message: dupRoute.message} : null;
+  const [rl] = await routes.list({project, filter: 'description = "kubeup: owned by cluster c1"'});
+  out.routes = rl.map(r => ({name: r.name, destRange: r.destRange, nextHopInstance: r.nextHopInstance,
+    priority: Number(r.priority), warnings: (r.warnings || []).map(w => w.code)}));
+  [op] = await routes.delete({project, route: route.name});
+  await wait(op);
+  let goneRoute;
+  try {
+    await routes.get({project, route: route.name});
+  } catch (e) {
+    goneRoute = e;
+  }
+  out.deletedRoute = goneRoute ? {message: goneRoute.message} : null;
 
   let err;
   try {
