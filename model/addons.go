@@ -12,6 +12,9 @@ type AddonsSpec struct {
 	// CoreDNS is the cluster's DNS: a Deployment in kube-system behind the Service kube-dns at
 	// spec.kubelet.clusterDNS.
 	CoreDNS *CoreDNSAddon `json:"coreDNS,omitempty"`
+	// Flannel is the pod network's DaemonSet when spec.networking.podNetwork is flannel (docs/networking.md):
+	// completed then, and only then.
+	Flannel *FlannelAddon `json:"flannel,omitempty"`
 }
 
 // CoreDNSAddon configures the CoreDNS addon.
@@ -56,21 +59,39 @@ func completeAddons(s *ClusterSpec) {
 	ptrDefault(&d.Enabled, true)
 	setDefault(&d.Image, DefaultCoreDNSImage)
 	ptrDefault(&d.Replicas, 2)
+	if flannelEnabled(s) {
+		if s.Addons.Flannel == nil {
+			s.Addons.Flannel = &FlannelAddon{}
+		}
+		setDefault(&s.Addons.Flannel.Image, DefaultFlannelImage)
+	}
 }
 
 // nodeAddons is spec.addons as a node configuration carries it: only what nodes act on, each addon's enabled
 // and image (the images they preload). Its size is the API's business: a change of replicas changes no node
 // configuration, so no machine is replaced for it.
 func nodeAddons(a *AddonsSpec) *AddonsSpec {
-	if a == nil || a.CoreDNS == nil {
-		return a
+	if a == nil {
+		return nil
 	}
-	return &AddonsSpec{CoreDNS: &CoreDNSAddon{Enabled: a.CoreDNS.Enabled, Image: a.CoreDNS.Image}}
+	out := &AddonsSpec{Flannel: a.Flannel}
+	if a.CoreDNS != nil {
+		out.CoreDNS = &CoreDNSAddon{Enabled: a.CoreDNS.Enabled, Image: a.CoreDNS.Image}
+	}
+	return out
 }
 
 // validateAddons checks spec.addons: each addon's image and size, and that an enabled CoreDNS has an address
 // for its Service (spec.kubelet.clusterDNS, in spec.networking.serviceClusterIPRange).
 func validateAddons(ps *problems, s *ClusterSpec) {
+	if s.Addons != nil && s.Addons.Flannel != nil {
+		if flannelEnabled(s) {
+			checkIf(ps, "spec.addons.flannel.image", s.Addons.Flannel.Image, imageProblem)
+		} else if s.Networking != nil {
+			ps.add("spec.addons.flannel", "set, but spec.networking.podNetwork is %s: flannel runs only when the pod network is flannel; leave spec.addons.flannel out",
+				s.Networking.PodNetwork)
+		}
+	}
 	if s.Addons == nil || s.Addons.CoreDNS == nil {
 		return
 	}
@@ -132,15 +153,20 @@ type Addon struct {
 // Addons returns the addons of a complete, valid spec, by name.
 func Addons(c *Cluster) []Addon {
 	s := &c.Spec
-	objs := coreDNSObjects(s)
-	a := Addon{Name: AddonCoreDNS, Enabled: coreDNSEnabled(s)}
-	for _, o := range objs {
-		a.Collections = append(a.Collections, AddonCollection{APIVersion: o.APIVersion(), Kind: o.Kind(), Resource: o.Resource, Namespace: o.Namespace()})
+	addon := func(name string, enabled bool, objs []AddonObject) Addon {
+		a := Addon{Name: name, Enabled: enabled}
+		for _, o := range objs {
+			a.Collections = append(a.Collections, AddonCollection{APIVersion: o.APIVersion(), Kind: o.Kind(), Resource: o.Resource, Namespace: o.Namespace()})
+		}
+		if a.Enabled {
+			a.Objects = objs
+		}
+		return a
 	}
-	if a.Enabled {
-		a.Objects = objs
+	return []Addon{
+		addon(AddonCoreDNS, coreDNSEnabled(s), coreDNSObjects(s)),
+		addon(AddonFlannel, flannelEnabled(s), flannelObjects(s)),
 	}
-	return []Addon{a}
 }
 
 // coreDNSObjects are CoreDNS's objects: its ServiceAccount, the ClusterRole and ClusterRoleBinding that let it

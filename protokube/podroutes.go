@@ -16,7 +16,8 @@ import (
 // The pod network (kubenet, docs/networking.md): kube-controller-manager gives each Node a pod range
 // (spec.podCIDR), the node's bridge carries its pods (containerd's CNI configuration, model.CNITemplateText), and
 // every node routes each other node's range to that node's address. protokube keeps this node's routes in each
-// round while its kube-apiserver is ready, from the Nodes it reads there.
+// round while its kube-apiserver is ready, from the Nodes it reads there. Under flannel, flanneld routes the
+// ranges through its VXLAN device: protokube keeps no route (and deletes any of its own it finds).
 
 // RouteTable is the routing table of the round's node.
 func (r *Round) RouteTable() nodetasks.RouteTable { return r.routes }
@@ -94,10 +95,15 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 
 // addPodRoutes adds this node's routes to the other nodes' pod ranges, when the cluster allocates them
 // (spec.kubeControllerManager.allocateNodeCIDRs) and the round has a routing table (a node whose root is "/").
-// Nodes that cannot be read leave the routes as they are.
+// Nodes that cannot be read leave the routes as they are. Under flannel (spec.networking.podNetwork) the node
+// wants none of kubeup's routes: flanneld's carry the ranges, and the Nodes are not read.
 func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, log *slog.Logger) {
 	kcm := nc.Cluster.Spec.KubeControllerManager
 	if r.routes == nil || kcm == nil || kcm.AllocateNodeCIDRs == nil || !*kcm.AllocateNodeCIDRs {
+		return
+	}
+	if n := nc.Cluster.Spec.Networking; n != nil && n.PodNetwork == model.PodNetworkFlannel {
+		engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: map[string]string{}})
 		return
 	}
 	routes, err := podRanges(ctx, r.kube, myIP, log)
