@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/model"
 )
 
 // backendManifest is the workload behind the Service the pods_talk test reaches: 2 replicas of the e2e workload,
@@ -77,28 +78,46 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 		t.Errorf("a dry run after the addons were applied has changes:\n%s", out)
 	}
 
-	ranges := map[string]string{} // node -> its pod range
+	ranges, ips := map[string]string{}, map[string]string{} // node -> its pod range, its InternalIP
 	out := e2e.WaitFor(t, 2*time.Minute, "every Node to have a pod range", func() (string, bool) {
 		out, err := cp.kubectl("get", "nodes", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,RANGE:.spec.podCIDR,IP:.status.addresses[?(@.type==\"InternalIP\")].address")
 		n := 0
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(line); len(f) == 3 && f[1] != "<none>" {
-				ranges[f[0]] = f[1] + " via " + f[2]
+				ranges[f[0]], ips[f[0]] = f[1], f[2]
 				n++
 			}
 		}
 		return out, err == nil && n == 3
 	})
 	t.Logf("the Nodes' pod ranges:\n%s", out)
+	if cp.podNetwork == model.PodNetworkFlannel {
+		out := e2e.WaitFor(t, 3*time.Minute, "flannel's pods Ready on the 3 nodes", func() (string, bool) {
+			out, err := cp.kubectl("get", "pods", "-n", "kube-system", "-l", "app=flannel", "--no-headers", "-o",
+				"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,READY:.status.containerStatuses[0].ready")
+			return out, err == nil && strings.Count(out, " true") == 3
+		})
+		t.Logf("flannel's pods:\n%s", out)
+	}
 	for _, n := range cp.nodes {
+		// kubenet: protokube's routes via the other nodes' addresses, with kubeup's protocol. flannel: flanneld's,
+		// through its VXLAN device, and none of kubeup's.
 		var want []string
+		show := []string{"route", "show", "proto", "111"}
+		if cp.podNetwork == model.PodNetworkFlannel {
+			show = []string{"route", "show", "dev", "flannel.1"}
+		}
 		for _, o := range cp.nodes {
-			if o != n {
-				want = append(want, ranges[o.id]+" dev eth0")
+			switch {
+			case o == n:
+			case cp.podNetwork == model.PodNetworkFlannel:
+				want = append(want, ranges[o.id]+" via "+strings.Split(ranges[o.id], "/")[0]+" ")
+			default:
+				want = append(want, ranges[o.id]+" via "+ips[o.id]+" dev eth0")
 			}
 		}
 		e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
-			out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111")
+			out, err := n.net.Run(ctx, "ip", show...)
 			for _, w := range want {
 				if !strings.Contains(out, w) {
 					return fmt.Sprintf("%q, want %q: %v", out, want, err), false
@@ -106,6 +125,11 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 			}
 			return out, err == nil
 		})
+		if cp.podNetwork == model.PodNetworkFlannel {
+			if out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111"); err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("%s: kubeup's routes under flannel: %q, %v; want none", n.id, out, err)
+			}
+		}
 	}
 
 	manifest := filepath.Join(cp.dir, "backend.yaml")
@@ -154,4 +178,16 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 		})
 		clear(seen)
 	}
+}
+
+// TestFlannel is TestControlPlane's cluster on the flannel pod network (spec.networking.podNetwork: flannel): the
+// same three control-plane machines, then nodes_and_pods (3 Nodes Ready, a pod per node) and pods_talk, where
+// `kubeup update cluster --yes` applies flannel's DaemonSet beside CoreDNS, flanneld runs on every node, each
+// node routes the other nodes' ranges through flannel.1 and none with kubeup's protocol 111, and a pod on node1
+// reaches the pods on node2 and node3 at their own addresses and through a Service by its name. `make
+// e2e-flannel` runs it; `make test` does not (it boots three more machines: CI's time).
+func TestFlannel(t *testing.T) {
+	cp := startControlPlane(t, model.PodNetworkFlannel)
+	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
+	t.Run("pods_talk", func(t *testing.T) { podsTalk(t, cp) })
 }
