@@ -192,20 +192,8 @@ func coreDNSObjects(s *ClusterSpec) []AddonObject {
 		dnsIP = s.Kubelet.ClusterDNS
 	}
 	const ns, name = "kube-system", "coredns"
-	labels := func(more ...string) map[string]any {
-		m := map[string]any{AddonLabel: AddonCoreDNS}
-		for i := 0; i+1 < len(more); i += 2 {
-			m[more[i]] = more[i+1]
-		}
-		return m
-	}
-	meta := func(namespace, name string, l map[string]any) map[string]any {
-		m := map[string]any{"name": name, "labels": l}
-		if namespace != "" {
-			m["namespace"] = namespace
-		}
-		return m
-	}
+	labels := func(more ...string) map[string]any { return addonLabels(AddonCoreDNS, more...) }
+	meta := objectMeta
 	const rbac = "rbac.authorization.k8s.io"
 	watch := []any{"list", "watch"}
 	dnsLabel := []string{"k8s-app", "kube-dns"}
@@ -241,6 +229,25 @@ func coreDNSObjects(s *ClusterSpec) []AddonObject {
 				"ports":     []any{port("dns", 53, "UDP"), port("dns-tcp", 53, "TCP"), port("metrics", 9153, "TCP")},
 			}}},
 	}
+}
+
+// addonLabels are the labels of an object of addon: AddonLabel, its value the addon's name, and more (key, value,
+// key, value...).
+func addonLabels(addon string, more ...string) map[string]any {
+	m := map[string]any{AddonLabel: addon}
+	for i := 0; i+1 < len(more); i += 2 {
+		m[more[i]] = more[i+1]
+	}
+	return m
+}
+
+// objectMeta is an object's metadata: its name, its namespace ("" for a kind that has none) and its labels.
+func objectMeta(namespace, name string, labels map[string]any) map[string]any {
+	m := map[string]any{"name": name, "labels": labels}
+	if namespace != "" {
+		m["namespace"] = namespace
+	}
+	return m
 }
 
 // corefile is CoreDNS's configuration: the cluster's names from the API, everything else from the node's

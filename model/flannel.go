@@ -71,20 +71,8 @@ func flannelObjects(s *ClusterSpec) []AddonObject {
 		podCIDR = s.Networking.PodCIDR
 	}
 	const ns, name = "kube-system", "flannel"
-	labels := func(more ...string) map[string]any {
-		m := map[string]any{AddonLabel: AddonFlannel}
-		for i := 0; i+1 < len(more); i += 2 {
-			m[more[i]] = more[i+1]
-		}
-		return m
-	}
-	meta := func(namespace, name string, l map[string]any) map[string]any {
-		m := map[string]any{"name": name, "labels": l}
-		if namespace != "" {
-			m["namespace"] = namespace
-		}
-		return m
-	}
+	labels := func(more ...string) map[string]any { return addonLabels(AddonFlannel, more...) }
+	meta := objectMeta
 	const rbac = "rbac.authorization.k8s.io"
 	app := []string{"app", "flannel"}
 	return []AddonObject{
