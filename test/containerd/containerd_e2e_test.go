@@ -20,12 +20,12 @@ import (
 )
 
 // TestRuntimeRunsImages starts the built containerd with a node's configuration (its own root, state and socket),
-// imports every archive of `make images` with ctr, and runs them with runc: each image's binary at the path
-// kubeup's manifests run (--version of etcd, the Kubernetes components, CoreDNS and flanneld: static, with no
-// base), kube-proxy's iptables (its base layer: Debian's iptables on the nf_tables backend) and kube-proxy's own --cleanup, which
-// lists and rewrites the rules with them, the pause image (it holds until SIGTERM, then exits 0) and the e2e
-// workload, which answers over the host network from a cgroup of its own, and whose `hello get` fetches from it
-// in a container of its own. Everything is stopped and removed by the harness, by PID and path.
+// imports every archive of `make images` with ctr, and runs them with runc: each image's binary at the path kubeup's
+// manifests run (--version of etcd, the Kubernetes components, CoreDNS and flanneld: static, with no base),
+// kube-proxy's iptables (its base layer: Debian's iptables on the nf_tables backend) and kube-proxy's own --cleanup,
+// which lists and rewrites the rules with them, the pause image (it holds until SIGTERM, then exits 0) and the e2e
+// workload, which answers over the host network from a cgroup of its own, and whose `hello get` fetches from it in a
+// container of its own. Everything is stopped and removed by the harness, by PID and path.
 func TestRuntimeRunsImages(t *testing.T) {
 	e2e.RequireRoot(t)
 	bin := e2e.RuntimeBin(t)
