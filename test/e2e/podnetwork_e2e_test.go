@@ -116,7 +116,7 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 				want = append(want, ranges[o.id]+" via "+ips[o.id]+" dev eth0")
 			}
 		}
-		e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
+		routes := e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
 			out, err := n.net.Run(ctx, "ip", show...)
 			for _, w := range want {
 				if !strings.Contains(out, w) {
@@ -125,6 +125,7 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 			}
 			return out, err == nil
 		})
+		t.Logf("%s: ip %s:\n%s", n.id, strings.Join(show, " "), routes)
 		if cp.podNetwork == model.PodNetworkFlannel {
 			if out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111"); err != nil || strings.TrimSpace(out) != "" {
 				t.Errorf("%s: kubeup's routes under flannel: %q, %v; want none", n.id, out, err)
@@ -188,6 +189,7 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 // e2e-flannel` runs it; `make test` does not (it boots three more machines: CI's time).
 func TestFlannel(t *testing.T) {
 	cp := startControlPlane(t, model.PodNetworkFlannel)
+	cp.mustKubectlT(t, "create", "namespace", "kubeup-e2e") // (TestControlPlane's kubectl_answers makes it)
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
 	t.Run("pods_talk", func(t *testing.T) { podsTalk(t, cp) })
 }
