@@ -130,6 +130,13 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 			if out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111"); err != nil || strings.TrimSpace(out) != "" {
 				t.Errorf("%s: kubeup's routes under flannel: %q, %v; want none", n.id, out, err)
 			}
+			// VXLAN's 50 bytes: flannel.1 is the link's 1500 less them, and so are the bridge and the pods (the CNI
+			// template's mtu).
+			for _, dev := range []string{"flannel.1", "cni0"} {
+				if out, err := n.net.Run(ctx, "ip", "-o", "link", "show", dev); err != nil || !strings.Contains(out, " mtu 1450 ") {
+					t.Errorf("%s: ip link show %s: %q, %v; want mtu 1450", n.id, dev, out, err)
+				}
+			}
 		}
 	}
 
