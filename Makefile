@@ -19,7 +19,7 @@ BENCH_OUT := bench.out
 
 GOLDEN_PKG := kubeup.dev/kubeup/internal/golden
 
-.PHONY: build test fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps conformance-deps conformance
+.PHONY: build test e2e-flannel fuzz soak lint bench update-golden demo demo-status demo-clean clean e2e-deps e2e-packages rootfs kube-binaries runtime-binaries images kubectl npm-deps conformance-deps conformance
 
 # What the e2e tests need: Debian packages, and a Debian 12 root filesystem with systemd that they boot in
 # systemd-nspawn. The tests find the root filesystem through KUBEUP_E2E_ROOTFS (they copy it; the cache stays
@@ -83,10 +83,14 @@ build:
 SLOW_TEST_PKGS := ./test/e2e ./protokube
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=none lint e2e-deps
-	$(GO) test -count=1 -race -tags e2e -timeout 30m $(SLOW_TEST_PKGS) ./...
+	$(GO) test -count=1 -race -tags e2e -timeout 30m -skip '^TestFlannel$$' $(SLOW_TEST_PKGS) ./...
 	cd $(IMAGES_MOD) && $(GO) test -count=1 ./...
 	cd $(CONFORMANCE_MOD) && $(GO) test -count=1 -skip '^TestAgnhostImage$$' ./...
 	@$(MAKE) --no-print-directory fuzz
+
+## e2e-flannel: the flannel pod network end to end (test/e2e TestFlannel: three machines on podNetwork flannel, a pod on one reaching pods on the others through VXLAN; root; not part of make test: it boots three machines of its own)
+e2e-flannel: e2e-deps
+	$(GO) test -count=1 -tags e2e -timeout 30m -run '^TestFlannel$$' -v ./test/e2e
 
 ## fuzz: every fuzz target (hack/fuzz.sh) for FUZZTIME each (default 10s; make fuzz FUZZTIME=5m); a crasher fails it, named
 FUZZTIME ?= 10s
@@ -201,47 +205,56 @@ runtime-binaries: e2e-packages
 	printf '%s %s\n' containerd $(CONTAINERD_VERSION) runc $(RUNC_VERSION) cni-plugins $(CNI_PLUGINS_VERSION) crictl $(CRICTL_VERSION) >"$$tmp/VERSIONS"; \
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
-## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, CoreDNS, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
+## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, CoreDNS, flannel, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
 # hack/images (a Go module of its own, with go-containerregistry) writes one archive per image, named as kubeup's
 # manifests name it, that `ctr images import` accepts: the static binaries of `make kube-binaries` at
 # /usr/local/bin/<name>; etcd built static (CGO_ENABLED=0) from go.etcd.io/etcd/server/v3 pinned in hack/etcd/go.mod
 # (its version is model.DefaultEtcdVersion: a test holds them together) at /usr/local/bin/etcd; CoreDNS built
 # static from github.com/coredns/coredns pinned in hack/coredns/go.mod (a module of its own: its cloud plugins'
-# SDKs stay out of hack/images) at /coredns, its entrypoint, named as kubeadm names it; the sandbox image
+# SDKs stay out of hack/images) at /coredns, its entrypoint, named as kubeadm names it; flanneld built static from
+# github.com/flannel-io/flannel pinned in hack/flannel/go.mod (a module of its own too) at /opt/bin/flanneld, its
+# entrypoint, named as flannel publishes it (cgo, linked statically: its udp backend needs cgo on amd64; no
+# iptables or nft in the image: the DaemonSet runs it without rules, docs/networking.md); the sandbox image
 # $(PAUSE_IMAGE) (containerd's default) holding /pause, our own (hack/images/pause); and the e2e workload
 # $(HELLO_IMAGE) holding /hello (hack/images/hello). kube-proxy runs iptables: its image has a base layer, Debian
 # 12's iptables and nftables with the libraries they link, unpacked (not installed) from the packages pinned by
 # version and sha256 in $(PROXY_DEBS), which hack/images/debs.sh downloads once into $(KUBEUP_DEBS) (keyed by
 # the list; a second run asks no mirror) and unpacks with iptables linked to its nf_tables backend. The cache is
-# keyed by hack/images (the list too), hack/etcd, hack/coredns and hack/kube-binaries; $(KUBEUP_IMAGES)/IMAGES lists "archive
-# reference" a line, bin/ holds etcd, coredns, pause and hello. Built into a temporary directory renamed into place. The
+# keyed by hack/images (the list too), hack/etcd, hack/coredns, hack/flannel and hack/kube-binaries; $(KUBEUP_IMAGES)/IMAGES
+# lists "archive reference" a line, bin/ holds etcd, coredns, flanneld, pause and hello. Built into a temporary directory renamed into place. The
 # tests find them through KUBEUP_IMAGES.
 IMAGES_MOD := hack/images
 ETCD_MOD := hack/etcd
 ETCD_VERSION := $(call mod_version,go.etcd.io/etcd/server/v3,$(ETCD_MOD))
 COREDNS_MOD := hack/coredns
 COREDNS_VERSION := $(call mod_version,github.com/coredns/coredns,$(COREDNS_MOD))
+FLANNEL_MOD := hack/flannel
+FLANNEL_VERSION := $(call mod_version,github.com/flannel-io/flannel,$(FLANNEL_MOD))
 PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 HELLO_IMAGE := kubeup.dev/e2e/hello:v1
 KUBE_IMAGES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy
 PROXY_DEBS := $(IMAGES_MOD)/kube-proxy-debs
 KUBEUP_DEBS ?= /var/cache/kubeup/debs/$(shell sha256sum $(PROXY_DEBS) 2>/dev/null | cut -c1-16)
-IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) $(COREDNS_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
+IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) $(COREDNS_MOD) $(FLANNEL_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
 KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES) $(KUBEUP_KUBE_BIN)"; } 2>/dev/null | sha256sum | cut -c1-16)
 export KUBEUP_IMAGES
 images: kube-binaries
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_IMAGES)/IMAGES' ]; then exit 0; fi; \
 	dir='$(KUBEUP_IMAGES)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/bin"; trap 'rm -rf "$$tmp"' EXIT; \
-	echo "images: building etcd $(ETCD_VERSION), CoreDNS $(COREDNS_VERSION), pause and hello, and writing the image archives into $$dir (once; about 10 minutes on 2 cores)"; \
+	echo "images: building etcd $(ETCD_VERSION), CoreDNS $(COREDNS_VERSION), flannel $(FLANNEL_VERSION), pause and hello, and writing the image archives into $$dir (once; about 15 minutes on 2 cores)"; \
 	$(IMAGES_MOD)/debs.sh fetch $(PROXY_DEBS) '$(KUBEUP_DEBS)'; \
 	$(IMAGES_MOD)/debs.sh root '$(KUBEUP_DEBS)' "$$tmp/kube-proxy-base"; \
 	(cd $(ETCD_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/etcd" go.etcd.io/etcd/server/v3); \
 	(cd $(COREDNS_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/coredns" github.com/coredns/coredns); \
+	(cd $(FLANNEL_MOD) && CGO_ENABLED=1 $(GO) build -trimpath -buildvcs=false -tags 'netgo osusergo' \
+		-ldflags '-s -w -extldflags -static -X github.com/flannel-io/flannel/pkg/version.Version=$(FLANNEL_VERSION)' \
+		-o "$$tmp/bin/flanneld" github.com/flannel-io/flannel); \
 	(cd $(IMAGES_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o "$$tmp/bin/" . ./pause ./hello); \
 	"$$tmp/bin/images" -out "$$tmp" \
 		-image 'registry.k8s.io/etcd:$(ETCD_VERSION:v%=%)-0='"$$tmp/bin/etcd:/usr/local/bin/etcd" \
 		$(foreach c,$(KUBE_IMAGES),-image 'registry.k8s.io/$(c):$(KUBE_VERSION)=$(KUBEUP_KUBE_BIN)/$(c):/usr/local/bin/$(c)') \
 		-image 'registry.k8s.io/coredns/coredns:$(COREDNS_VERSION)='"$$tmp/bin/coredns:/coredns" \
+		-image 'ghcr.io/flannel-io/flannel:$(FLANNEL_VERSION)='"$$tmp/bin/flanneld:/opt/bin/flanneld" \
 		-image '$(PAUSE_IMAGE)='"$$tmp/bin/pause:/pause" \
 		-image '$(HELLO_IMAGE)='"$$tmp/bin/hello:/hello" \
 		-base 'registry.k8s.io/kube-proxy:$(KUBE_VERSION)='"$$tmp/kube-proxy-base"; \

@@ -144,14 +144,29 @@ func heldMembers(c *model.Cluster, group string) []string {
 // cluster. kubeup does not add members to, or remove them from, a running etcd cluster. An etcd cluster added
 // whole (its members all new: they start a cluster of their own) or removed whole is not such a change. Before
 // the first apply, nothing runs yet.
+//
+// A change of spec.networking.podNetwork is refused too: the nodes' pod network is switched only by replacing
+// every node, and while they are replaced one by one the pods of old and new nodes do not reach each other (a
+// flannel node routes no range of a kubenet node: that node runs no flanneld; a kubenet node's protokube
+// refuses a range flannel.1 routes), and a node not replaced keeps the old network's routes or device.
 func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *model.Cluster, igs []*model.InstanceGroup) error {
 	name := c.Metadata.Name
-	applied, err := cs.appliedEtcd(ctx, name)
+	applied, err := cs.applied(ctx, name)
 	if err != nil || applied == nil {
 		return err
 	}
 	after, _ := model.Complete(c, igs)
-	added, removed := memberChanges(applied, after.Spec.EtcdClusters)
+	if now := after.Spec.Networking.PodNetwork; now != applied.PodNetwork {
+		err = fmt.Errorf("%s: spec.networking.podNetwork: %s, but cluster %s was applied with %s, and kubeup does not switch the pod network of a running cluster "+
+			"(while its nodes were replaced one by one, the pods of old and new nodes would not reach each other): nothing was written. "+
+			"Set spec.networking.podNetwork back to %s, or create a new cluster with %s (docs/networking.md)",
+			source, now, name, applied.PodNetwork, applied.PodNetwork, now)
+		if _, _, verr := cs.check(source, c, igs); verr != nil {
+			return fmt.Errorf("%w\nThe spec has these problems too: %w", err, verr)
+		}
+		return err
+	}
+	added, removed := memberChanges(applied.EtcdClusters, after.Spec.EtcdClusters)
 	if len(added) == 0 && len(removed) == 0 {
 		return nil
 	}
@@ -173,10 +188,10 @@ func (cs *Clusters) checkEtcdMembership(ctx context.Context, source string, c *m
 	return err
 }
 
-// appliedEtcd returns the etcd clusters the last `update cluster --yes` of the cluster named name applied
-// (model.CompletedSpecPath, read leniently: another kubeup version may have written it), or nil when it was
-// never applied. A spec that cannot be read is an error: which etcd members run cannot be known then.
-func (cs *Clusters) appliedEtcd(ctx context.Context, name string) ([]model.EtcdClusterSpec, error) {
+// applied returns the etcd clusters and the pod network the last `update cluster --yes` of the cluster named name
+// applied (model.CompletedSpecPath, read leniently: another kubeup version may have written it), or nil when it
+// was never applied. A spec that cannot be read is an error: which etcd members run cannot be known then.
+func (cs *Clusters) applied(ctx context.Context, name string) (*model.Applied, error) {
 	p := model.CompletedSpecPath(name)
 	data, err := cs.Store.ReadFile(ctx, p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -185,14 +200,11 @@ func (cs *Clusters) appliedEtcd(ctx context.Context, name string) ([]model.EtcdC
 	if err != nil {
 		return nil, err
 	}
-	etcd, err := model.EtcdClustersOf(cs.location(p), data)
+	a, err := model.AppliedOf(cs.location(p), data)
 	if err != nil {
 		return nil, fmt.Errorf("the spec cluster %s was last applied with cannot be read (%w), so which etcd members run cannot be known: nothing was written", name, err)
 	}
-	if etcd == nil {
-		etcd = []model.EtcdClusterSpec{} // applied, with none: not "never applied"
-	}
-	return etcd, nil
+	return a, nil
 }
 
 // memberChanges lists the etcd members of after that before does not have, and those of before that after does

@@ -12,6 +12,9 @@ type AddonsSpec struct {
 	// CoreDNS is the cluster's DNS: a Deployment in kube-system behind the Service kube-dns at
 	// spec.kubelet.clusterDNS.
 	CoreDNS *CoreDNSAddon `json:"coreDNS,omitempty"`
+	// Flannel is the pod network's DaemonSet when spec.networking.podNetwork is flannel (docs/networking.md):
+	// completed then, and only then.
+	Flannel *FlannelAddon `json:"flannel,omitempty"`
 }
 
 // CoreDNSAddon configures the CoreDNS addon.
@@ -56,21 +59,39 @@ func completeAddons(s *ClusterSpec) {
 	ptrDefault(&d.Enabled, true)
 	setDefault(&d.Image, DefaultCoreDNSImage)
 	ptrDefault(&d.Replicas, 2)
+	if flannelEnabled(s) {
+		if s.Addons.Flannel == nil {
+			s.Addons.Flannel = &FlannelAddon{}
+		}
+		setDefault(&s.Addons.Flannel.Image, DefaultFlannelImage)
+	}
 }
 
 // nodeAddons is spec.addons as a node configuration carries it: only what nodes act on, each addon's enabled
 // and image (the images they preload). Its size is the API's business: a change of replicas changes no node
 // configuration, so no machine is replaced for it.
 func nodeAddons(a *AddonsSpec) *AddonsSpec {
-	if a == nil || a.CoreDNS == nil {
-		return a
+	if a == nil {
+		return nil
 	}
-	return &AddonsSpec{CoreDNS: &CoreDNSAddon{Enabled: a.CoreDNS.Enabled, Image: a.CoreDNS.Image}}
+	out := &AddonsSpec{Flannel: a.Flannel}
+	if a.CoreDNS != nil {
+		out.CoreDNS = &CoreDNSAddon{Enabled: a.CoreDNS.Enabled, Image: a.CoreDNS.Image}
+	}
+	return out
 }
 
 // validateAddons checks spec.addons: each addon's image and size, and that an enabled CoreDNS has an address
 // for its Service (spec.kubelet.clusterDNS, in spec.networking.serviceClusterIPRange).
 func validateAddons(ps *problems, s *ClusterSpec) {
+	if s.Addons != nil && s.Addons.Flannel != nil {
+		if flannelEnabled(s) {
+			checkIf(ps, "spec.addons.flannel.image", s.Addons.Flannel.Image, imageProblem)
+		} else if s.Networking != nil {
+			ps.add("spec.addons.flannel", "set, but spec.networking.podNetwork is %s: flannel runs only when the pod network is flannel; leave spec.addons.flannel out",
+				s.Networking.PodNetwork)
+		}
+	}
 	if s.Addons == nil || s.Addons.CoreDNS == nil {
 		return
 	}
@@ -132,15 +153,20 @@ type Addon struct {
 // Addons returns the addons of a complete, valid spec, by name.
 func Addons(c *Cluster) []Addon {
 	s := &c.Spec
-	objs := coreDNSObjects(s)
-	a := Addon{Name: AddonCoreDNS, Enabled: coreDNSEnabled(s)}
-	for _, o := range objs {
-		a.Collections = append(a.Collections, AddonCollection{APIVersion: o.APIVersion(), Kind: o.Kind(), Resource: o.Resource, Namespace: o.Namespace()})
+	addon := func(name string, enabled bool, objs []AddonObject) Addon {
+		a := Addon{Name: name, Enabled: enabled}
+		for _, o := range objs {
+			a.Collections = append(a.Collections, AddonCollection{APIVersion: o.APIVersion(), Kind: o.Kind(), Resource: o.Resource, Namespace: o.Namespace()})
+		}
+		if a.Enabled {
+			a.Objects = objs
+		}
+		return a
 	}
-	if a.Enabled {
-		a.Objects = objs
+	return []Addon{
+		addon(AddonCoreDNS, coreDNSEnabled(s), coreDNSObjects(s)),
+		addon(AddonFlannel, flannelEnabled(s), flannelObjects(s)),
 	}
-	return []Addon{a}
 }
 
 // coreDNSObjects are CoreDNS's objects: its ServiceAccount, the ClusterRole and ClusterRoleBinding that let it
@@ -166,20 +192,8 @@ func coreDNSObjects(s *ClusterSpec) []AddonObject {
 		dnsIP = s.Kubelet.ClusterDNS
 	}
 	const ns, name = "kube-system", "coredns"
-	labels := func(more ...string) map[string]any {
-		m := map[string]any{AddonLabel: AddonCoreDNS}
-		for i := 0; i+1 < len(more); i += 2 {
-			m[more[i]] = more[i+1]
-		}
-		return m
-	}
-	meta := func(namespace, name string, l map[string]any) map[string]any {
-		m := map[string]any{"name": name, "labels": l}
-		if namespace != "" {
-			m["namespace"] = namespace
-		}
-		return m
-	}
+	labels := func(more ...string) map[string]any { return addonLabels(AddonCoreDNS, more...) }
+	meta := objectMeta
 	const rbac = "rbac.authorization.k8s.io"
 	watch := []any{"list", "watch"}
 	dnsLabel := []string{"k8s-app", "kube-dns"}
@@ -215,6 +229,25 @@ func coreDNSObjects(s *ClusterSpec) []AddonObject {
 				"ports":     []any{port("dns", 53, "UDP"), port("dns-tcp", 53, "TCP"), port("metrics", 9153, "TCP")},
 			}}},
 	}
+}
+
+// addonLabels are the labels of an object of addon: AddonLabel, its value the addon's name, and more (key, value,
+// key, value...).
+func addonLabels(addon string, more ...string) map[string]any {
+	m := map[string]any{AddonLabel: addon}
+	for i := 0; i+1 < len(more); i += 2 {
+		m[more[i]] = more[i+1]
+	}
+	return m
+}
+
+// objectMeta is an object's metadata: its name, its namespace ("" for a kind that has none) and its labels.
+func objectMeta(namespace, name string, labels map[string]any) map[string]any {
+	m := map[string]any{"name": name, "labels": labels}
+	if namespace != "" {
+		m["namespace"] = namespace
+	}
+	return m
 }
 
 // corefile is CoreDNS's configuration: the cluster's names from the API, everything else from the node's

@@ -14,19 +14,25 @@ import (
 // TestCoreDNSImageIsBuilt: the CoreDNS image the spec pins by default is the one `make images` builds (the
 // version hack/coredns/go.mod requires): the nodes preload that archive, and no registry is reachable.
 func TestCoreDNSImageIsBuilt(t *testing.T) {
-	mod, err := os.ReadFile("../hack/coredns/go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	built := ""
-	for _, line := range strings.Split(string(mod), "\n") {
-		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == "github.com/coredns/coredns" {
-			built = f[1]
-		}
-	}
+	built := requiredVersion(t, "../hack/coredns/go.mod", "github.com/coredns/coredns")
 	if want := "registry.k8s.io/coredns/coredns:" + built; built == "" || model.DefaultCoreDNSImage != want {
 		t.Errorf("hack/coredns/go.mod builds github.com/coredns/coredns %q, model.DefaultCoreDNSImage is %q: change them together", built, model.DefaultCoreDNSImage)
 	}
+}
+
+// requiredVersion is the version of module that goMod requires ("" when it requires none).
+func requiredVersion(t *testing.T, goMod, module string) string {
+	t.Helper()
+	mod, err := os.ReadFile(goMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	return ""
 }
 
 // object finds an addon's object by kind and name.
@@ -79,8 +85,8 @@ func TestCoreDNSObjects(t *testing.T) {
 	c.Spec.Networking.ClusterDomain = "k8s.example.internal"
 	c.Spec.Addons.CoreDNS.Replicas = model.Ptr(int32(3))
 	addons := model.Addons(c)
-	if len(addons) != 1 || addons[0].Name != model.AddonCoreDNS || !addons[0].Enabled {
-		t.Fatalf("addons %+v, want CoreDNS enabled", addons)
+	if len(addons) != 2 || addons[0].Name != model.AddonCoreDNS || !addons[0].Enabled || addons[1].Name != model.AddonFlannel || addons[1].Enabled {
+		t.Fatalf("addons %+v, want CoreDNS enabled, flannel not (kubenet)", addons)
 	}
 	a := addons[0]
 	var got []string

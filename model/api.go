@@ -213,14 +213,20 @@ type NetworkingSpec struct {
 	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
 	// ClusterDomain is the DNS domain of services: cluster.local.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
-	// PodNetwork is how pods of different nodes reach each other: kubenet (each node's range, from
-	// kube-controller-manager, routed to that node by every other node; docs/networking.md), the only one kubeup
-	// makes today.
+	// PodNetwork is how pods of different nodes reach each other (docs/networking.md): kubenet (the default:
+	// each node's range, from kube-controller-manager, routed to that node by every other node) or flannel (the
+	// same ranges and bridges, carried between nodes in VXLAN by flannel's DaemonSet, an addon: for networks that
+	// do not route the pod ranges between nodes). It cannot be changed once the cluster is applied.
 	PodNetwork string `json:"podNetwork,omitempty"`
 }
 
-// PodNetworkKubenet is spec.networking.podNetwork's kubenet: a bridge per node, routes between nodes.
-const PodNetworkKubenet = "kubenet"
+// The pod networks of spec.networking.podNetwork.
+const (
+	// PodNetworkKubenet is a bridge per node, routes between nodes (protokube's).
+	PodNetworkKubenet = "kubenet"
+	// PodNetworkFlannel is a bridge per node, VXLAN between nodes (flannel's, spec.addons.flannel).
+	PodNetworkFlannel = "flannel"
+)
 
 // EtcdClusterSpec is one etcd cluster of the control plane. Its members each live on a volume of their own,
 // attached to a control-plane node of the member's instance group.

@@ -196,8 +196,9 @@ func upstreamURL(s *ClusterSpec, name string) string {
 }
 
 // defaultImages are the images nodes preload, by short name, from the complete spec's components: pause,
-// kube-proxy's and an enabled CoreDNS addon's (coredns) on every node, etcd's and the control plane's components'
-// on the control plane. An etcd cluster whose image is not the first's adds etcd-<its name>.
+// kube-proxy's, an enabled CoreDNS addon's (coredns) and, under the flannel pod network, flannel's on every node,
+// etcd's and the control plane's components' on the control plane. An etcd cluster whose image is not the
+// first's adds etcd-<its name>.
 func defaultImages(s *ClusterSpec) map[string]string {
 	out := map[string]string{ImagePause: PauseImage}
 	if s.KubeProxy != nil {
@@ -218,6 +219,9 @@ func defaultImages(s *ClusterSpec) map[string]string {
 			out[AddonCoreDNS] = a.CoreDNS.Image
 		}
 	}
+	if flannelEnabled(s) {
+		out[AddonFlannel] = flannelImage(s)
+	}
 	for _, e := range s.EtcdClusters {
 		switch first, ok := out[ImageEtcd]; {
 		case !ok:
@@ -229,10 +233,10 @@ func defaultImages(s *ClusterSpec) map[string]string {
 	return out
 }
 
-// imageRole is the role of the nodes that preload an image: every node for pause, kube-proxy and CoreDNS (its
-// pods may run on any node), else the control plane.
+// imageRole is the role of the nodes that preload an image: every node for pause, kube-proxy, CoreDNS (its
+// pods may run on any node) and flannel (a pod on every node), else the control plane.
 func imageRole(name string) string {
-	if name == ImagePause || name == "kube-proxy" || name == AddonCoreDNS {
+	if name == ImagePause || name == "kube-proxy" || name == AddonCoreDNS || name == AddonFlannel {
 		return imageNodeAll
 	}
 	return RoleControlPlane

@@ -557,22 +557,38 @@ func Encode(objs ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// EtcdClustersOf reads the etcd clusters of the Cluster in data, leniently: data is a complete spec kubeup
-// stored (model.CompletedSpecPath), perhaps by another kubeup version, whose other fields and apiVersion this
-// one may not know; only spec.etcdClusters is read. file names data in errors.
-func EtcdClustersOf(file string, data []byte) ([]EtcdClusterSpec, error) {
+// Applied is what a change of a cluster's spec is checked against of the complete spec it was last applied with
+// (AppliedOf): what cannot change on a running cluster.
+type Applied struct {
+	// EtcdClusters are the etcd clusters and their members.
+	EtcdClusters []EtcdClusterSpec
+	// PodNetwork is spec.networking.podNetwork: kubenet when the spec has none (written before the field was).
+	PodNetwork string
+}
+
+// AppliedOf reads what Applied holds of the Cluster in data, leniently: data is a complete spec kubeup stored
+// (model.CompletedSpecPath), perhaps by another kubeup version, whose other fields and apiVersion this one may not
+// know; only spec.etcdClusters and spec.networking.podNetwork are read. file names data in errors.
+func AppliedOf(file string, data []byte) (*Applied, error) {
 	for _, doc := range splitDocuments(data) {
 		var c struct {
 			Kind string `json:"kind"`
 			Spec struct {
 				EtcdClusters []EtcdClusterSpec `json:"etcdClusters"`
+				Networking   struct {
+					PodNetwork string `json:"podNetwork"`
+				} `json:"networking"`
 			} `json:"spec"`
 		}
 		if err := yaml.Unmarshal(doc.text, &c); err != nil {
 			return nil, fmt.Errorf("%s: malformed YAML: %w", file, yamlError(err, doc.line))
 		}
 		if c.Kind == KindCluster {
-			return c.Spec.EtcdClusters, nil
+			a := &Applied{EtcdClusters: c.Spec.EtcdClusters, PodNetwork: c.Spec.Networking.PodNetwork}
+			if a.PodNetwork == "" {
+				a.PodNetwork = PodNetworkKubenet
+			}
+			return a, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: it holds no Cluster", file)

@@ -498,18 +498,24 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
-// TestEtcdClustersOf: the etcd clusters of a stored complete spec are read whatever else it holds (fields and an
-// apiVersion another kubeup version writes); a file without a Cluster, or that is no YAML, is an error naming it.
-func TestEtcdClustersOf(t *testing.T) {
+// TestAppliedOf: the etcd clusters and the pod network of a stored complete spec are read whatever else it holds
+// (fields and an apiVersion another kubeup version writes); a spec without a pod network (written before the field
+// was) ran kubenet; a file without a Cluster, or that is no YAML, is an error naming it.
+func TestAppliedOf(t *testing.T) {
 	data := "apiVersion: kubeup.dev/v1beta9\nkind: Cluster\nmetadata:\n  name: demo.example.com\nspec:\n  someNewField: 1\n" +
 		"  etcdClusters:\n  - name: main\n    members:\n    - {name: a, instanceGroup: control-plane-a, newThing: x}\n---\nkind: InstanceGroup\n"
-	got, err := EtcdClustersOf("spec", []byte(data))
-	if err != nil || len(got) != 1 || got[0].Name != "main" || len(got[0].Members) != 1 || got[0].Members[0].InstanceGroup != "control-plane-a" {
-		t.Errorf("EtcdClustersOf = %+v, %v", got, err)
+	got, err := AppliedOf("spec", []byte(data))
+	if err != nil || len(got.EtcdClusters) != 1 || got.EtcdClusters[0].Name != "main" || len(got.EtcdClusters[0].Members) != 1 ||
+		got.EtcdClusters[0].Members[0].InstanceGroup != "control-plane-a" || got.PodNetwork != PodNetworkKubenet {
+		t.Errorf("AppliedOf = %+v, %v", got, err)
+	}
+	data = "kind: Cluster\nspec:\n  networking:\n    podNetwork: flannel\n    newThing: x\n"
+	if got, err := AppliedOf("spec", []byte(data)); err != nil || got.PodNetwork != PodNetworkFlannel {
+		t.Errorf("AppliedOf(%q) = %+v, %v", data, got, err)
 	}
 	for _, bad := range []string{"kind: InstanceGroup\n", "kind: [\n"} {
-		if _, err := EtcdClustersOf("spec", []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "spec: ") {
-			t.Errorf("EtcdClustersOf(%q): %v", bad, err)
+		if _, err := AppliedOf("spec", []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "spec: ") {
+			t.Errorf("AppliedOf(%q): %v", bad, err)
 		}
 	}
 }

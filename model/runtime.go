@@ -134,15 +134,22 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// cniTemplateText is the template containerd renders into /etc/cni/net.d/10-containerd-net.conflist when kubelet
-// tells it the node's pod CIDR (spec.kubeControllerManager.allocateNodeCIDRs gives each node one): a Linux bridge
-// cni0 for the node's pods, the node its gateway (which turns on IP forwarding), addresses from the node's range
-// (host-local), and host ports (portmap). Pods reach pods of other nodes through the routes protokube keeps on
-// each node to the other nodes' ranges (docs/networking.md), unmasqueraded: a pod sees its peer's own address.
-// Nothing is masqueraded (no ipMasq: the node needs no iptables for its pods; a hostPort does need iptables on
-// the node, portmap's). containerd brings up each pod's loopback itself, with the loopback plugin. Until the node
-// has a pod CIDR there is no network configuration, and kubelet reports the node NotReady.
-const CNITemplateText = `{
+// CNITemplateText returns the template containerd renders into /etc/cni/net.d/10-containerd-net.conflist when
+// kubelet tells it the node's pod CIDR (spec.kubeControllerManager.allocateNodeCIDRs gives each node one): a Linux
+// bridge cni0 for the node's pods, the node its gateway (which turns on IP forwarding), addresses from the node's
+// range (host-local), and host ports (portmap). mtu is the bridge's and the pods' interfaces' MTU (PodMTU); 0
+// sets none (the plugin's default, 1500). Pods reach pods of other nodes through the routes protokube keeps on
+// each node to the other nodes' ranges (kubenet), or through flannel's VXLAN device (flannel: the node's flannel
+// subnet is its pod CIDR, so the same bridge serves; docs/networking.md), unmasqueraded: a pod sees its peer's
+// own address. Nothing is masqueraded (no ipMasq: the node needs no iptables for its pods; a hostPort does need
+// iptables on the node, portmap's). containerd brings up each pod's loopback itself, with the loopback plugin.
+// Until the node has a pod CIDR there is no network configuration, and kubelet reports the node NotReady.
+func CNITemplateText(mtu int) string {
+	mtuLine := ""
+	if mtu > 0 {
+		mtuLine = "\n      \"mtu\": " + strconv.Itoa(mtu) + ","
+	}
+	return `{
   "cniVersion": "1.0.0",
   "name": "kubeup",
   "plugins": [
@@ -150,7 +157,7 @@ const CNITemplateText = `{
       "type": "bridge",
       "bridge": "cni0",
       "isGateway": true,
-      "hairpinMode": true,
+      "hairpinMode": true,` + mtuLine + `
       "ipam": {
         "type": "host-local",
         "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}[{"subnet": "{{$r}}"}]{{end}}],
@@ -164,6 +171,24 @@ const CNITemplateText = `{
   ]
 }
 `
+}
+
+// VXLANOverhead is what VXLAN adds to each packet between nodes: the outer Ethernet (14), IPv4 (20) and UDP (8)
+// headers and VXLAN's own (8). flanneld gives its device flannel.1 the node's link MTU less this.
+const VXLANOverhead = 50
+
+// FlannelPodMTU is the pods' MTU under flannel: a link MTU of 1500 (Ethernet's; the local provider's and AWS's
+// between zones) less VXLANOverhead, so that a full-sized pod packet fits flannel.1 without fragmenting.
+const FlannelPodMTU = 1500 - VXLANOverhead
+
+// PodMTU is the MTU of the node's bridge and its pods' interfaces: FlannelPodMTU under flannel, 0 under kubenet
+// (none set: the link's 1500, packets between nodes are routed unencapsulated).
+func PodMTU(s *ClusterSpec) int {
+	if s.Networking != nil && s.Networking.PodNetwork == PodNetworkFlannel {
+		return FlannelPodMTU
+	}
+	return 0
+}
 
 // crictlConfigText is /etc/crictl.yaml: crictl talks to containerd where kubelet does.
 func CrictlConfigText(endpoint string) (string, error) {

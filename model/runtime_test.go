@@ -60,9 +60,20 @@ func TestTOMLString(t *testing.T) {
 }
 
 // TestCNITemplate renders the CNI template as containerd does (text/template, with the node's pod CIDRs and
-// their routes) and checks that the result is the bridge network of those ranges.
+// their routes) and checks that the result is the bridge network of those ranges, with the pod network's MTU:
+// none under kubenet (the link's), flannel's VXLAN-sized one under flannel.
 func TestCNITemplate(t *testing.T) {
-	tmpl, err := template.New("cni").Parse(CNITemplateText)
+	for _, network := range []string{PodNetworkKubenet, PodNetworkFlannel} {
+		mtu := PodMTU(&ClusterSpec{Networking: &NetworkingSpec{PodNetwork: network}})
+		if want := map[string]int{PodNetworkKubenet: 0, PodNetworkFlannel: 1450}[network]; mtu != want {
+			t.Errorf("%s: PodMTU %d, want %d", network, mtu, want)
+		}
+		t.Run(network, func(t *testing.T) { testCNITemplate(t, mtu) })
+	}
+}
+
+func testCNITemplate(t *testing.T, mtu int) {
+	tmpl, err := template.New("cni").Parse(CNITemplateText(mtu))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +99,7 @@ func TestCNITemplate(t *testing.T) {
 			CNIVersion string `json:"cniVersion"`
 			Plugins    []struct {
 				Type string `json:"type"`
+				MTU  *int   `json:"mtu"`
 				IPAM struct {
 					Type   string                `json:"type"`
 					Ranges [][]map[string]string `json:"ranges"`
@@ -100,6 +112,9 @@ func TestCNITemplate(t *testing.T) {
 		}
 		if len(conf.Plugins) != 2 || conf.Plugins[0].Type != "bridge" || conf.Plugins[1].Type != "portmap" {
 			t.Fatalf("ranges %v: plugins %+v, want bridge then portmap", ranges, conf.Plugins)
+		}
+		if got := conf.Plugins[0].MTU; (mtu == 0) != (got == nil) || (got != nil && *got != mtu) {
+			t.Errorf("ranges %v: the bridge's mtu %v, want %d (0: none)\n%s", ranges, got, mtu, b.String())
 		}
 		ipam := conf.Plugins[0].IPAM
 		if len(ipam.Ranges) != len(ranges) || len(ipam.Routes) != len(routes) {

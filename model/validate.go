@@ -154,7 +154,7 @@ func validateCluster(ps *problems, c *Cluster, igs []*InstanceGroup, all bool) {
 	validateNetworking(ps, s.Networking)
 	validateEtcd(ps, s, igs, all)
 	validateComponents(ps, c)
-	validateKubenet(ps, s)
+	validatePodNetwork(ps, s)
 	validateContainerd(ps, s)
 
 	if !all {
@@ -205,20 +205,25 @@ func validateNetworking(ps *problems, n *NetworkingSpec) {
 	if msg := validDNSName(n.ClusterDomain, 1); msg != "" {
 		ps.add("spec.networking.clusterDomain", "%s", msg)
 	}
-	if n.PodNetwork != PodNetworkKubenet {
-		ps.add("spec.networking.podNetwork", "%q is not a pod network kubeup makes: %s is (a bridge per node, routes between nodes: docs/networking.md); leave the field out for it",
-			n.PodNetwork, PodNetworkKubenet)
+	if n.PodNetwork != PodNetworkKubenet && n.PodNetwork != PodNetworkFlannel {
+		ps.add("spec.networking.podNetwork", "%q is not a pod network kubeup makes: %s (a bridge per node, routes between nodes; the default: leave the field out) or %s (a bridge per node, VXLAN between nodes) is: docs/networking.md",
+			n.PodNetwork, PodNetworkKubenet, PodNetworkFlannel)
 	}
 }
 
-// validateKubenet checks that kube-controller-manager gives each node the range kubenet routes.
-func validateKubenet(ps *problems, s *ClusterSpec) {
-	if s.Networking == nil || s.Networking.PodNetwork != PodNetworkKubenet || s.KubeControllerManager == nil {
+// validatePodNetwork checks that kube-controller-manager gives each node the range the pod network carries:
+// kubenet routes it, flannel's kube subnet manager takes it as the node's flannel subnet.
+func validatePodNetwork(ps *problems, s *ClusterSpec) {
+	if s.Networking == nil || s.KubeControllerManager == nil {
 		return
 	}
-	if a := s.KubeControllerManager.AllocateNodeCIDRs; a != nil && !*a {
-		ps.add("spec.kubeControllerManager.allocateNodeCIDRs", "false, but spec.networking.podNetwork %s needs each node's pod range from kube-controller-manager: leave the field out (true)",
-			PodNetworkKubenet)
+	why := map[string]string{
+		PodNetworkKubenet: "routes each node's pod range, which kube-controller-manager allocates",
+		PodNetworkFlannel: "takes each node's flannel subnet from its pod range, which kube-controller-manager allocates (flannel's kube subnet manager)",
+	}[s.Networking.PodNetwork]
+	if a := s.KubeControllerManager.AllocateNodeCIDRs; why != "" && a != nil && !*a {
+		ps.add("spec.kubeControllerManager.allocateNodeCIDRs", "false, but spec.networking.podNetwork %s %s: leave the field out (true)",
+			s.Networking.PodNetwork, why)
 	}
 }
 

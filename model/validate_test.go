@@ -311,10 +311,10 @@ func TestValidate(t *testing.T) {
 		{
 			name: "a pod network kubeup does not make",
 			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
-				c.Spec.Networking = &NetworkingSpec{PodNetwork: "flannel"}
+				c.Spec.Networking = &NetworkingSpec{PodNetwork: "calico"}
 				return igs
 			},
-			want: []wantProblem{{"spec.networking.podNetwork", `"flannel" is not a pod network kubeup makes: kubenet is`}},
+			want: []wantProblem{{"spec.networking.podNetwork", `"calico" is not a pod network kubeup makes: kubenet (a bridge per node, routes between nodes; the default: leave the field out) or flannel`}},
 		},
 		{
 			name: "kubenet without the nodes' ranges",
@@ -323,7 +323,34 @@ func TestValidate(t *testing.T) {
 				c.Spec.KubeControllerManager = &KubeControllerManagerConfig{AllocateNodeCIDRs: &no}
 				return igs
 			},
-			want: []wantProblem{{"spec.kubeControllerManager.allocateNodeCIDRs", "needs each node's pod range from kube-controller-manager"}},
+			want: []wantProblem{{"spec.kubeControllerManager.allocateNodeCIDRs", "false, but spec.networking.podNetwork kubenet routes each node's pod range, which kube-controller-manager allocates: leave the field out (true)"}},
+		},
+		{
+			name: "flannel without the nodes' ranges",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				no := false
+				c.Spec.Networking = &NetworkingSpec{PodNetwork: PodNetworkFlannel}
+				c.Spec.KubeControllerManager = &KubeControllerManagerConfig{AllocateNodeCIDRs: &no}
+				return igs
+			},
+			want: []wantProblem{{"spec.kubeControllerManager.allocateNodeCIDRs", "false, but spec.networking.podNetwork flannel takes each node's flannel subnet from its pod range, which kube-controller-manager allocates (flannel's kube subnet manager): leave the field out (true)"}},
+		},
+		{
+			name: "flannel's image bad",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				c.Spec.Networking = &NetworkingSpec{PodNetwork: PodNetworkFlannel}
+				c.Spec.Addons = &AddonsSpec{Flannel: &FlannelAddon{Image: "flannel 0.28"}}
+				return igs
+			},
+			want: []wantProblem{{"spec.addons.flannel.image", `"flannel 0.28" is not a container image reference`}},
+		},
+		{
+			name: "flannel's addon without flannel",
+			user: func(c *Cluster, igs []*InstanceGroup) []*InstanceGroup {
+				c.Spec.Addons = &AddonsSpec{Flannel: &FlannelAddon{Image: DefaultFlannelImage}}
+				return igs
+			},
+			want: []wantProblem{{"spec.addons.flannel", "set, but spec.networking.podNetwork is kubenet: flannel runs only when the pod network is flannel; leave spec.addons.flannel out"}},
 		},
 
 		// names

@@ -19,6 +19,8 @@ import (
 // every node's range is routed to that node: on the local provider by every node's own table (each other node's
 // range via that node's address), on AWS and GCE by the cloud (each range to the node's instance). protokube keeps
 // those routes in each round while its kube-apiserver is ready, from the Nodes it reads there.
+// Under flannel, flanneld routes the ranges through its VXLAN device: protokube keeps no route (and deletes any
+// of its own it finds).
 
 // RouteTable is the routing table of the round's node.
 func (r *Round) RouteTable() nodetasks.RouteTable { return r.routes }
@@ -99,6 +101,7 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 // (router: AWS's route tables, GCE's routes), the cloud's tasks, each range to its Node's instance; elsewhere, when
 // the round has a routing table (a node whose root is "/"), this node's routes to the other Nodes' ranges via their
 // addresses. Nodes that cannot be read, or a cloud that cannot say what it routes, leave the routes as they are.
+// Under another pod network (flannel) this node's table keeps none of kubeup's routes, and the Nodes are not read.
 func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, router nodecloud.Router, log *slog.Logger) {
 	spec := nc.Cluster.Spec
 	kcm := spec.KubeControllerManager
@@ -106,6 +109,9 @@ func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *mo
 		return
 	}
 	if n := spec.Networking; n != nil && n.PodNetwork != "" && n.PodNetwork != model.PodNetworkKubenet {
+		if r.routes != nil { // flannel: flanneld's routes carry the ranges; none of kubeup's is wanted
+			engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: map[string]string{}})
+		}
 		return
 	}
 	if router == nil && r.routes == nil {

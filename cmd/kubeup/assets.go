@@ -23,8 +23,9 @@ node installs an asset without a sha256: this is how a cluster gets them.
 
 Each asset is taken from the first --from directory that holds a file of its base name (kubelet,
 containerd-2.4.2-linux-amd64.tar.gz, runc.amd64, cni-plugins-linux-amd64-v1.10.0.tgz,
-crictl-v1.37.0-linux-amd64.tar.gz, protokube, pause.tar, kube-proxy.tar, coredns.tar, etcd.tar,
-kube-apiserver.tar, kube-controller-manager.tar, kube-scheduler.tar), else downloaded from its URL. The
+crictl-v1.37.0-linux-amd64.tar.gz, protokube, pause.tar, kube-proxy.tar, coredns.tar, flannel.tar
+(spec.networking.podNetwork flannel), etcd.tar, kube-apiserver.tar, kube-controller-manager.tar,
+kube-scheduler.tar), else downloaded from its URL. The
 archives must have upstream's layout: containerd's with bin/containerd, bin/containerd-shim-runc-v2 and
 bin/ctr, the CNI plugins' and crictl's flat. An asset already in the store with the sha256 the spec records is not read again.
 

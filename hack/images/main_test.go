@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,42 +210,61 @@ func modVersion(t *testing.T, goMod, module string) string {
 // The CoreDNS image `make images` writes is named as kubeadm names it, at the version hack/coredns/go.mod pins,
 // and holds a static coredns at /coredns, its entrypoint, which names that version.
 func TestCoreDNSImage(t *testing.T) {
-	dir := imagesCache(t)
 	version := modVersion(t, "../coredns/go.mod", "github.com/coredns/coredns")
-	ref := "registry.k8s.io/coredns/coredns:" + version
+	bin := binaryImage(t, "coredns.tar", "registry.k8s.io/coredns/coredns:"+version, "/coredns")
+	out, err := exec.Command(bin, "-version").CombinedOutput()
+	if want := "CoreDNS-" + strings.TrimPrefix(version, "v"); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("/coredns -version: %v, %q; want it to name %s", err, out, want)
+	}
+}
+
+// The flannel image `make images` writes is named as flannel publishes it, at the version hack/flannel/go.mod
+// pins, and holds a static flanneld at /opt/bin/flanneld (upstream's path), its entrypoint, which names that
+// version. (cgo: flannel's udp backend needs it on amd64; linked statically all the same.)
+func TestFlannelImage(t *testing.T) {
+	version := modVersion(t, "../flannel/go.mod", "github.com/flannel-io/flannel")
+	bin := binaryImage(t, "flannel.tar", "ghcr.io/flannel-io/flannel:"+version, "/opt/bin/flanneld")
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != version {
+		t.Errorf("/opt/bin/flanneld --version: %v, %q; want %s", err, out, version)
+	}
+}
+
+// binaryImage checks that the archive of `make images` is listed in its IMAGES as ref and holds one layer (no
+// base) with a static binary at entrypoint, the image's entrypoint, and returns that binary, written out.
+func binaryImage(t *testing.T, archive, ref, entrypoint string) string {
+	t.Helper()
+	dir := imagesCache(t)
 	index, err := os.ReadFile(filepath.Join(dir, "IMAGES"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains("\n"+string(index), "\ncoredns.tar "+ref+"\n") {
-		t.Fatalf("%s/IMAGES does not list coredns.tar %s:\n%s", dir, ref, index)
+	if !strings.Contains("\n"+string(index), "\n"+archive+" "+ref+"\n") {
+		t.Fatalf("%s/IMAGES does not list %s %s:\n%s", dir, archive, ref, index)
 	}
-	img := readArchive(t, filepath.Join(dir, "coredns.tar"), ref)
+	img := readArchive(t, filepath.Join(dir, archive), ref)
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(cfg.Config.Entrypoint, " ") != "/coredns" {
-		t.Errorf("entrypoint %q, want [/coredns]", cfg.Config.Entrypoint)
+	if strings.Join(cfg.Config.Entrypoint, " ") != entrypoint {
+		t.Errorf("entrypoint %q, want [%s]", cfg.Config.Entrypoint, entrypoint)
 	}
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("%d layers, %v; want 1 (no base)", len(layers), err)
 	}
 	_, bodies := layerEntries(t, layers[0])
-	body, ok := bodies["coredns"]
+	body, ok := bodies[strings.TrimPrefix(entrypoint, "/")]
 	if !ok {
-		t.Fatalf("the layer holds no /coredns, the entrypoint: %v", bodies)
+		t.Fatalf("the layer holds no %s, the entrypoint: %v", entrypoint, slices.Sorted(maps.Keys(bodies)))
 	}
-	bin := filepath.Join(t.TempDir(), "coredns")
+	bin := filepath.Join(t.TempDir(), path.Base(entrypoint))
 	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := static(bin); err != nil {
 		t.Error(err)
 	}
-	out, err := exec.Command(bin, "-version").CombinedOutput()
-	if want := "CoreDNS-" + strings.TrimPrefix(version, "v"); err != nil || !strings.Contains(string(out), want) {
-		t.Errorf("/coredns -version: %v, %q; want it to name %s", err, out, want)
-	}
+	return bin
 }

@@ -53,7 +53,7 @@ func addRuntimeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, s *m
 		return engine.AddIn(g, in, &nodetasks.File{Path: p, Contents: ptr(contents), Mode: ptr(os.FileMode(0o644))})
 	}
 	conf := file(model.ContainerdConfigFile, config)
-	template := file(model.CNIConfigTemplate, model.CNITemplateText)
+	template := file(model.CNIConfigTemplate, model.CNITemplateText(model.PodMTU(s)))
 	file(model.CrictlConfig, crictl)
 	var r runtimeTasks
 	r.service = engine.AddIn(g, in, &nodetasks.SystemdService{

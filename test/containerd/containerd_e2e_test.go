@@ -20,12 +20,12 @@ import (
 )
 
 // TestRuntimeRunsImages starts the built containerd with a node's configuration (its own root, state and socket),
-// imports every archive of `make images` with ctr, and runs them with runc: each image's binary at the path
-// kubeup's manifests run (--version of etcd and the Kubernetes components: static, with no base), kube-proxy's
-// iptables (its base layer: Debian's iptables on the nf_tables backend) and kube-proxy's own --cleanup, which
-// lists and rewrites the rules with them, the pause image (it holds until SIGTERM, then exits 0) and the e2e
-// workload, which answers over the host network from a cgroup of its own, and whose `hello get` fetches from it
-// in a container of its own. Everything is stopped and removed by the harness, by PID and path.
+// imports every archive of `make images` with ctr, and runs them with runc: each image's binary at the path kubeup's
+// manifests run (--version of etcd, the Kubernetes components, CoreDNS and flanneld: static, with no base),
+// kube-proxy's iptables (its base layer: Debian's iptables on the nf_tables backend) and kube-proxy's own --cleanup,
+// which lists and rewrites the rules with them, the pause image (it holds until SIGTERM, then exits 0) and the e2e
+// workload, which answers over the host network from a cgroup of its own, and whose `hello get` fetches from it in a
+// container of its own. Everything is stopped and removed by the harness, by PID and path.
 func TestRuntimeRunsImages(t *testing.T) {
 	e2e.RequireRoot(t)
 	bin := e2e.RuntimeBin(t)
@@ -100,8 +100,11 @@ func TestRuntimeRunsImages(t *testing.T) {
 			case "coredns":
 				// CoreDNS's image holds it at /coredns, as upstream's does.
 				want, cmd = "CoreDNS-"+strings.TrimPrefix(tag, "v"), []string{"/coredns", "-version"}
+			case "flannel":
+				// flannel's holds it at /opt/bin/flanneld, as upstream's does; it prints its version on stderr.
+				want, cmd = tag, []string{"/opt/bin/flanneld", "--version"}
 			}
-			out, err := c.Ctr(ctx, append([]string{"run", "--rm", "--net-host", img.Ref, fmt.Sprintf("version-%d", i)}, cmd...)...)
+			out, err := ctrOutput(ctx, c, append([]string{"run", "--rm", "--net-host", img.Ref, fmt.Sprintf("version-%d", i)}, cmd...)...)
 			if err != nil {
 				t.Errorf("%s: %v", img.Ref, err)
 				continue

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"kubeup.dev/kubeup/internal/e2e"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/pkitasks"
 )
 
@@ -76,7 +77,7 @@ func (n *node) journal(t *testing.T) string {
 //   - kubectl_node3_dead: node3's machine dies; kubectl still works through the name and the ConfigMap reads back.
 //   - no_private_key_printed: no private key appears in anything kubeup, nodeup, protokube or a component printed.
 func TestControlPlane(t *testing.T) {
-	cp := startControlPlane(t)
+	cp := startControlPlane(t, model.PodNetworkKubenet)
 	t.Run("kubectl_answers", func(t *testing.T) { kubectlAnswers(t, cp) })
 	t.Run("kubelet_credentials_objects", func(t *testing.T) { kubeletCredentialObjects(t, cp) })
 	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
@@ -253,6 +254,7 @@ func fileMode(t *testing.T, path string) os.FileMode {
 // api.<cluster>, and what the tests reach it with.
 type controlPlane struct {
 	dir, state, bin, kubeconfig, kubectlBin string
+	podNetwork                              string // spec.networking.podNetwork
 	nodes                                   []*node
 	client                                  *e2e.NetNode     // a network namespace on the bridge, resolving through BIND
 	printed                                 *strings.Builder // everything kubeup and nodeup printed, for the sentinel check
@@ -276,8 +278,8 @@ func (cp *controlPlane) mustKubectlT(t *testing.T, args ...string) string {
 // api.<cluster>: kubeup makes the keystore and node configurations, nodeup converges a scratch root, and on three
 // machines (systemd in systemd-nspawn, each in a network namespace) nodeup converges the node, protokube.service
 // claims and mounts its volumes and writes etcd's manifests, and kubelet runs etcd and the real control plane in
-// containers. Everything it starts stops in t.Cleanup.
-func startControlPlane(t *testing.T) *controlPlane {
+// containers. Everything it starts stops in t.Cleanup. The cluster's pod network is podNetwork.
+func startControlPlane(t *testing.T, podNetwork string) *controlPlane {
 	e2e.RequireRoot(t)
 	e2e.RequireTools(t, "etcd", "etcdctl", "dig", "named", "losetup", "ip", "systemd-nspawn")
 	kubectlBin := e2e.Kubectl(t)
@@ -305,6 +307,8 @@ func startControlPlane(t *testing.T) *controlPlane {
 	}
 	spec := kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0", "--dry-run", "-o", "yaml")
 	specFile := filepath.Join(dir, "spec.yaml")
+	// The Cluster is the first document: its spec gets the pod network.
+	spec = strings.Replace(spec, "\nspec:\n", "\nspec:\n  networking:\n    podNetwork: "+podNetwork+"\n", 1)
 	e2e.WriteFile(t, specFile, e2e.WithMachines(t, e2e.WithRFC2136(t, spec, bind, nw.Gateway+":53", secretAt)))
 	kubeup("create", "cluster", "--name", cluster, "--cloud", "local", "--zones", "a", "--control-plane-count", "3", "--node-count", "0")
 	kubeup("replace", "-f", specFile)
@@ -412,7 +416,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 		return fmt.Sprintf("%q %v", out, err), err == nil && len(strings.Fields(out)) == 3
 	})
 	step("api." + cluster + " holding the three addresses")
-	return &controlPlane{dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
+	return &controlPlane{podNetwork: podNetwork, dir: dir, state: state, bin: bin, kubeconfig: kubeconfig, kubectlBin: kubectlBin, nodes: nodes, client: client,
 		printed: printed, kubeup: kubeup, kubectl: kubectl, mustKubectl: mustKubectl}
 }
 

@@ -70,28 +70,46 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 		t.Errorf("a dry run after the addons were applied has changes:\n%s", out)
 	}
 
-	ranges := map[string]string{} // node -> its pod range
+	ranges, ips := map[string]string{}, map[string]string{} // node -> its pod range, its InternalIP
 	out := e2e.WaitFor(t, 2*time.Minute, "every Node to have a pod range", func() (string, bool) {
 		out, err := cp.kubectl("get", "nodes", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,RANGE:.spec.podCIDR,IP:.status.addresses[?(@.type==\"InternalIP\")].address")
 		n := 0
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(line); len(f) == 3 && f[1] != "<none>" {
-				ranges[f[0]] = f[1] + " via " + f[2]
+				ranges[f[0]], ips[f[0]] = f[1], f[2]
 				n++
 			}
 		}
 		return out, err == nil && n == 3
 	})
 	t.Logf("the Nodes' pod ranges:\n%s", out)
+	if cp.podNetwork == model.PodNetworkFlannel {
+		out := e2e.WaitFor(t, 3*time.Minute, "flannel's pods Ready on the 3 nodes", func() (string, bool) {
+			out, err := cp.kubectl("get", "pods", "-n", "kube-system", "-l", "app=flannel", "--no-headers", "-o",
+				"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,READY:.status.containerStatuses[0].ready")
+			return out, err == nil && strings.Count(out, " true") == 3
+		})
+		t.Logf("flannel's pods:\n%s", out)
+	}
 	for _, n := range cp.nodes {
+		// kubenet: protokube's routes via the other nodes' addresses, with kubeup's protocol. flannel: flanneld's,
+		// through its VXLAN device, and none of kubeup's.
 		var want []string
+		show := []string{"route", "show", "proto", "111"}
+		if cp.podNetwork == model.PodNetworkFlannel {
+			show = []string{"route", "show", "dev", "flannel.1"}
+		}
 		for _, o := range cp.nodes {
-			if o != n {
-				want = append(want, ranges[o.id]+" dev eth0")
+			switch {
+			case o == n:
+			case cp.podNetwork == model.PodNetworkFlannel:
+				want = append(want, ranges[o.id]+" via "+strings.Split(ranges[o.id], "/")[0]+" ")
+			default:
+				want = append(want, ranges[o.id]+" via "+ips[o.id]+" dev eth0")
 			}
 		}
-		e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
-			out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111")
+		routes := e2e.WaitFor(t, time.Minute, n.id+"'s routes to the other nodes' pod ranges", func() (string, bool) {
+			out, err := n.net.Run(ctx, "ip", show...)
 			for _, w := range want {
 				if !strings.Contains(out, w) {
 					return fmt.Sprintf("%q, want %q: %v", out, want, err), false
@@ -99,6 +117,19 @@ func podsTalk(t *testing.T, cp *controlPlane) {
 			}
 			return out, err == nil
 		})
+		t.Logf("%s: ip %s:\n%s", n.id, strings.Join(show, " "), routes)
+		if cp.podNetwork == model.PodNetworkFlannel {
+			if out, err := n.net.Run(ctx, "ip", "route", "show", "proto", "111"); err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("%s: kubeup's routes under flannel: %q, %v; want none", n.id, out, err)
+			}
+			// VXLAN's 50 bytes: flannel.1 is the link's 1500 less them, and so are the bridge and the pods (the CNI
+			// template's mtu).
+			for _, dev := range []string{"flannel.1", "cni0"} {
+				if out, err := n.net.Run(ctx, "ip", "-o", "link", "show", dev); err != nil || !strings.Contains(out, " mtu 1450 ") {
+					t.Errorf("%s: ip link show %s: %q, %v; want mtu 1450", n.id, dev, out, err)
+				}
+			}
+		}
 	}
 
 	manifest := filepath.Join(cp.dir, "backend.yaml")
@@ -266,4 +297,17 @@ func addonsChange(t *testing.T, cp *controlPlane) {
 		n, want, _ := strings.Cut(strings.TrimSpace(out), "/")
 		return out, err == nil && n != "" && n == want
 	})
+}
+
+// TestFlannel is TestControlPlane's cluster on the flannel pod network (spec.networking.podNetwork: flannel): the
+// same three control-plane machines, then nodes_and_pods (3 Nodes Ready, a pod per node) and pods_talk, where
+// `kubeup update cluster --yes` applies flannel's DaemonSet beside CoreDNS, flanneld runs on every node, each
+// node routes the other nodes' ranges through flannel.1 and none with kubeup's protocol 111, and a pod on node1
+// reaches the pods on node2 and node3 at their own addresses and through a Service by its name. `make
+// e2e-flannel` runs it; `make test` does not (it boots three more machines: CI's time).
+func TestFlannel(t *testing.T) {
+	cp := startControlPlane(t, model.PodNetworkFlannel)
+	cp.mustKubectlT(t, "create", "namespace", "kubeup-e2e") // (TestControlPlane's kubectl_answers makes it)
+	t.Run("nodes_and_pods", func(t *testing.T) { nodesAndPods(t, cp) })
+	t.Run("pods_talk", func(t *testing.T) { podsTalk(t, cp) })
 }
