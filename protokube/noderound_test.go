@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"kubeup.dev/kubeup/engine"
+	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/tasks/kubetasks/kubetest"
 	"kubeup.dev/kubeup/tasks/nodetasks"
 	"kubeup.dev/kubeup/tasks/volumetasks"
@@ -140,5 +142,53 @@ func TestCheckOwnedNodeRound(t *testing.T) {
 	engine.AddIn(g, (*Round).Node, &nodetasks.File{Path: "/etc/passwd", Contents: new(string)})
 	if err := checkOwned("node.conf", g, nil); err == nil || !strings.Contains(err.Error(), "/etc/passwd is not in a directory kubeup owns") {
 		t.Errorf("checkOwned = %v, want a refusal of /etc/passwd", err)
+	}
+}
+
+// TestKubeletClient: kubelet's kubeconfig with its credentials inline makes a client; one whose current context
+// names no cluster, or whose user has no key, is an error naming the file and the fix, not a wait; one that names
+// a CA file not written yet is a wait (errNoKubeletCredentials).
+func TestKubeletClient(t *testing.T) {
+	nc := &model.NodeConfig{Cluster: &model.Cluster{Spec: model.ClusterSpec{Kubelet: &model.KubeletConfig{Kubeconfig: "/var/lib/kubelet/kubeconfig"}}}}
+	api, _ := kubetest.New(t)
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	for _, tt := range []struct {
+		name, kubeconfig, err string
+		wait                  bool
+	}{
+		{"inline", "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: " + api.URL +
+			", certificate-authority-data: " + b64(api.CAPEM) + "}}]\nusers: [{name: u, user: {client-certificate-data: " + b64(api.CertPEM) +
+			", client-key-data: " + b64(api.KeyPEM) + "}}]\n", "", false},
+		{"no context", "current-context: other\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n", `no context "other"`, false},
+		{"no key", "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: " + api.URL +
+			", certificate-authority-data: " + b64(api.CAPEM) + "}}]\nusers: [{name: u, user: {client-certificate-data: " + b64(api.CertPEM) + "}}]\n", "no client-key", false},
+		{"CA file not there yet", "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: " + api.URL +
+			", certificate-authority: pki/ca.crt}}]\nusers: [{name: u, user: {client-certificate-data: " + b64(api.CertPEM) + "}}]\n", "/var/lib/kubelet/pki/ca.crt", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			p := filepath.Join(root, "var/lib/kubelet/kubeconfig")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tt.kubeconfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := kubeletClient(root, nc)
+			switch {
+			case tt.err == "":
+				if err != nil {
+					t.Fatal(err)
+				}
+				var list map[string]any
+				if err := c.Get(context.Background(), "/version", &list); err != nil {
+					t.Errorf("the client does not reach the API: %v", err)
+				}
+			case err == nil || !strings.Contains(err.Error(), tt.err) || errors.Is(err, errNoKubeletCredentials) != tt.wait:
+				t.Errorf("kubeletClient = %v, want an error saying %q (a wait: %t)", err, tt.err, tt.wait)
+			case !tt.wait && !strings.Contains(err.Error(), "kubelet's kubeconfig /var/lib/kubelet/kubeconfig"):
+				t.Errorf("kubeletClient = %v, want it to name the file", err)
+			}
+		})
 	}
 }
