@@ -2,12 +2,15 @@ package protokube
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -47,7 +50,7 @@ func (o *Options) nodeRound(ctx context.Context, nc *model.NodeConfig, start tim
 		defer t.Close()
 		table = t
 	}
-	kube, err := kubeletClient(o.Root, nc)
+	kube, name, err := kubeletClient(o.Root, nc)
 	if errors.Is(err, errNoKubeletCredentials) {
 		o.Logger.Info("node round: waiting for kubelet's credentials (its TLS bootstrap): the routes to the Nodes' pod ranges are left as they are", "err", err)
 		return nil
@@ -57,7 +60,9 @@ func (o *Options) nodeRound(ctx context.Context, nc *model.NodeConfig, start tim
 	}
 	r := &Round{routes: table, kube: kube}
 	g := engine.NewGraph[*Round]()
-	addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, nil, o.Logger)
+	// This node is skipped by its address and by its Node's name (its certificate's): an address guessed wrong
+	// (kubelet's --node-ip is not the default route's) must not route this node's own range to itself.
+	addPodRoutes(ctx, g, r, nc, self{IP: o.Node.InternalIP, Name: name}, nil, o.Logger)
 	if err := checkOwned(o.Conf, g, nil); err != nil {
 		return err
 	}
@@ -111,12 +116,13 @@ type kubeconfigFile struct {
 
 // kubeletClient returns a client of the cluster's API with this node's kubelet's credentials: the kubeconfig kubelet
 // writes after its TLS bootstrap (spec.kubelet.kubeconfig), its server, its CA and its client certificate and key
-// (kubelet-client-current.pem). No other credential: a worker holds none. While the kubeconfig or the files it
-// names are not there, the error matches errNoKubeletCredentials.
-func kubeletClient(root string, nc *model.NodeConfig) (*kubetasks.Client, error) {
+// (kubelet-client-current.pem). No other credential: a worker holds none. nodeName is the Node the certificate is
+// of (its subject, system:node:<name>), "" if it is not a node's. While the kubeconfig or the files it names are
+// not there, the error matches errNoKubeletCredentials.
+func kubeletClient(root string, nc *model.NodeConfig) (client *kubetasks.Client, nodeName string, err error) {
 	k := nc.Cluster.Spec.Kubelet
 	if k == nil || k.Kubeconfig == "" {
-		return nil, fmt.Errorf("the node configuration names no kubelet kubeconfig (spec.kubelet.kubeconfig)")
+		return nil, "", fmt.Errorf("the node configuration names no kubelet kubeconfig (spec.kubelet.kubeconfig)")
 	}
 	read := func(p string) ([]byte, error) {
 		if !path.IsAbs(p) {
@@ -130,11 +136,11 @@ func kubeletClient(root string, nc *model.NodeConfig) (*kubetasks.Client, error)
 	}
 	b, err := read(k.Kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var kc kubeconfigFile
 	if err := yaml.Unmarshal(b, &kc); err != nil {
-		return nil, fmt.Errorf("kubelet's kubeconfig %s: %w", k.Kubeconfig, err)
+		return nil, "", fmt.Errorf("kubelet's kubeconfig %s: %w", k.Kubeconfig, err)
 	}
 	bad := func(what string) error {
 		return fmt.Errorf("kubelet's kubeconfig %s: %s (kubelet writes it after its TLS bootstrap: remove it, and kubelet bootstraps again)", k.Kubeconfig, what)
@@ -146,7 +152,7 @@ func kubeletClient(root string, nc *model.NodeConfig) (*kubetasks.Client, error)
 		}
 	}
 	if clusterName == "" {
-		return nil, bad(fmt.Sprintf("no context %q (its current-context) naming a cluster", kc.CurrentContext))
+		return nil, "", bad(fmt.Sprintf("no context %q (its current-context) naming a cluster", kc.CurrentContext))
 	}
 	pick := func(data []byte, file, field string) ([]byte, error) {
 		switch {
@@ -165,31 +171,38 @@ func kubeletClient(root string, nc *model.NodeConfig) (*kubetasks.Client, error)
 			found = true
 			server = c.Cluster.Server
 			if ca, err = pick(c.Cluster.CAData, c.Cluster.CA, "certificate-authority"); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	if !found || server == "" {
-		return nil, bad(fmt.Sprintf("no cluster %q with a server", clusterName))
+		return nil, "", bad(fmt.Sprintf("no cluster %q with a server", clusterName))
 	}
 	found = false
 	for _, u := range kc.Users {
 		if u.Name == userName {
 			found = true
 			if cert, err = pick(u.User.CertData, u.User.Cert, "client-certificate"); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			if key, err = pick(u.User.KeyData, u.User.Key, "client-key"); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	if !found {
-		return nil, bad(fmt.Sprintf("no user %q", userName))
+		return nil, "", bad(fmt.Sprintf("no user %q", userName))
 	}
-	c, err := kubetasks.NewClient(server, nodegraph.FieldManager, ca, cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet's kubeconfig %s: %w", k.Kubeconfig, err)
+	if client, err = kubetasks.NewClient(server, nodegraph.FieldManager, ca, cert, key); err != nil {
+		return nil, "", fmt.Errorf("kubelet's kubeconfig %s: %w", k.Kubeconfig, err)
 	}
-	return c, nil
+	if b, _ := pem.Decode(cert); b != nil {
+		if crt, err := x509.ParseCertificate(b.Bytes); err == nil {
+			nodeName, _ = strings.CutPrefix(crt.Subject.CommonName, kubetasks.NodeUserPrefix)
+			if nodeName == crt.Subject.CommonName {
+				nodeName = ""
+			}
+		}
+	}
+	return client, nodeName, nil
 }

@@ -3,16 +3,24 @@ package protokube
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
@@ -61,7 +69,8 @@ func (m *memRoutes) gateways() map[string]string {
 // kubelet has no kubeconfig, or its kubeconfig names a client certificate not written yet, a round says so in the
 // log, reads nothing and changes nothing. With kubelet's credentials (its kubeconfig, as kubelet writes it after its
 // TLS bootstrap: kubelet-client-current.pem for both the certificate and the key), a round reads the Nodes and
-// routes each other Node's range via its address, not this node's own; the next round changes nothing.
+// routes each other Node's range via its address, not this node's own (known by its certificate's name, although
+// the address protokube took for its own is not the Node's); the next round changes nothing.
 func TestNodeRound(t *testing.T) {
 	conf := groupConf(t, "nodes")
 	root := t.TempDir()
@@ -79,7 +88,7 @@ func TestNodeRound(t *testing.T) {
 		t.Helper()
 		logs.Reset()
 		err := Run(context.Background(), Options{Conf: conf, Root: root, Once: true, routeTable: table,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil)), Node: volumetasks.Holder{NodeID: "nodes-2", InternalIP: "10.0.0.3"}})
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)), Node: volumetasks.Holder{NodeID: "nodes-2", InternalIP: "10.0.0.99"}})
 		if err != nil {
 			t.Fatalf("Run = %v; logs:\n%s", err, logs.String())
 		}
@@ -115,7 +124,8 @@ func TestNodeRound(t *testing.T) {
 	write("/var/lib/kubelet/kubeconfig", kubeconfig)
 	waits("a kubeconfig whose certificate is not written yet")
 
-	write(current, string(api.CertPEM)+string(api.KeyPEM))
+	certPEM, keyPEM := nodeCert(t, "nodes-2")
+	write(current, string(certPEM)+string(keyPEM))
 	round()
 	want := map[string]string{"10.244.0.0/24": "10.0.0.1", "10.244.1.0/24": "10.0.0.2"}
 	if got := table.gateways(); !maps.Equal(got, want) {
@@ -174,7 +184,7 @@ func TestKubeletClient(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.kubeconfig), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, err := kubeletClient(root, nc)
+			c, _, err := kubeletClient(root, nc)
 			switch {
 			case tt.err == "":
 				if err != nil {
@@ -191,4 +201,26 @@ func TestKubeletClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeCert is a self-signed client certificate of node name (system:node:<name>, group system:nodes) and its key,
+// in PEM: the fake API takes any certificate.
+func nodeCert(t *testing.T, name string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: k})
 }

@@ -31,7 +31,7 @@ func TestRoutesTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	got := routesTo(list.Items, "10.0.0.1", slog.New(slog.NewTextHandler(&logs, nil)))
+	got := routesTo(list.Items, self{IP: "10.0.0.1"}, slog.New(slog.NewTextHandler(&logs, nil)))
 	want := map[string]string{"10.244.1.0/24": "10.0.0.9", "10.244.2.0/24": "10.0.0.3"}
 	if !maps.Equal(got, want) {
 		t.Errorf("routes = %v, want %v", got, want)

@@ -297,7 +297,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
 				return false, err
 			}
-			addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, o.Logger)
+			addPodRoutes(ctx, g, r, nc, self{IP: o.Node.InternalIP}, router, o.Logger)
 		}
 	}
 	if err := checkOwned(o.Conf, g, r.cloudTasks); err != nil {
