@@ -3,24 +3,17 @@ package protokube
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/model"
@@ -124,7 +117,7 @@ func TestNodeRound(t *testing.T) {
 	write("/var/lib/kubelet/kubeconfig", kubeconfig)
 	waits("a kubeconfig whose certificate is not written yet")
 
-	certPEM, keyPEM := nodeCert(t, "nodes-2")
+	certPEM, keyPEM := kubetest.SubjectCert(t, pkix.Name{CommonName: "system:node:nodes-2", Organization: []string{"system:nodes"}})
 	write(current, string(certPEM)+string(keyPEM))
 	round()
 	want := map[string]string{"10.244.0.0/24": "10.0.0.1", "10.244.1.0/24": "10.0.0.2"}
@@ -201,26 +194,4 @@ func TestKubeletClient(t *testing.T) {
 			}
 		})
 	}
-}
-
-// nodeCert is a self-signed client certificate of node name (system:node:<name>, group system:nodes) and its key,
-// in PEM: the fake API takes any certificate.
-func nodeCert(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: k})
 }
