@@ -34,7 +34,8 @@ type AssetsSpec struct {
 	// Crictl is crictl's release archive (crictl-<version>-linux-amd64.tar.gz), whose crictl is installed in
 	// /usr/local/bin.
 	Crictl *AssetSpec `json:"crictl,omitempty"`
-	// Protokube is protokube's linux/amd64 binary, installed at /usr/local/bin/protokube on the control plane.
+	// Protokube is protokube's linux/amd64 binary, installed at /usr/local/bin/protokube on the control plane, and on the
+	// workers of a local cluster whose pod network is kubenet (NodeRunsProtokube).
 	Protokube *AssetSpec `json:"protokube,omitempty"`
 	// Images are the container images nodes preload, by short name (pause, kube-proxy, coredns, etcd,
 	// kube-apiserver, kube-controller-manager, kube-scheduler): OCI image archives, installed at
@@ -418,8 +419,8 @@ func shownURL(u string) string {
 }
 
 // NodeConfigAssets is spec.assets of a complete spec as a node configuration carries it: only the files and images
-// that have a sha256 (the others no node downloads), for the role's nodes (protokube and the control plane's
-// images on the control plane only), and only the images whose reference is the one the manifests name (an
+// that have a sha256 (the others no node downloads), for the role's nodes (protokube only where the role's nodes
+// run it, NodeRunsProtokube; the control plane's images on the control plane only), and only the images whose reference is the one the manifests name (an
 // archive mirrored for another version holds an image no pod runs). nil when none is left, so that a cluster
 // with nothing mirrored writes the node configurations it wrote before spec.assets existed.
 func NodeConfigAssets(s *ClusterSpec, role string) *AssetsSpec {
@@ -431,7 +432,7 @@ func NodeConfigAssets(s *ClusterSpec, role string) *AssetsSpec {
 	out := &AssetsSpec{}
 	some := false
 	for _, name := range AssetNames {
-		if f := a.File(name); f != nil && f.SHA256 != "" && (name != AssetProtokube || role == RoleControlPlane) {
+		if f := a.File(name); f != nil && f.SHA256 != "" && (name != AssetProtokube || NodeRunsProtokube(s, role)) {
 			*out.file(name) = &AssetSpec{URL: f.URL, SHA256: f.SHA256}
 			some = true
 		}

@@ -115,10 +115,21 @@ func TestNodeConfigAssets(t *testing.T) {
 	a.Images[model.ImageEtcd].URL, a.Images[model.ImageEtcd].SHA256 = "file:///m/etcd.tar", testSHA
 
 	worker := model.NewNodeConfig(c, node)
-	want := &model.AssetsSpec{Kubelet: &model.AssetSpec{URL: a.Kubelet.URL, SHA256: testSHA},
+	// A local cluster's worker runs protokube (its pod routes: model.NodeRunsProtokube), not the control plane's images.
+	want := &model.AssetsSpec{Kubelet: &model.AssetSpec{URL: a.Kubelet.URL, SHA256: testSHA}, Protokube: &model.AssetSpec{URL: a.Protokube.URL, SHA256: testSHA},
 		Images: map[string]*model.ImageAssetSpec{model.ImagePause: {Image: model.PauseImage, URL: "file:///m/pause.tar", SHA256: testSHA}}}
 	if diff := cmp.Diff(want, worker.Cluster.Spec.Assets); diff != "" {
 		t.Errorf("worker's assets (-want +got):\n%s", diff)
+	}
+	// On aws the cloud routes the pod ranges: a worker runs no protokube, and gets none.
+	for _, cloud := range []string{model.CloudAWS, model.CloudGCE} {
+		ac, aigs := model.CompleteSpec(t, cloud, 1)
+		ac.Spec.Assets.Kubelet.SHA256, ac.Spec.Assets.Protokube.SHA256 = testSHA, testSHA
+		for _, ig := range aigs {
+			if got := model.NewNodeConfig(ac, ig).Cluster.Spec.Assets; (got.Protokube != nil) != (ig.Spec.Role == model.RoleControlPlane) {
+				t.Errorf("%s, %s: protokube asset %+v, want it on the control plane only", cloud, ig.Metadata.Name, got.Protokube)
+			}
+		}
 	}
 	if diff := cmp.Diff([]model.PreloadImage{{Name: model.PauseImage, Archive: "/var/lib/kubeup/images/pause.tar"}}, model.PreloadImages(worker)); diff != "" {
 		t.Errorf("worker's preloaded images (-want +got):\n%s", diff)

@@ -77,7 +77,13 @@ func TestEtcdVolumeTags(t *testing.T) {
 
 func nodeGraph(t *testing.T, controlPlanes int, group string) (*model.NodeConfig, *engine.Graph[*nodetasks.Node]) {
 	t.Helper()
-	c, igs := model.CompleteSpec(t, model.CloudLocal, controlPlanes)
+	return cloudNodeGraph(t, model.CloudLocal, controlPlanes, group)
+}
+
+// cloudNodeGraph is nodeGraph of a cluster on cloud.
+func cloudNodeGraph(t *testing.T, cloud string, controlPlanes int, group string) (*model.NodeConfig, *engine.Graph[*nodetasks.Node]) {
+	t.Helper()
+	c, igs := model.CompleteSpec(t, cloud, controlPlanes)
 	ig := model.FindInstanceGroup(igs, group)
 	if ig == nil {
 		t.Fatalf("no instance group %s", group)
@@ -101,9 +107,9 @@ func TestBuildNodeGraph(t *testing.T) {
 		protokube     bool
 	}{
 		{1, "control-plane-a", 4, true},
-		{1, "nodes", 1, false},
+		{1, "nodes", 1, true}, // a local cluster's worker keeps its routes to the pod ranges (model.NodeRunsProtokube)
 		{3, "control-plane-b", 4, true},
-		{3, "nodes", 1, false},
+		{3, "nodes", 1, true},
 	} {
 		t.Run(fmt.Sprintf("%d control planes %s", tt.controlPlanes, tt.group), func(t *testing.T) {
 			_, g := nodeGraph(t, tt.controlPlanes, tt.group)
@@ -215,17 +221,21 @@ func running(t *testing.T, tasks interface {
 }
 
 // TestNodeGraphServices checks who starts which service: nodeup starts kubelet on a Node and protokube on the
-// control plane, and leaves kubelet on the control plane to protokube; every unit is enabled all the same.
+// control plane and on a local cluster's Node (its pod routes: model.NodeRunsProtokube), not on an aws or gce
+// cluster's Node (the cloud routes the pod ranges), and leaves kubelet on the control plane to protokube; every
+// unit is enabled all the same.
 func TestNodeGraphServices(t *testing.T) {
 	for _, tt := range []struct {
-		group              string
+		cloud, group       string
 		kubelet, protokube string
 	}{
-		{"control-plane-a", "nil", "true"},
-		{"nodes", "true", "absent"},
+		{model.CloudLocal, "control-plane-a", "nil", "true"},
+		{model.CloudLocal, "nodes", "true", "true"},
+		{model.CloudAWS, "nodes", "true", "absent"},
+		{model.CloudGCE, "nodes", "true", "absent"},
 	} {
-		t.Run(tt.group, func(t *testing.T) {
-			_, g := nodeGraph(t, 3, tt.group)
+		t.Run(tt.cloud+" "+tt.group, func(t *testing.T) {
+			_, g := cloudNodeGraph(t, tt.cloud, 3, tt.group)
 			if got := running(t, g, "kubelet.service"); got != tt.kubelet {
 				t.Errorf("kubelet.service Running = %s, want %s", got, tt.kubelet)
 			}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"kubeup.dev/kubeup/model"
 	"kubeup.dev/kubeup/nodeup/nodegraph"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -349,6 +350,36 @@ func TestKubeletCredentialsE2E(t *testing.T) {
 		"status":   map[string]any{"addresses": []any{map[string]any{"type": "InternalIP", "address": "10.9.9.3"}, map[string]any{"type": "Hostname", "address": "w-new"}}}})
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("node w-new registering itself with its new certificate: %d %v\n%s", code, err, body)
+	}
+
+	// The Node authorizer lets a node list the Nodes with its own certificate (system:node:w-new, group
+	// system:nodes), their addresses included: a worker's protokube reads them with kubelet's credentials, to route
+	// the other Nodes' pod ranges (docs/networking.md).
+	code, body, err = cc.raw(&nodeCert, "", http.MethodGet, "/api/v1/nodes", nil)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("node w-new listing the Nodes with its own certificate: %d %v\n%s", code, err, body)
+	}
+	var nodes struct {
+		Items []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+			Status   struct {
+				Addresses []struct{ Type, Address string } `json:"addresses"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == "InternalIP" {
+				seen[n.Metadata.Name] = a.Address
+			}
+		}
+	}
+	if want := map[string]string{"w-existing": "10.9.9.2", "w-new": "10.9.9.3"}; !maps.Equal(seen, want) {
+		t.Errorf("node w-new lists the Nodes' internal addresses %v, want %v", seen, want)
 	}
 
 	// 2. The token again, for the name of a Node that exists: denied.

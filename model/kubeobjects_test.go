@@ -48,9 +48,10 @@ func TestAddKubeObjects(t *testing.T) {
 		}
 	}
 	slices.Sort(keys)
+	// A local cluster's workers list the Nodes for their pod routes: kubeup:node-routes.
 	want := []string{
-		"KubeObject/ClusterRole/kubeup:csr-approver", "KubeObject/ClusterRoleBinding/kubeup:csr-approver",
-		"KubeObject/ClusterRoleBinding/kubeup:kubelet-bootstrap", "KubeObject/ClusterRoleBinding/kubeup:kubelet-renewal",
+		"KubeObject/ClusterRole/kubeup:csr-approver", "KubeObject/ClusterRole/kubeup:node-routes", "KubeObject/ClusterRoleBinding/kubeup:csr-approver",
+		"KubeObject/ClusterRoleBinding/kubeup:kubelet-bootstrap", "KubeObject/ClusterRoleBinding/kubeup:kubelet-renewal", "KubeObject/ClusterRoleBinding/kubeup:node-routes",
 		"KubeObject/Secret/kube-system/bootstrap-token-" + id, "KubePruned/Secret/kube-system/bootstrap-token", "KubeletCSRs/kubelet",
 	}
 	if !slices.Equal(keys, want) {
@@ -66,5 +67,36 @@ func TestAddKubeObjects(t *testing.T) {
 	nc.Files = nil
 	if err := nodegraph.AddKubeObjects(engine.NewGraph[kubeObjectsWorld](), nc, nil); err == nil || !strings.Contains(err.Error(), "carries no bootstrap kubeconfig") {
 		t.Errorf("no bootstrap kubeconfig: %v", err)
+	}
+}
+
+// TestAddKubeObjectsNodeRoutes: the nodes may list the Nodes (kubeup:node-routes) only where the workers route the
+// pod ranges themselves (a local cluster); on aws and gce the cloud routes them, and the nodes get no such grant.
+func TestAddKubeObjectsNodeRoutes(t *testing.T) {
+	for cloud, want := range map[string]bool{model.CloudLocal: true, model.CloudAWS: false, model.CloudGCE: false} {
+		c, igs := model.CompleteSpec(t, cloud, 1)
+		var cp *model.InstanceGroup
+		for _, ig := range igs {
+			if ig.Spec.Role == model.RoleControlPlane {
+				cp = ig
+			}
+		}
+		nc := model.NewNodeConfig(c, cp)
+		tok, err := pkitasks.IssueToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.AddKeystoreFiles(model.Issued{model.KeypairBootstrapToken: {Token: tok.Token}}); err != nil {
+			t.Fatal(err)
+		}
+		g := engine.NewGraph[kubeObjectsWorld]()
+		if err := nodegraph.AddKubeObjects(g, nc, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"ClusterRole/" + nodegraph.NodeRoutesRole, "ClusterRoleBinding/" + nodegraph.NodeRoutesRole} {
+			if _, ok := g.Lookup(engine.Key{Type: "KubeObject", Name: name}); ok != want {
+				t.Errorf("%s: %s in the graph: %t, want %t", cloud, name, ok, want)
+			}
+		}
 	}
 }

@@ -435,3 +435,17 @@ func ParseVersion(v string) (major, minor, patch int, err error) {
 	patch, _ = strconv.Atoi(m[3])
 	return major, minor, patch, nil
 }
+
+// NodeRunsProtokube reports whether the nodes of role run protokube: the control plane always; a Node (a worker)
+// on the local provider when its pod network is kubenet and the cluster allocates the Nodes' pod ranges
+// (spec.kubeControllerManager.allocateNodeCIDRs): there no cloud routes the ranges, and each node keeps its own
+// routes to the other nodes' (protokube's node round, docs/networking.md). On AWS and GCE the cloud's routes,
+// which the control plane keeps, cover the workers: they run no protokube.
+func NodeRunsProtokube(s *ClusterSpec, role string) bool {
+	if role == RoleControlPlane {
+		return true
+	}
+	kcm := s.KubeControllerManager
+	return role == RoleNode && s.CloudProvider == CloudLocal && KubenetPodCIDR(s) != "" &&
+		kcm != nil && kcm.AllocateNodeCIDRs != nil && *kcm.AllocateNodeCIDRs
+}

@@ -97,12 +97,14 @@ func TestWorkerNode(t *testing.T) {
 	if r.runErr != nil {
 		t.Fatalf("apply: %v\n%s", r.runErr, r.err)
 	}
-	for _, f := range []string{"etc/systemd/system/kubelet.service", "etc/kubernetes/manifests/kube-proxy.manifest"} {
+	// A local cluster's worker runs protokube (its routes to the other nodes' pod ranges), from node.conf.
+	for _, f := range []string{"etc/systemd/system/kubelet.service", "etc/kubernetes/manifests/kube-proxy.manifest",
+		"etc/systemd/system/protokube.service", "etc/kubeup/node.conf"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("after apply: %v", err)
 		}
 	}
-	for _, f := range []string{"etc/systemd/system/protokube.service", "etc/kubernetes/manifests/kube-apiserver.manifest"} {
+	for _, f := range []string{"etc/kubernetes/manifests/kube-apiserver.manifest"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
 			t.Errorf("after apply: a worker node has %s", f)
 		}

@@ -6,6 +6,9 @@
 // (nodetasks.Absent otherwise), the DNS names of the members it serves, and its own address in the API's names
 // while its own kube-apiserver answers /readyz (apiready.go, apidns.go).
 //
+// On the local provider a worker runs protokube too (model.NodeRunsProtokube): its node round (noderound.go)
+// keeps only the node's routes to the other Nodes' pod ranges, read with kubelet's own credentials.
+//
 // On AWS (aws.go), the node is the EC2 instance IMDS names, and the providers are awstasks' Volumes (EBS, in the
 // instance's zone) and Route53 (the configuration's DNS zone), made on the first round and kept.
 //

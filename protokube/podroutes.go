@@ -55,10 +55,14 @@ func readNodes(ctx context.Context, kube *kubetasks.Client) ([]apiNode, error) {
 	return list.Items, nil
 }
 
+// self is this node as the pod routes skip it: its InternalIP, and its Node's name when known (a worker's, from
+// its kubelet's certificate).
+type self struct{ IP, Name string }
+
 // routesTo returns each other node's IPv4 pod ranges by the InternalIP of the node that holds them: every Node
-// with a range and an internal address but this node's own (myIP). A range two Nodes claim goes to the first by
+// with a range and an internal address but this node's own (me: its address, or its name). A range two Nodes claim goes to the first by
 // name, and is logged.
-func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string {
+func routesTo(nodes []apiNode, me self, log *slog.Logger) map[string]string {
 	slices.SortFunc(nodes, func(a, b apiNode) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	routes := map[string]string{}
 	holder := map[string]string{}
@@ -72,7 +76,7 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 				}
 			}
 		}
-		if ip == "" || ip == myIP {
+		if ip == "" || ip == me.IP || (me.Name != "" && n.Metadata.Name == me.Name) {
 			continue
 		}
 		ranges := n.Spec.PodCIDRs
@@ -102,7 +106,7 @@ func routesTo(nodes []apiNode, myIP string, log *slog.Logger) map[string]string 
 // the round has a routing table (a node whose root is "/"), this node's routes to the other Nodes' ranges via their
 // addresses. Nodes that cannot be read, or a cloud that cannot say what it routes, leave the routes as they are.
 // Under another pod network (flannel) this node's table keeps none of kubeup's routes, and the Nodes are not read.
-func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, myIP string, router nodecloud.Router, log *slog.Logger) {
+func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *model.NodeConfig, me self, router nodecloud.Router, log *slog.Logger) {
 	spec := nc.Cluster.Spec
 	kcm := spec.KubeControllerManager
 	if kcm == nil || kcm.AllocateNodeCIDRs == nil || !*kcm.AllocateNodeCIDRs {
@@ -123,14 +127,14 @@ func addPodRoutes(ctx context.Context, g *engine.Graph[*Round], r *Round, nc *mo
 		return
 	}
 	if router == nil {
-		engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: routesTo(nodes, myIP, log)})
+		engine.Add(g, &nodetasks.PodRoutes[*Round]{Name: "pod-ranges", Routes: routesTo(nodes, me, log)})
 		return
 	}
 	podCIDR := kcm.ClusterCIDR
 	if podCIDR == "" && spec.Networking != nil {
 		podCIDR = spec.Networking.PodCIDR
 	}
-	got, err := router.PodRoutes(ctx, nodecloud.PodRoutesSpec{Cluster: nc.Cluster.Metadata.Name, PodCIDR: podCIDR, Routes: routesTo(nodes, "", log)})
+	got, err := router.PodRoutes(ctx, nodecloud.PodRoutesSpec{Cluster: nc.Cluster.Metadata.Name, PodCIDR: podCIDR, Routes: routesTo(nodes, self{}, log)})
 	if err != nil {
 		log.Warn("pod network: the cloud's routes to the Nodes' pod ranges are left as they are: they cannot be read", "err", err)
 		return

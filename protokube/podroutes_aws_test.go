@@ -79,7 +79,7 @@ func cloudRound(t *testing.T, kube *kubetasks.Client, nc *model.NodeConfig, o Op
 	ctx := context.Background()
 	r := &Round{kube: kube}
 	g := engine.NewGraph[*Round]()
-	addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, o.Logger)
+	addPodRoutes(ctx, g, r, nc, self{IP: o.Node.InternalIP}, router, o.Logger)
 	if err := checkOwned("node.conf", g, r.cloudTasks); err != nil {
 		t.Fatalf("the ownership check refuses the cloud's tasks: %v", err)
 	}

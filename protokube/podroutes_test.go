@@ -3,7 +3,6 @@ package protokube
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -38,7 +37,7 @@ func TestRoutesTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	got := routesTo(list.Items, "10.0.0.1", slog.New(slog.NewTextHandler(&logs, nil)))
+	got := routesTo(list.Items, self{IP: "10.0.0.1"}, slog.New(slog.NewTextHandler(&logs, nil)))
 	want := map[string]string{"10.244.1.0/24": "10.0.0.9", "10.244.2.0/24": "10.0.0.3"}
 	if !maps.Equal(got, want) {
 		t.Errorf("routes = %v, want %v", got, want)
@@ -48,35 +47,17 @@ func TestRoutesTo(t *testing.T) {
 	}
 }
 
-// memRoutes is a routing table in memory, by destination.
-type memRoutes map[string]nodetasks.Route
-
-func (m memRoutes) List(context.Context) ([]nodetasks.Route, error) {
-	return slices.Collect(maps.Values(m)), nil
-}
-func (m memRoutes) Replace(_ context.Context, dst, gw string) error {
-	m[dst] = nodetasks.Route{Dst: dst, Gateway: gw, Protocol: nodetasks.RouteProtocol}
-	return nil
-}
-func (m memRoutes) Delete(_ context.Context, dst, gw string) error {
-	if r := m[dst]; r.Protocol != nodetasks.RouteProtocol || r.Gateway != gw {
-		return fmt.Errorf("no route of kubeup's to %s via %s: %v", dst, gw, r)
-	}
-	delete(m, dst)
-	return nil
-}
-
 // TestPodRoutesUnderFlannel: under the flannel pod network a round reads no Node (its API client is nil here:
 // reading one would fail) and keeps no route of kubeup's: one left (by kubenet) is deleted, flanneld's and the
 // node's own are left alone.
 func TestPodRoutesUnderFlannel(t *testing.T) {
 	nc := roundNodeConfig(t)
 	nc.Cluster.Spec.Networking.PodNetwork = model.PodNetworkFlannel
-	table := memRoutes{
+	table := &memRoutes{routes: map[string]nodetasks.Route{
 		"100.96.1.0/24": {Dst: "100.96.1.0/24", Gateway: "10.0.0.2", Protocol: nodetasks.RouteProtocol},
 		"100.96.2.0/24": {Dst: "100.96.2.0/24", Gateway: "100.96.2.0", Protocol: 3}, // flanneld's, via flannel.1
 		"10.0.0.0/24":   {Dst: "10.0.0.0/24", Protocol: 2},
-	}
+	}}
 	r := &Round{routes: table}
 	g := engine.NewGraph[*Round]()
 	func() {
@@ -85,7 +66,7 @@ func TestPodRoutesUnderFlannel(t *testing.T) {
 				t.Fatalf("under flannel, the round read the Nodes: %v", p)
 			}
 		}()
-		addPodRoutes(context.Background(), g, r, nc, "10.0.0.1", nil, slog.New(slog.DiscardHandler))
+		addPodRoutes(context.Background(), g, r, nc, self{IP: "10.0.0.1"}, nil, slog.New(slog.DiscardHandler))
 	}()
 	if _, err := engine.Run(context.Background(), g, r, engine.Options{Target: engine.Apply}); err != nil {
 		t.Fatal(err)
@@ -94,7 +75,7 @@ func TestPodRoutesUnderFlannel(t *testing.T) {
 		t.Fatalf("no PodRoutes task: kubeup's routes left by kubenet would stay")
 	}
 	want := []string{"10.0.0.0/24", "100.96.2.0/24"}
-	if got := slices.Sorted(maps.Keys(table)); !slices.Equal(got, want) {
+	if got := slices.Sorted(maps.Keys(table.routes)); !slices.Equal(got, want) {
 		t.Errorf("routes %v, want %v (kubeup's deleted, the others kept)", got, want)
 	}
 }

@@ -65,6 +65,8 @@ type Options struct {
 	// on the local provider until Run returns; nodeLockOf is the pool and id it locks.
 	nodeLock   *os.File
 	nodeLockOf string
+	// routeTable is a test's routing table, in place of the node's (netlink) in the node round.
+	routeTable nodetasks.RouteTable
 	// stop is Run's context: it ends on SIGTERM. A round runs to its end whatever it says, but the wait for a
 	// valid node configuration at its start does not (it can last minutes and changes nothing).
 	stop context.Context
@@ -75,7 +77,8 @@ type Options struct {
 }
 
 // ErrNotControlPlane is matched by the error of a round whose node configuration is not a control-plane node's
-// (a Node group's): Run returns it at once, even without Once, rather than refuse it every round; cmd/protokube
+// (a Node group's) and gives protokube nothing to do (a worker on AWS or GCE, whose pod ranges the cloud routes:
+// model.NodeRunsProtokube): Run returns it at once, even without Once, rather than refuse it every round; cmd/protokube
 // exits with ExitNotControlPlane.
 var ErrNotControlPlane = errors.New("protokube runs on control-plane nodes only")
 
@@ -212,6 +215,9 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if nc.Protokube == nil && nc.Cluster != nil && nc.InstanceGroup != nil && model.NodeRunsProtokube(&nc.Cluster.Spec, nc.InstanceGroup.Spec.Role) {
+		return false, o.nodeRound(ctx, nc, start) // a worker's: its routes to the other Nodes' pod ranges
+	}
 	if nc.Protokube == nil {
 		role := "another role"
 		if nc.InstanceGroup != nil {
@@ -291,7 +297,7 @@ func (o *Options) round(ctx context.Context) (moved bool, err error) {
 			if err := nodegraph.AddKubeObjects(g, nc, o.Proof); err != nil {
 				return false, err
 			}
-			addPodRoutes(ctx, g, r, nc, o.Node.InternalIP, router, o.Logger)
+			addPodRoutes(ctx, g, r, nc, self{IP: o.Node.InternalIP}, router, o.Logger)
 		}
 	}
 	if err := checkOwned(o.Conf, g, r.cloudTasks); err != nil {

@@ -19,11 +19,28 @@ import (
 // control-plane node and one Node ("control-plane-a-1", "nodes"), and returns its path.
 func groupConf(t *testing.T, group string) string {
 	t.Helper()
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, NodeCount: 1})
+	return groupConfOf(t, model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, NodeCount: 1},
+		"file:///var/lib/kubeup/state/demo.example.com", group)
+}
+
+// awsGroupConf is groupConf of an aws cluster (one zone, us-east-1a).
+func awsGroupConf(t *testing.T, group string) string {
+	t.Helper()
+	return groupConfOf(t, model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudAWS, Zones: []string{"us-east-1a"}, NodeCount: 1,
+		VPC: "vpc-0123456789abcdef0", Subnets: []string{"subnet-0000000000000000a"},
+		NodeupURL:    "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64",
+		NodeupSHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"}, "s3://kubeup-state/demo.example.com", group)
+}
+
+// groupConfOf writes the node configuration of instance group group of the cluster o makes, whose state store is
+// configBase, and returns its path.
+func groupConfOf(t *testing.T, o model.NewClusterOptions, configBase, group string) string {
+	t.Helper()
+	c, igs, err := model.NewCluster(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/demo.example.com"
+	c.Spec.ConfigBase = configBase
 	c, igs = model.Complete(c, igs)
 	for _, ig := range igs {
 		if ig.Metadata.Name == group {
@@ -42,11 +59,12 @@ func groupConf(t *testing.T, group string) string {
 	return ""
 }
 
-// TestRefusesAnotherRolesConfiguration: a Node group's configuration ends Run at once with an error that matches
+// TestRefusesAnotherRolesConfiguration: a Node group's configuration that gives protokube nothing to do (on AWS,
+// the cloud routes the pod ranges: model.NodeRunsProtokube) ends Run at once with an error that matches
 // ErrNotControlPlane and names the file, the group and the fix, although Run is no --once run: protokube
 // retried it for ever, logging an error every interval (found by probing).
 func TestRefusesAnotherRolesConfiguration(t *testing.T) {
-	conf := groupConf(t, "nodes")
+	conf := awsGroupConf(t, "nodes")
 	var logs bytes.Buffer
 	done := make(chan error, 1)
 	go func() {

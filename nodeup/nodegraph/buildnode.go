@@ -33,7 +33,7 @@ type NodeTasksOptions struct {
 	// (/etc/default/kubelet) changed. nodeup sets it on a Node; on the control plane nodeup leaves kubelet to
 	// protokube, which sets it in each round.
 	StartKubelet bool
-	// StartProtokube (control plane) starts protokube.service when it is stopped, and restarts it when its unit
+	// StartProtokube (where protokube runs: model.NodeRunsProtokube) starts protokube.service when it is stopped, and restarts it when its unit
 	// or its configuration changed. nodeup sets it; protokube does not: a round that restarts the process
 	// running it would be killed half-way.
 	StartProtokube bool
@@ -51,7 +51,8 @@ type NodeTasksOptions struct {
 // node in(world) of g's world: the container runtime's configuration and unit (addRuntimeTasks), kubelet's
 // flags and unit, the static-pod manifests (kube-apiserver,
 // kube-controller-manager and kube-scheduler on the control plane; kube-proxy everywhere) and, on the control
-// plane, protokube's unit and the node configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
+// plane (and on the workers that run protokube, model.NodeRunsProtokube), protokube's unit and the node
+// configuration it reads (/etc/kubeup/node.conf, nc as Encode writes it).
 // nodeup's graph holds them alone (BuildNodeGraph); protokube adds
 // them to each round's graph, whose world is made of the node and the cloud.
 func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *model.NodeConfig, o NodeTasksOptions) (keystoreFiles []engine.Task, err error) {
@@ -76,8 +77,11 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *mod
 	if err != nil {
 		return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
 	}
+	// protokube runs on the control plane, and on the workers of a local cluster whose pod network is kubenet
+	// (their routes to the other nodes' pod ranges: model.NodeRunsProtokube).
+	protokube := model.NodeRunsProtokube(s, ig.Spec.Role)
 	var conf, roleConf string
-	if controlPlane && !o.LeaveNodeConf {
+	if protokube && !o.LeaveNodeConf {
 		b, err := nc.Encode()
 		if err != nil {
 			return nil, fmt.Errorf("node configuration of %s: %w", ig.Metadata.Name, err)
@@ -149,7 +153,7 @@ func AddNodeTasks[C any](g *engine.Graph[C], in func(C) *nodetasks.Node, nc *mod
 		DependsOn: append(append([]engine.Task{env}, dependsOnAsset(assets, model.AssetKubelet)...), runtime.after()...),
 	})
 
-	if controlPlane {
+	if protokube {
 		// protokube reads the node configuration nodeup verified, from a copy of its own: nodeup's may be a URL
 		// whose credentials protokube need not have, or a file a boot script replaces. 0600: the configuration
 		// is the cluster's spec.

@@ -69,6 +69,10 @@ func BootstrapToken(nc *model.NodeConfig) (*pkitasks.Issued, error) {
 	return nil, fmt.Errorf("the node configuration carries no bootstrap kubeconfig %s: write it again with `kubeup update cluster --yes`", p)
 }
 
+// NodeRoutesRole names the ClusterRole, and its binding to every node, that lets a node list the Nodes (their
+// pod ranges and addresses) with its own credentials: a local cluster's worker routes their pod ranges.
+const NodeRoutesRole = "kubeup:node-routes"
+
 // AddKubeObjects adds to g the objects kubelets' credentials need, and the decision of kubelets' certificate
 // requests (kubetasks.KubeletCSRs) once the approver's RBAC is applied:
 //   - the bootstrap token's Secret (kube-system/bootstrap-token-<id>), whose token adds the group BootstrapGroup,
@@ -78,6 +82,8 @@ func BootstrapToken(nc *model.NodeConfig) (*pkitasks.Issued, error) {
 //     approver decides those;
 //   - ClusterRoleBinding kubeup:kubelet-renewal: every node may renew its own client certificate
 //     (system:certificates.k8s.io:certificatesigningrequests:selfnodeclient, approved by kube-controller-manager);
+//   - ClusterRole and ClusterRoleBinding kubeup:node-routes (NodeRoutesRole), when a local cluster's workers keep
+//     their pod routes (model.NodeRunsProtokube): every node (kubetasks.NodesGroup) may list the Nodes;
 //   - ClusterRole and ClusterRoleBinding kubeup:csr-approver: the approver's identity (CSRApproverUser) reads
 //     requests and Nodes, and approves or denies requests of the two kubelet signers, nothing else.
 func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *model.NodeConfig, proof kubetasks.IdentityProof) error {
@@ -119,6 +125,23 @@ func AddKubeObjects[C KubeWorld](g *engine.Graph[C], nc *model.NodeConfig, proof
 			"metadata": map[string]any{"name": name},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
 			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}},
+		}
+	}
+	// A worker of a local cluster keeps its routes to the other Nodes' pod ranges (model.NodeRunsProtokube): it
+	// lists the Nodes with kubelet's credentials. The Node authorizer lets a node read its own Node only (since
+	// Kubernetes 1.32, AuthorizeNodeWithSelectors): RBAC lets the nodes list them all, as kube-proxy's identity on
+	// the same node already may (system:node-proxier).
+	if model.NodeRunsProtokube(&nc.Cluster.Spec, model.RoleNode) {
+		role, err := add(map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+			"metadata": map[string]any{"name": NodeRoutesRole},
+			"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"nodes"}, "verbs": []any{"list"}}},
+		}, "clusterroles", false)
+		if err != nil {
+			return err
+		}
+		if _, err := add(binding(NodeRoutesRole, NodeRoutesRole, "Group", kubetasks.NodesGroup), "clusterrolebindings", false, role); err != nil {
+			return err
 		}
 	}
 	for _, b := range []map[string]any{

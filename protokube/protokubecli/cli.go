@@ -109,10 +109,13 @@ Route53 hosted zone of spec.dnsZone. The SDK's usual settings apply: the instanc
 AWS_ENDPOINT_URL, and AWS_EC2_METADATA_SERVICE_ENDPOINT for the metadata service. On the local cloud, volumes
 are claimed in the pool, and the names published as spec.local.dns says.
 
+On the local cloud a worker runs protokube too: with a Node group's configuration its round keeps only this
+node's routes to the other Nodes' pod ranges, reading the Nodes with kubelet's own credentials.
+
 --dryrun prints a round's report and changes nothing; --once runs one round and exits with its status.
 
 Exit status: 0 once stopped by SIGTERM (or after a good round with --once); ` + strconv.Itoa(protokube.ExitNotControlPlane) + ` when the node configuration is
-not a control-plane node's (a Node group's): it is refused at once, not every round, and protokube.service does
+not a control-plane node's and gives protokube nothing to do (a Node group's on AWS or GCE): it is refused at once, not every round, and protokube.service does
 not restart protokube after that status; 1 for any other error (bad flags, or a failed round with --once).`,
 		Example: `  protokube --conf=/etc/kubeup/node.conf
   protokube --conf=/etc/kubeup/node.conf --once --dryrun`,

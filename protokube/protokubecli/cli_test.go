@@ -52,13 +52,17 @@ func TestCommands(t *testing.T) {
 }
 
 // TestExitNotControlPlane: protokube exits with protokube.ExitNotControlPlane (not 1, and at once, without
-// --once) on a Node group's configuration, and protokube.service does not restart it after that status.
+// --once) on a Node group's configuration that gives it nothing to do (on AWS, the cloud routes the pod ranges:
+// model.NodeRunsProtokube), and protokube.service does not restart it after that status.
 func TestExitNotControlPlane(t *testing.T) {
-	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudLocal, Zones: []string{"a"}, NodeCount: 1})
+	c, igs, err := model.NewCluster(model.NewClusterOptions{Name: "demo.example.com", CloudProvider: model.CloudAWS, Zones: []string{"us-east-1a"}, NodeCount: 1,
+		VPC: "vpc-0123456789abcdef0", Subnets: []string{"subnet-0000000000000000a"},
+		NodeupURL:    "https://downloads.example.com/kubeup/v0.1.0/nodeup-linux-amd64",
+		NodeupSHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Spec.ConfigBase = "file:///var/lib/kubeup/state/demo.example.com"
+	c.Spec.ConfigBase = "s3://kubeup-state/demo.example.com"
 	c, igs = model.Complete(c, igs)
 	var obj []byte
 	for _, ig := range igs {

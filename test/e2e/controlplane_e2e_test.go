@@ -153,6 +153,8 @@ func kubeletCredentialObjects(t *testing.T, cp *controlPlane) {
 		{"clusterrolebinding", "kubeup:kubelet-renewal"},
 		{"clusterrole", "kubeup:csr-approver"},
 		{"clusterrolebinding", "kubeup:csr-approver"},
+		{"clusterrole", "kubeup:node-routes"}, // the workers' pod routes (a local cluster)
+		{"clusterrolebinding", "kubeup:node-routes"},
 	} {
 		e2e.WaitFor(t, 3*time.Minute, "protokube to apply "+strings.Join(obj, " "), func() (string, bool) {
 			out, err := cp.kubectl(append([]string{"get", "-o", "name"}, obj...)...)

@@ -15,12 +15,18 @@ import (
 // ClientCert is a self-signed client certificate and its key, in PEM: the fake API asks for one and trusts any.
 func ClientCert(t testing.TB) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return SubjectCert(t, pkix.Name{CommonName: "kubeup:test"})
+}
+
+// SubjectCert is ClientCert for subject (a node's: CN system:node:<name>, O system:nodes).
+func SubjectCert(t testing.TB, subject pkix.Name) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubeup:test"},
+		SerialNumber: big.NewInt(1), Subject: subject,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
 	}
