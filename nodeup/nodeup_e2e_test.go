@@ -204,28 +204,33 @@ func TestNodeupE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("on a Node, a changed kubelet flag restarts kubelet only", func(t *testing.T) {
+	t.Run("on a Node, a changed kubelet flag restarts kubelet and protokube, not containerd", func(t *testing.T) {
 		// The same machine converges to the Node group: nodeup starts kubelet there, and restarts it for its
-		// flags; protokube, not part of a Node, is left alone.
+		// flags. A Node of a local kubenet cluster runs protokube for its pod routes (model.NodeRunsProtokube),
+		// which reads the whole node configuration: it restarts to read it. containerd, whose configuration did
+		// not change, is left alone.
 		put(t, c, "/etc/kubeup/nodeup.conf", nodeConfig(t, "nodes"), 0o600)
 		if out, err := nodeupIn(t, c, args...); err != nil {
 			t.Fatalf("nodeup: %v\n%s", err, out)
 		}
-		inv, invP := c.Show(t, "kubelet.service", "InvocationID"), c.Show(t, "protokube.service", "InvocationID")
+		inv, invP, invC := c.Show(t, "kubelet.service", "InvocationID"), c.Show(t, "protokube.service", "InvocationID"), c.Show(t, "containerd.service", "InvocationID")
 		conf := nodeConfigWith(t, "nodes", func(c *model.Cluster) { c.Spec.Kubelet.MaxPods = ptr[int32](50) })
 		put(t, c, "/etc/kubeup/nodeup.conf", conf, 0o600)
 		out, err := nodeupIn(t, c, args...)
 		if err != nil {
 			t.Fatalf("nodeup: %v\n%s", err, out)
 		}
-		if !strings.Contains(out, "modified File//etc/default/kubelet") {
-			t.Errorf("nodeup printed:\n%s\nwant the kubelet flags changed", out)
+		if !strings.Contains(out, "modified File//etc/default/kubelet") || !strings.Contains(out, "modified File//etc/kubeup/node.conf") {
+			t.Errorf("nodeup printed:\n%s\nwant the kubelet flags and the node configuration changed", out)
 		}
 		if c.Show(t, "kubelet.service", "InvocationID") == inv {
 			t.Error("kubelet did not restart after its flags changed")
 		}
-		if c.Show(t, "protokube.service", "InvocationID") != invP {
-			t.Error("protokube restarted, though only kubelet's flags changed")
+		if c.Show(t, "protokube.service", "InvocationID") == invP {
+			t.Error("protokube did not restart after its configuration changed")
+		}
+		if c.Show(t, "containerd.service", "InvocationID") != invC {
+			t.Error("containerd restarted, though its configuration did not change")
 		}
 		if got := c.Show(t, "kubelet.service", "ActiveState"); got != "active" {
 			t.Errorf("kubelet.service: ActiveState %q after the restart", got)

@@ -44,10 +44,12 @@ type Container struct {
 func (c *Container) Root() string { return "/proc/" + strconv.Itoa(c.PID) + "/root" }
 
 // Boot boots a fresh container from the cached root filesystem (which it never changes) and waits until its
-// systemd is running. The container is stopped and its files removed in t.Cleanup.
+// systemd is running. The container is stopped and its files removed in t.Cleanup. It has a network namespace
+// of its own with loopback alone (--private-network): what runs in it as root on "/" (nodeup's masquerading
+// rule, kubeup's routes) changes the container's network, never the host's.
 func Boot(t testing.TB) *Container {
 	t.Helper()
-	return boot(t, "", nil, nil, nil, nil)
+	return boot(t, "", []string{"--private-network"}, nil, nil, nil)
 }
 
 // boot is Boot with the directory that keeps the machine's disk across boots ("": a new one, removed with the

@@ -2,8 +2,11 @@ package nodetasks
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"kubeup.dev/kubeup/engine"
 	"kubeup.dev/kubeup/engine/enginetest"
@@ -80,4 +83,21 @@ func TestPodMasqueradeValidate(t *testing.T) {
 
 func TestPodMasqueradeDeps(t *testing.T) {
 	enginetest.CheckDeps(t, &PodMasquerade[natWorld]{Name: "x", After: []engine.Task{&File{Path: "/x"}}})
+}
+
+// deniedNAT is a table this process may not read: no CAP_NET_ADMIN in its network namespace.
+type deniedNAT struct{ fakeNAT }
+
+func (deniedNAT) Masquerade(context.Context) (*MasqueradeRule, error) {
+	return nil, fmt.Errorf("netlink receive: %w", unix.EPERM)
+}
+
+// Without the right to change the namespace's netfilter (a container that shares another's network), the run
+// changes nothing and does not fail: the rule is the node's own nodeup's and protokube's to make.
+func TestPodMasqueradeNotPermitted(t *testing.T) {
+	nat := &deniedNAT{}
+	plan := enginetest.ApplyThenNoChanges(t, context.Background(), natWorld{nat}, masqueradeGraph("100.96.0.0/11", "100.64.0.0/10"))
+	if len(plan.Changes) != 0 || nat.sets != 0 {
+		t.Errorf("not permitted: changes %+v, %d writes; want none", plan.Changes, nat.sets)
+	}
 }
