@@ -205,7 +205,7 @@ runtime-binaries: e2e-packages
 	printf '%s %s\n' containerd $(CONTAINERD_VERSION) runc $(RUNC_VERSION) cni-plugins $(CNI_PLUGINS_VERSION) crictl $(CRICTL_VERSION) >"$$tmp/VERSIONS"; \
 	mkdir -p "$$(dirname "$$dir")"; rm -rf "$$dir"; mv -T "$$tmp" "$$dir"
 
-## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, CoreDNS, flannel, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only)
+## images: write the OCI image archives the nodes preload (etcd, the Kubernetes components, CoreDNS, flannel, pause, the e2e workload) into $(KUBEUP_IMAGES), once (root only) (gcc and libc6-dev from e2e-packages: flanneld links with cgo)
 # hack/images (a Go module of its own, with go-containerregistry) writes one archive per image, named as kubeup's
 # manifests name it, that `ctr images import` accepts: the static binaries of `make kube-binaries` at
 # /usr/local/bin/<name>; etcd built static (CGO_ENABLED=0) from go.etcd.io/etcd/server/v3 pinned in hack/etcd/go.mod
@@ -238,7 +238,7 @@ KUBEUP_DEBS ?= /var/cache/kubeup/debs/$(shell sha256sum $(PROXY_DEBS) 2>/dev/nul
 IMAGES_KEY_FILES = $(sort $(shell find $(IMAGES_MOD) $(ETCD_MOD) $(COREDNS_MOD) $(FLANNEL_MOD) -type f 2>/dev/null)) $(KUBE_BINARIES_MOD)/go.mod $(KUBE_BINARIES_MOD)/go.sum
 KUBEUP_IMAGES ?= /var/cache/kubeup/images/$(shell { cat $(IMAGES_KEY_FILES); echo "$(PAUSE_IMAGE) $(HELLO_IMAGE) $(KUBE_IMAGES) $(KUBEUP_KUBE_BIN)"; } 2>/dev/null | sha256sum | cut -c1-16)
 export KUBEUP_IMAGES
-images: kube-binaries
+images: kube-binaries e2e-packages
 	@if [ "$$(id -u)" != 0 ] || [ -f '$(KUBEUP_IMAGES)/IMAGES' ]; then exit 0; fi; \
 	dir='$(KUBEUP_IMAGES)'; tmp="$$dir.tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp/bin"; trap 'rm -rf "$$tmp"' EXIT; \
 	echo "images: building etcd $(ETCD_VERSION), CoreDNS $(COREDNS_VERSION), flannel $(FLANNEL_VERSION), pause and hello, and writing the image archives into $$dir (once; about 15 minutes on 2 cores)"; \
